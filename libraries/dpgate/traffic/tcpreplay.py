@@ -131,7 +131,10 @@ class TcpreplayGenerator:
         tx0 = self._counters(tx_ports, "tx_packets")
         rx0 = self._counters(rx_ports, "rx_packets")
         drops0 = self._tx_drops(tx_ports)
-        sut_stats0 = self.sut.stats() if self.sut is not None else {}
+        sut_ports = [s.name for _, s in self.tb.topology.pairs()]
+        sut_rx0 = self._sut_counters(sut_ports, "rx_packets")
+        sut_tx0 = self._sut_counters(sut_ports, "tx_packets")
+        sock_drops0 = self.tb.packet_socket_drops()
         if self.sut is not None:
             self.sut.trial_begin()
         logs = [os.path.join(self.tb.workdir, f"tcpreplay-{i}.log") for i in range(ndir)]
@@ -176,12 +179,16 @@ class TcpreplayGenerator:
         reports = [parse_tcpreplay_output(tail(log, 40)) for log in logs]
         actual = max((r.get("seconds", duration_s) for r in reports), default=duration_s)
         tx, rx = tx1 - tx0, rx1 - rx0
-        extra: Dict = {}
+        # Loss attribution: frames that entered the SUT namespace but never left it were
+        # dropped by the SUT (af_packet rings, OVS, testpmd), whatever its own counters say.
+        sut_in = self._sut_counters(sut_ports, "rx_packets") - sut_rx0
+        sut_out = self._sut_counters(sut_ports, "tx_packets") - sut_tx0
+        extra: Dict = {"sut_drops": max(0, sut_in - sut_out)}
+        sock_drops = self.tb.packet_socket_drops() - sock_drops0
+        per_trial: Dict = {}
         if self.sut is not None:
             self.sut.check_alive()
             per_trial = self.sut.trial_end(rx)
-            stats1 = self.sut.stats()
-            extra["sut_drops"] = int(stats1.get("sut_drops", 0) - sut_stats0.get("sut_drops", 0))
             if "cycles_per_packet" in per_trial:
                 extra["sut_cycles_per_packet"] = per_trial["cycles_per_packet"]
         limited = None
@@ -197,6 +204,10 @@ class TcpreplayGenerator:
             "generator_max_pps": self.max_pps,
             "wall_s": round(wall, 3),
             "generator_cut_at_deadline": stopped_early,
+            "sut_rx_packets": sut_in,
+            "sut_tx_packets": sut_out,
+            "sut_socket_drops": sock_drops,
+            "sut_counters": per_trial,
         }
         result = TrialResult.from_counts(
             load_pps, duration_s, tx_packets=tx, rx_packets=rx, actual_duration_s=actual,
@@ -224,6 +235,9 @@ class TcpreplayGenerator:
             if time.monotonic() > end:
                 raise TrialError(f"generator (tcpreplay) did not start sending within {timeout:g} s: killed")
             time.sleep(0.001)
+
+    def _sut_counters(self, names: List[str], key: str) -> int:
+        return sum(self.tb.port_stats(self.tb.sut_ns, n)[key] for n in names)
 
     def _tx_drops(self, ports: List[str]) -> int:
         return self._counters(ports, "tx_dropped")
