@@ -1,0 +1,146 @@
+"""``dpgate gate``: the CI stage. Runs the suites, prints a summary, exits non-zero iff a gate failed.
+
+    dpgate gate                                  # embedded suites, per-commit profile
+    dpgate gate --profile sign-off --outdir results/release
+    dpgate gate --include linux-ip4 --variable PREFIX:dpg1-
+
+Exit codes: 0 all gates passed (skips allowed), 1 a gate failed or a test errored,
+2 bad input, 3 environment problem, 130/143 interrupted (results and JUnit still written).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from typing import Dict, List, Optional
+
+from .errors import ConfigError, EnvironmentProblem
+from .junit import write_junit
+from .results import load_records
+
+PROFILES = ("per-commit", "sign-off", "rfc2544-binary")
+
+
+def add_parser(sub) -> None:
+    g = sub.add_parser("gate", help="run the gate suites and exit non-zero iff a gate failed")
+    g.add_argument("suites", nargs="*", default=["suites/embedded"], help="suite files/dirs (default suites/embedded)")
+    g.add_argument("--outdir", default="results", help="output directory (default results/)")
+    g.add_argument("--profile", default="per-commit", choices=PROFILES, help="search profile")
+    g.add_argument("--thresholds", default=None, help="thresholds file (default variables/embedded.yaml)")
+    g.add_argument("--topology", default=None, help="topology file (default topologies/embedded.yaml)")
+    g.add_argument("--prefix", default=None, help="namespace prefix of the embedded testbed")
+    g.add_argument("--telemetry-policy", default="skip", choices=("skip", "fail"))
+    g.add_argument("--include", action="append", default=[], help="only tests with this tag (repeatable)")
+    g.add_argument("--exclude", action="append", default=[], help="skip tests with this tag (repeatable)")
+    g.add_argument("--variable", action="append", default=[], help="extra Robot variable NAME:VALUE")
+    g.add_argument("--junit", default=None, help="JUnit path (default <outdir>/junit.xml)")
+    g.set_defaults(func=cmd_gate)
+
+
+def robot_argv(args) -> List[str]:
+    junit = os.path.abspath(args.junit or os.path.join(args.outdir, "junit.xml"))
+    argv = [sys.executable, "-m", "robot", "--outputdir", args.outdir, "--console", "quiet",
+            "--listener", f"dpgate.listener.DpgateListener:{junit}",
+            "--variable", f"SEARCH_PROFILE:{args.profile}",
+            "--variable", f"TELEMETRY_POLICY:{args.telemetry_policy}"]
+    if args.thresholds:
+        argv += ["--variable", f"THRESHOLDS_FILE:{os.path.abspath(args.thresholds)}"]
+    if args.topology:
+        argv += ["--variable", f"TOPOLOGY:{os.path.abspath(args.topology)}"]
+    if args.prefix:
+        argv += ["--variable", f"PREFIX:{args.prefix}"]
+    for tag in args.include:
+        argv += ["--include", tag]
+    for tag in args.exclude:
+        argv += ["--exclude", tag]
+    for var in args.variable:
+        if ":" not in var:
+            raise ConfigError(f"--variable {var!r} must be NAME:VALUE", path="--variable")
+        argv += ["--variable", var]
+    return argv + list(args.suites)
+
+
+def preflight(args) -> None:
+    from .testbed import check_environment
+    from .thresholds import load_thresholds
+    from .topology import load_topology
+
+    for s in args.suites:
+        if not os.path.exists(s):
+            raise ConfigError(f"suite path {s!r} does not exist", path="suites")
+    load_thresholds(args.thresholds or "variables/embedded.yaml")
+    topo = load_topology(args.topology or "topologies/embedded.yaml", args.prefix)
+    if topo.kind == "embedded":
+        check_environment()
+
+
+def cmd_gate(args) -> int:
+    preflight(args)
+    os.makedirs(args.outdir, exist_ok=True)
+    junit = args.junit or os.path.join(args.outdir, "junit.xml")
+    proc = subprocess.Popen(robot_argv(args))
+    interrupted: Optional[int] = None
+
+    def forward(signum, frame):
+        nonlocal interrupted
+        interrupted = signum
+        try:
+            proc.send_signal(signum)
+        except ProcessLookupError:
+            pass
+
+    old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        while True:
+            try:
+                rc = proc.wait()
+                break
+            except InterruptedError:  # pragma: no cover
+                continue
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    records = load_records(args.outdir)
+    for rec in records:
+        if rec.get("status") in (None, "RUNNING"):
+            rec["status"] = "ERROR"
+            rec["message"] = "test did not finish (run interrupted)" if interrupted else "test did not finish"
+    write_junit(records, junit)
+    print(summary_table(records))
+    out = os.path.abspath(args.outdir)
+    print(f"\nreport: {os.path.join(out, 'report.html')}\nlog:    {os.path.join(out, 'log.html')}\n"
+          f"junit:  {os.path.abspath(junit)}\nresults: {os.path.join(out, 'dpgate')}")
+    if interrupted:
+        print(f"dpgate: interrupted by signal {interrupted}: finished tests kept, teardown ran", file=sys.stderr)
+        return 128 + interrupted
+    failed = [r for r in records if r.get("status") not in ("PASS", "SKIP")]
+    if rc == 252:
+        raise ConfigError("robot rejected the arguments (see its message above)")
+    if rc and not failed:
+        return 1
+    return 1 if failed else 0
+
+
+def summary_table(records: List[Dict]) -> str:
+    head = f"{'test':44s} {'NDR Mpps':>9s} {'PDR Mpps':>9s} {'CPP':>8s}  verdict"
+    lines = [head, "-" * len(head)]
+    for r in records:
+        m = r.get("metrics", {})
+        ndr = f"{m['ndr_pps'] / 1e6:.3f}" if "ndr_pps" in m else "-"
+        pdr = f"{m['pdr_pps'] / 1e6:.3f}" if "pdr_pps" in m else "-"
+        cpp = f"{m['cpp']:.0f}" if isinstance(m.get("cpp"), (int, float)) else "-"
+        verdict = r.get("status", "?")
+        if verdict != "PASS" and r.get("message"):
+            verdict += ": " + r["message"].splitlines()[0][:100]
+        lines.append(f"{r.get('name', '?')[:44]:44s} {ndr:>9s} {pdr:>9s} {cpp:>8s}  {verdict}")
+    if len(lines) == 2:
+        lines.append("(no test produced a result)")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    from .cli import main
+
+    sys.exit(main(["gate"] + sys.argv[1:]))

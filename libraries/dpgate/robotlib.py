@@ -1,0 +1,465 @@
+"""Robot Framework keyword libraries of dpgate.
+
+``EmbeddedTestbed`` (suite scope) brings the embedded testbed up, starts the SUT, runs
+trials and NDR/PDR searches. ``Gates`` holds the assertions: readable failures with the
+numbers, e.g. ``NDR 0.212 Mpps < floor 0.250 Mpps (-15.2 %)``. Every measured value is
+recorded in the test's result record (``<outputdir>/dpgate/tests/<test>.json``), from
+which the listener writes JUnit.
+
+Example suite::
+
+    *** Settings ***
+    Library    dpgate.robotlib.EmbeddedTestbed    topologies/embedded.yaml
+    Library    dpgate.robotlib.Gates    variables/embedded.yaml
+    Suite Setup       Bring Up Embedded Testbed    linux-ip4    64B    IMIX
+    Suite Teardown    Tear Down Embedded Testbed
+
+    *** Test Cases ***
+    64B-1c-linux-ip4-ndrpdr
+        ${result}=    Find NDR And PDR    64B
+        Throughput Should Be At Least    ${result}    0.15 Mpps    goal=NDR
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+from robot.api import Failure, SkipExecution, logger
+from robot.api.deco import keyword, library
+from robot.libraries.BuiltIn import BuiltIn
+
+from .errors import ConfigError
+from .results import ResultStore
+from .thresholds import CaseThresholds, load_thresholds
+from .units import Rate, UnitError, format_pps, frame_size_tag, parse_frame_size, parse_rate, parse_ratio
+
+TELEMETRY_POLICIES = ("skip", "fail")
+
+
+def _rate(value: Union[str, int, float]) -> Rate:
+    return parse_rate(value)
+
+
+@dataclass(frozen=True)
+class NdrPdrResult:
+    """What ``Find NDR And PDR`` returns (and records)."""
+
+    nf: str
+    frame_size: str
+    ndr_pps: float
+    pdr_pps: float
+    ndr_upper_pps: Optional[float]
+    pdr_upper_pps: Optional[float]
+    ndr_loss: float
+    pdr_loss: float
+    profile: str
+    trials: int
+    search_s: float
+    cores: int
+    cpu_hz: float
+    freq_source: str
+    cpp_ndr: float
+    cpp_pdr: float
+    generator_max_pps: Optional[float]
+    limited_by: Optional[str]
+    sut_cpp_measured: Optional[float] = None
+    telemetry: Dict[str, Any] = field(default_factory=dict)
+
+    def metrics(self) -> Dict[str, Any]:
+        from .metrics import line_rate_pps  # noqa: F401  (documented relation; gbps below)
+        from .units import average_frame_size
+
+        bits = (average_frame_size(parse_frame_size(self.frame_size)) + 20) * 8
+        m: Dict[str, Any] = {
+            "ndr_pps": round(self.ndr_pps, 1), "pdr_pps": round(self.pdr_pps, 1),
+            "ndr_mpps": round(self.ndr_pps / 1e6, 6), "pdr_mpps": round(self.pdr_pps / 1e6, 6),
+            "ndr_gbps": round(self.ndr_pps * bits / 1e9, 6), "pdr_gbps": round(self.pdr_pps * bits / 1e9, 6),
+            "ndr_loss_goal": self.ndr_loss, "pdr_loss_goal": self.pdr_loss,
+            "cpp": round(self.cpp_ndr, 1), "cpp_pdr": round(self.cpp_pdr, 1),
+            "cores": self.cores, "cpu_hz": self.cpu_hz, "freq_source": self.freq_source,
+            "trials": self.trials, "search_seconds": round(self.search_s, 2),
+            "search_profile": self.profile, "frame_size": self.frame_size,
+            "generator_max_pps": round(self.generator_max_pps, 1) if self.generator_max_pps else "n/a",
+            "limited_by": self.limited_by or "sut",
+        }
+        if self.ndr_upper_pps is not None:
+            m["ndr_upper_pps"] = round(self.ndr_upper_pps, 1)
+        if self.pdr_upper_pps is not None:
+            m["pdr_upper_pps"] = round(self.pdr_upper_pps, 1)
+        if self.sut_cpp_measured is not None:
+            m["cpp_sut_measured"] = round(self.sut_cpp_measured, 1)
+        m.update(self.telemetry)
+        return m
+
+
+def _bi() -> BuiltIn:
+    return BuiltIn()
+
+
+def _current_test() -> Tuple[str, str]:
+    from robot.libraries.BuiltIn import RobotNotRunningError
+
+    try:
+        bi = _bi()
+        suite = bi.get_variable_value("${SUITE NAME}", "")
+        test = bi.get_variable_value("${TEST NAME}", None)
+    except RobotNotRunningError:  # keywords called from plain Python (tests, scripts)
+        return "", ""
+    return suite, test or ""
+
+
+def _store() -> ResultStore:
+    return ResultStore(_bi().get_variable_value("${OUTPUT DIR}", "."))
+
+
+def record(**fields: Any) -> None:
+    """Merge fields into the current test's result record (no-op outside a test)."""
+    suite, test = _current_test()
+    if not test:
+        return
+    _store().update(f"{suite}.{test}", suite=suite, name=test, **fields)
+
+
+@library(scope="SUITE", converters={Rate: _rate}, doc_format="ROBOT")
+class EmbeddedTestbed:
+    """Embedded testbed keywords: namespaces, veth links, a real SUT and tcpreplay.
+
+    Import: ``Library  dpgate.robotlib.EmbeddedTestbed  topologies/embedded.yaml  prefix=dpg1-``
+    """
+
+    def __init__(self, topology: str = "topologies/embedded.yaml", prefix: Optional[str] = None):
+        self.topology_path = topology
+        self.prefix = prefix or None
+        self.session = None
+        self.generators: Dict[str, Any] = {}
+        self.nf: Optional[str] = None
+
+    # -- lifecycle -------------------------------------------------------------
+    @keyword
+    def bring_up_embedded_testbed(self, nf: str, *frame_sizes: str) -> float:
+        """Create namespaces and veths, calibrate the generator for each frame size, start SUT ``nf``.
+
+        Returns the calibrated generator ceiling (pps) of the first frame size.
+
+        | `Bring Up Embedded Testbed` | linux-ip4 | 64B | IMIX | 1518B |
+        """
+        from .embedded import EmbeddedSession
+        from .traffic.tcpreplay import TcpreplayGenerator
+
+        sizes = [parse_frame_size(s) for s in (frame_sizes or ("64B",))]
+        self.nf = nf
+        self.session = EmbeddedSession(self.topology_path, nf, frame_size=sizes[0], prefix=self.prefix,
+                                       calibrate=False)
+        s = self.session
+        s.testbed.up()
+        try:
+            for size in sizes:
+                gen = TcpreplayGenerator(s.testbed, _profile_for(s, size), on_trial=self._on_trial)
+                gen.pcaps()
+                ceiling = gen.calibrate()
+                logger.info(f"generator ceiling at {frame_size_tag(size)}: {format_pps(ceiling)}")
+                self.generators[frame_size_tag(size)] = gen
+            self._start_sut()
+        except BaseException:
+            self.tear_down_embedded_testbed()
+            raise
+        return self.generators[frame_size_tag(sizes[0])].max_pps
+
+    def _start_sut(self) -> None:
+        s = self.session
+        first = next(iter(self.generators.values()))
+        s.sut = s.sut_cls(s.testbed, flows=first.profile.effective_flows if s.sut_cls.traffic == "ip4" else None)
+        s.sut.start()
+        for gen in self.generators.values():
+            gen.sut = s.sut
+        logger.info(f"SUT {s.sut.name} started: {s.sut.version()}")
+
+    @keyword
+    def tear_down_embedded_testbed(self) -> None:
+        """Stop the SUT and remove every namespace, veth and process of this testbed."""
+        gens, self.generators = self.generators, {}
+        for gen in gens.values():
+            gen.abort()
+        if self.session is not None:
+            self.session.down()
+            self.session = None
+
+    @keyword
+    def sut_version(self) -> str:
+        return self.session.sut.version() if self.session and self.session.sut else "unknown"
+
+    def _gen(self, frame_size: str):
+        if self.session is None:
+            raise Failure("embedded testbed is not up: call 'Bring Up Embedded Testbed' in Suite Setup")
+        tag = frame_size_tag(parse_frame_size(frame_size))
+        if tag not in self.generators:
+            raise ConfigError(f"frame size {tag} was not prepared; add it to 'Bring Up Embedded Testbed' "
+                              f"(prepared: {', '.join(self.generators)})", path="frame_size")
+        return self.generators[tag]
+
+    def _on_trial(self, result) -> None:
+        suite, test = _current_test()
+        _store().append_trial(f"{suite}.{test}", result.to_dict())
+        logger.console(
+            f"  trial {format_pps(result.intended_load_pps)} x {result.intended_duration_s:g} s: "
+            f"loss {result.loss_ratio * 100:.3f} %" + (f" [{result.limited_by}]" if result.limited_by else ""),
+        )
+
+    # -- trials and search -------------------------------------------------------
+    @keyword
+    def run_trial(self, rate: Rate, duration: float = 2.0, frame_size: str = "64B"):
+        """One trial; ``rate`` accepts 50kpps, 0.2 Mpps, 75% (of the calibrated ceiling).
+
+        | ${r}= | `Run Trial` | 50kpps | duration=2 | frame_size=64B |
+        | Should Be Equal As Integers | ${r.loss_packets} | 0 |
+        """
+        gen = self._gen(frame_size)
+        return gen.measure(rate.resolve(gen.max_pps), float(duration))
+
+    @keyword
+    def find_ndr_and_pdr(self, frame_size: str = "64B", profile: str = "per-commit",
+                         min_rate: Rate = Rate(pps=9001.0), max_rate: Rate = Rate(percent=100.0),
+                         ndr_loss: str = "0", pdr_loss: str = "0.5%", **overrides: str) -> NdrPdrResult:
+        """Search NDR and PDR for ``frame_size`` with a search profile, compute CPP, record metrics.
+
+        ``max_rate`` defaults to the calibrated generator ceiling (the testbed's "line rate");
+        a bound at that ceiling is marked ``limited_by=generator``, never reported as the SUT's.
+
+        | ${r}= | `Find NDR And PDR` | 64B | profile=per-commit |
+        """
+        from .metrics import cycles_per_packet
+        from .search import find_ndr_pdr
+
+        gen = self._gen(frame_size)
+        lo, hi = min_rate.resolve(gen.max_pps), max_rate.resolve(gen.max_pps)
+        nl, pl = parse_ratio(ndr_loss, "ndr_loss"), parse_ratio(pdr_loss, "pdr_loss")
+        conv = {k: _override_value(v) for k, v in overrides.items()}
+        t0 = time.monotonic()
+        gen.sut.check_alive()
+        res = find_ndr_pdr(gen.measure, lo, hi, ndr_loss=nl, pdr_loss=pl, profile=profile, **conv)
+        gen.sut.check_alive()
+        hz, source = self.session.cpu_freq()
+        cores = len(self.session.testbed.sut_cpus)
+        at_max = [g for g, v in (("NDR", res.ndr), ("PDR", res.pdr)) if v >= 0.97 * hi]
+        limited = "generator" if at_max else None
+        sut_cpp = _sut_cpp_near(res, res.ndr)
+        out = NdrPdrResult(
+            nf=self.nf or "?", frame_size=frame_size_tag(parse_frame_size(frame_size)),
+            ndr_pps=float(res.ndr), pdr_pps=float(res.pdr),
+            ndr_upper_pps=_opt(getattr(res, "ndr_upper", None)), pdr_upper_pps=_opt(getattr(res, "pdr_upper", None)),
+            ndr_loss=nl, pdr_loss=pl, profile=profile, trials=int(res.trial_count),
+            search_s=time.monotonic() - t0, cores=cores, cpu_hz=hz, freq_source=source,
+            cpp_ndr=cycles_per_packet(res.ndr, hz, cores) if res.ndr > 0 else float("inf"),
+            cpp_pdr=cycles_per_packet(res.pdr, hz, cores) if res.pdr > 0 else float("inf"),
+            generator_max_pps=gen.max_pps, limited_by=limited, sut_cpp_measured=sut_cpp,
+        )
+        logger.info(f"NDR {format_pps(out.ndr_pps)}  PDR {format_pps(out.pdr_pps)}  CPP {out.cpp_ndr:.0f} "
+                    f"({out.trials} trials, {out.search_s:.1f} s)")
+        if limited:
+            logger.warn(f"{'/'.join(at_max)} reached the generator ceiling {format_pps(hi)}: "
+                        "the SUT may be faster than this testbed can show")
+        record(metrics=out.metrics(), nf=out.nf, sut_version=self.sut_version(),
+               testbed=self.session.topology.name, prefix=self.session.topology.prefix)
+        return out
+
+
+def _opt(v) -> Optional[float]:
+    return None if v is None else float(v)
+
+
+def _override_value(v: str):
+    for conv in (int, float):
+        try:
+            return conv(v)
+        except ValueError:
+            continue
+    return {"true": True, "false": False}.get(str(v).lower(), v)
+
+
+def _sut_cpp_near(res, load: float) -> Optional[float]:
+    """SUT-reported cycles/packet of the passing trial closest to (and not above) ``load``."""
+    best = None
+    for t in getattr(res, "trials", ()):
+        tr = t[-1] if isinstance(t, tuple) else t
+        cpp = getattr(tr, "sut_cycles_per_packet", None)
+        if cpp is None or tr.intended_load_pps > load * 1.0001:
+            continue
+        if best is None or tr.intended_load_pps > best[0]:
+            best = (tr.intended_load_pps, cpp)
+    return best[1] if best else None
+
+
+def _profile_for(session, size):
+    from .traffic.profiles import make_profile
+
+    p = session.profile
+    return make_profile(p.kind, size, p.flows, p.bidirectional)
+
+
+@library(scope="GLOBAL", converters={Rate: _rate}, doc_format="ROBOT")
+class Gates:
+    """Threshold assertions with readable numbers, and threshold lookup.
+
+    Import: ``Library  dpgate.robotlib.Gates  variables/embedded.yaml  telemetry_policy=skip``
+
+    ``telemetry_policy`` says what an IPC/DDIO/TMAM gate does on a host without counters:
+    ``skip`` the test or ``fail`` it, with the reason either way.
+    """
+
+    def __init__(self, thresholds: Optional[str] = None, telemetry_policy: str = "skip"):
+        if telemetry_policy not in TELEMETRY_POLICIES:
+            raise ConfigError(f"telemetry_policy must be one of {', '.join(TELEMETRY_POLICIES)}, "
+                              f"got {telemetry_policy!r}", path="Gates.telemetry_policy")
+        self.thresholds_path = thresholds
+        self.policy = telemetry_policy
+        self._file = None
+
+    @keyword
+    def thresholds_for(self, nf: str, frame_size: str) -> CaseThresholds:
+        """Thresholds of one case from the thresholds file given at import.
+
+        | ${t}= | `Thresholds For` | linux-ip4 | 64B |
+        """
+        if self._file is None:
+            if not self.thresholds_path:
+                raise ConfigError("no thresholds file: import Gates with the path of variables/<testbed>.yaml")
+            self._file = load_thresholds(self.thresholds_path)
+        return self._file.lookup(nf, frame_size)
+
+    @keyword
+    def throughput_should_be_at_least(self, result: NdrPdrResult, floor: Rate, goal: str = "NDR") -> None:
+        """Fail when the NDR (or PDR) is below ``floor``.
+
+        | `Throughput Should Be At Least` | ${result} | 0.25 Mpps | goal=NDR |
+        fails with ``NDR 0.212 Mpps < floor 0.250 Mpps (-15.2 %)``.
+        """
+        goal = goal.upper()
+        if goal not in ("NDR", "PDR"):
+            raise ConfigError(f"goal must be NDR or PDR, got {goal!r}", path="Throughput Should Be At Least.goal")
+        value = result.ndr_pps if goal == "NDR" else result.pdr_pps
+        limit = floor.resolve(result.generator_max_pps)
+        ok = value >= limit
+        msg = (f"{goal} {format_pps(value)} {'>=' if ok else '<'} floor {format_pps(limit)} "
+               f"({_pct(value, limit)})")
+        self._gate(f"{goal.lower()}_min", ok, msg, value, limit)
+
+    @keyword
+    def cycles_per_packet_should_be_at_most(self, result: NdrPdrResult, ceiling: float) -> None:
+        """Fail when CPP at NDR (core_hz x cores / NDR pps) exceeds ``ceiling``.
+
+        | `Cycles Per Packet Should Be At Most` | ${result} | 12000 |
+        fails with ``CPP 13500 > ceiling 12000 (+12.5 %)``.
+        """
+        value, limit = result.cpp_ndr, float(ceiling)
+        ok = value <= limit
+        msg = f"CPP {value:.0f} {'<=' if ok else '>'} ceiling {limit:.0f} ({_pct(value, limit)})"
+        self._gate("cpp_max", ok, msg, value, limit)
+
+    @keyword
+    def ipc_should_be_at_least(self, result: NdrPdrResult, minimum: float) -> None:
+        """Fail when IPC measured at NDR is below ``minimum``; unsupported hosts follow the policy.
+
+        | `IPC Should Be At Least` | ${result} | 1.5 |
+        """
+        self._telemetry_gate(result, "ipc", float(minimum), at_least=True, label="IPC", fmt="{:.2f}")
+
+    @keyword
+    def instructions_per_packet_should_be_at_most(self, result: NdrPdrResult, maximum: float) -> None:
+        """| `Instructions Per Packet Should Be At Most` | ${result} | 300 |"""
+        self._telemetry_gate(result, "ipp", float(maximum), at_least=False, label="IPP", fmt="{:.0f}")
+
+    @keyword
+    def ddio_miss_rate_should_be_at_most(self, result: NdrPdrResult, event: str = "ItoM", max: str = "5%") -> None:
+        """Fail when the DDIO miss rate of a PCIe ``event`` (ItoM, RFO, PCIeRdCur) exceeds ``max``.
+
+        | `DDIO Miss Rate Should Be At Most` | ${result} | event=ItoM | max=5% |
+        """
+        key = f"ddio_miss_rate_{event.lower()}"
+        self._telemetry_gate(result, key, parse_ratio(max, "max", upper_inclusive=True), at_least=False,
+                             label=f"DDIO {event} miss rate", fmt="{:.1%}")
+
+    @keyword
+    def memory_bytes_per_packet_should_be_at_most(self, result: NdrPdrResult, maximum: float) -> None:
+        """| `Memory Bytes Per Packet Should Be At Most` | ${result} | 256 |"""
+        self._telemetry_gate(result, "mem_bytes_per_packet", float(maximum), at_least=False,
+                             label="memory bytes/packet", fmt="{:.0f}")
+
+    @keyword
+    def tmam_retiring_should_be_at_least(self, result: NdrPdrResult, minimum: str) -> None:
+        """| `TMAM Retiring Should Be At Least` | ${result} | 40% |"""
+        self._telemetry_gate(result, "tmam_retiring", parse_ratio(minimum, "minimum", upper_inclusive=True),
+                             at_least=True, label="TMAM Retiring", fmt="{:.1%}")
+
+    @keyword(tags=["robot:continue-on-failure"])
+    def check_gates(self, result: NdrPdrResult, thresholds: CaseThresholds) -> None:
+        """Apply every threshold of a case; all failures are reported together.
+
+        | ${t}= | `Thresholds For` | linux-ip4 | 64B |
+        | `Check Gates` | ${result} | ${t} |
+        """
+        failures: List[str] = []
+        skips: List[str] = []
+        checks = [
+            ("ndr_min", lambda v: self.throughput_should_be_at_least(result, parse_rate(v), "NDR")),
+            ("pdr_min", lambda v: self.throughput_should_be_at_least(result, parse_rate(v), "PDR")),
+            ("cpp_max", lambda v: self.cycles_per_packet_should_be_at_most(result, v)),
+            ("ipc_min", lambda v: self.ipc_should_be_at_least(result, v)),
+            ("ipp_max", lambda v: self.instructions_per_packet_should_be_at_most(result, v)),
+            ("ddio_miss_max", lambda v: self.ddio_miss_rate_should_be_at_most(result, "ItoM", v)),
+            ("mem_bytes_per_packet_max", lambda v: self.memory_bytes_per_packet_should_be_at_most(result, v)),
+            ("tmam_retiring_min", lambda v: self.tmam_retiring_should_be_at_least(result, v)),
+        ]
+        applied = 0
+        for key, check in checks:
+            value = getattr(thresholds, key)
+            if value is None:
+                continue
+            applied += 1
+            try:
+                check(value)
+            except SkipExecution as err:
+                skips.append(str(err))
+            except AssertionError as err:
+                failures.append(str(err))
+        if applied == 0:
+            logger.warn("no thresholds apply to this case: nothing was gated")
+        if failures:
+            raise Failure("; ".join(failures))
+        if skips:
+            raise SkipExecution("; ".join(skips))
+
+    # -- helpers -------------------------------------------------------------------
+    def _gate(self, name: str, ok: bool, msg: str, value: Any, limit: Any) -> None:
+        record(gates=[{"name": name, "passed": ok, "message": msg, "value": value, "threshold": limit}])
+        if ok:
+            logger.info(f"gate {name}: {msg}")
+            return
+        raise Failure(msg)
+
+    def _telemetry_gate(self, result: NdrPdrResult, key: str, limit: float, at_least: bool,
+                        label: str, fmt: str) -> None:
+        value = result.telemetry.get(key)
+        if value is None:
+            value = "not supported (no telemetry captured for this test)"
+        if isinstance(value, str):
+            reason = value
+            record(gates=[{"name": key, "passed": self.policy == "skip", "message": f"{label} {reason}",
+                           "value": reason, "threshold": limit}])
+            text = f"{label} gate: {reason} (telemetry_policy={self.policy})"
+            if self.policy == "skip":
+                raise SkipExecution(text)
+            raise Failure(text)
+        ok = value >= limit if at_least else value <= limit
+        op = (">=" if ok else "<") if at_least else ("<=" if ok else ">")
+        word = "floor" if at_least else "ceiling"
+        msg = f"{label} {fmt.format(value)} {op} {word} {fmt.format(limit)} ({_pct(value, limit)})"
+        self._gate(key, ok, msg, value, limit)
+
+
+def _pct(value: float, limit: float) -> str:
+    if not limit:
+        return "n/a"
+    return f"{(value - limit) / limit * 100:+.1f} %"

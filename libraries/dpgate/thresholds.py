@@ -1,0 +1,124 @@
+"""Gate thresholds (variables/<testbed>.yaml): floors and ceilings per NF and frame size.
+
+Format::
+
+    margin_note: "floors = 0.7 x median of 5 runs on a 2-core VM"   # free text
+    defaults:                    # apply to every case unless overridden
+      pdr_loss: 0.005
+    nfs:
+      linux-ip4:
+        64B:  {ndr_min: 0.150 Mpps, pdr_min: 0.150 Mpps, cpp_max: 40000}
+        IMIX: {ndr_min: 0.120 Mpps}
+
+Keys of a case: ndr_min, pdr_min (rates: "0.15 Mpps", "150kpps", 150000), cpp_max (cycles
+per packet at NDR), ipc_min, ipp_max, ddio_miss_max (ratio or "5%"), mem_bytes_per_packet_max,
+tmam_retiring_min. Frame-size keys: 64B, 1518B, IMIX ... (any case), or "all".
+Every bad value is one ConfigError naming file, path and what is accepted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Dict, Optional, Union
+
+import yaml
+
+from . import schema
+from .errors import ConfigError
+from .units import UnitError, frame_size_tag, parse_frame_size, parse_rate, parse_ratio
+
+Number = Union[float, str]
+
+
+def _rate_check(v) -> Optional[str]:
+    try:
+        r = parse_rate(v)
+    except UnitError as err:
+        return str(err)
+    return "expected an absolute rate (not %)" if r.pps is None else None
+
+
+def _ratio_check(v) -> Optional[str]:
+    try:
+        parse_ratio(v, upper_inclusive=True)
+    except UnitError as err:
+        return str(err)
+    return None
+
+
+def _pos(v) -> Optional[str]:
+    return None if float(v) > 0 else "expected a number > 0"
+
+
+@dataclass(frozen=True)
+class CaseThresholds:
+    ndr_min: Optional[str] = field(default=None, metadata={"check": _rate_check})
+    pdr_min: Optional[str] = field(default=None, metadata={"check": _rate_check})
+    cpp_max: Optional[float] = field(default=None, metadata={"check": _pos})
+    ipc_min: Optional[float] = field(default=None, metadata={"check": _pos})
+    ipp_max: Optional[float] = field(default=None, metadata={"check": _pos})
+    ddio_miss_max: Optional[str] = field(default=None, metadata={"check": _ratio_check})
+    mem_bytes_per_packet_max: Optional[float] = field(default=None, metadata={"check": _pos})
+    tmam_retiring_min: Optional[str] = field(default=None, metadata={"check": _ratio_check})
+
+    def merged(self, other: "CaseThresholds") -> "CaseThresholds":
+        vals = {f.name: getattr(other, f.name) if getattr(other, f.name) is not None else getattr(self, f.name)
+                for f in fields(self)}
+        return CaseThresholds(**vals)
+
+    def rate(self, key: str) -> Optional[float]:
+        v = getattr(self, key)
+        return parse_rate(v).pps if v is not None else None
+
+    def ratio(self, key: str) -> Optional[float]:
+        v = getattr(self, key)
+        return parse_ratio(v, upper_inclusive=True) if v is not None else None
+
+
+@dataclass(frozen=True)
+class ThresholdFile:
+    nfs: Dict[str, Dict[str, CaseThresholds]]
+    defaults: CaseThresholds = field(default_factory=CaseThresholds)
+    margin_note: str = ""
+    source: str = ""
+
+    def validate(self):
+        for nf, cases in self.nfs.items():
+            for key in cases:
+                if key.lower() == "all":
+                    continue
+                try:
+                    parse_frame_size(key)
+                except UnitError as err:
+                    return (f"nfs.{nf}.{key}", str(err))
+        return None
+
+    def lookup(self, nf: str, frame_size) -> CaseThresholds:
+        """Thresholds for one case: defaults < nf 'all' < nf <frame size>."""
+        if nf not in self.nfs:
+            raise ConfigError(
+                f"no thresholds for NF {nf!r}; known: {', '.join(sorted(self.nfs))}. Add it under nfs:",
+                self.source, f"nfs.{nf}")
+        tag = frame_size_tag(parse_frame_size(frame_size))
+        cases = {k.upper(): v for k, v in self.nfs[nf].items()}
+        out = self.defaults
+        for key in ("ALL", tag.upper()):
+            if key in cases:
+                out = out.merged(cases[key])
+        return out
+
+
+def load_thresholds(path: str) -> ThresholdFile:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh)
+    except FileNotFoundError:
+        raise ConfigError("thresholds file not found", path) from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        raise ConfigError(f"not valid YAML: {getattr(err, 'problem', err)}", path,
+                          f"line {mark.line + 1}" if mark else "") from None
+    if isinstance(data, dict):
+        data = {k: v for k, v in data.items() if k != "THRESHOLDS_FILE"}
+        data.setdefault("source", path)
+    return schema.load(ThresholdFile, data, source=path)

@@ -1,0 +1,182 @@
+"""Thresholds files, result records, JUnit content and keyword failure messages."""
+
+import os
+import xml.etree.ElementTree as ET
+
+import pytest
+from robot.api import Failure, SkipExecution
+
+from dpgate.errors import ConfigError
+from dpgate.gate import summary_table
+from dpgate.junit import write_junit
+from dpgate.results import ResultStore, load_records
+from dpgate.robotlib import Gates, NdrPdrResult
+from dpgate.thresholds import CaseThresholds, load_thresholds
+from dpgate.units import parse_rate
+
+
+def result(ndr=212_000.0, pdr=230_000.0, cpp=None, telemetry=None, max_pps=500_000.0):
+    hz = 2.6e9
+    return NdrPdrResult(
+        nf="linux-ip4", frame_size="64B", ndr_pps=ndr, pdr_pps=pdr, ndr_upper_pps=ndr * 1.005,
+        pdr_upper_pps=pdr * 1.005, ndr_loss=0.0, pdr_loss=0.005, profile="per-commit", trials=12,
+        search_s=30.0, cores=1, cpu_hz=hz, freq_source="declared",
+        cpp_ndr=cpp if cpp is not None else hz / ndr, cpp_pdr=hz / pdr, generator_max_pps=max_pps,
+        limited_by=None, telemetry=telemetry or {},
+    )
+
+
+def write(tmp_path, text):
+    p = tmp_path / "t.yaml"
+    p.write_text(text)
+    return str(p)
+
+
+# -- thresholds ---------------------------------------------------------------------
+def test_thresholds_lookup_merges_defaults_all_and_size(tmp_path):
+    f = load_thresholds(write(tmp_path, """
+defaults: {cpp_max: 50000}
+nfs:
+  linux-ip4:
+    all: {ndr_min: 0.1 Mpps}
+    64B: {ndr_min: 0.2 Mpps, pdr_min: 210kpps}
+"""))
+    t = f.lookup("linux-ip4", "64B")
+    assert t.rate("ndr_min") == pytest.approx(200_000)
+    assert t.rate("pdr_min") == pytest.approx(210_000)
+    assert t.cpp_max == 50000
+    t2 = f.lookup("linux-ip4", "IMIX")
+    assert t2.rate("ndr_min") == pytest.approx(100_000) and t2.pdr_min is None
+
+
+@pytest.mark.parametrize("text, path, words", [
+    ("nfs: {x: {64B: {ndr_min: fast}}}", "nfs.x.64B.ndr_min", "not a rate"),
+    ("nfs: {x: {64B: {ndr_min: 50%}}}", "nfs.x.64B.ndr_min", "absolute rate"),
+    ("nfs: {x: {63B: {ndr_min: 1Mpps}}}", "nfs.x.63B", "out of range"),
+    ("nfs: {x: {64B: {cpp_max: -3}}}", "nfs.x.64B.cpp_max", "> 0"),
+    ("nfs: {x: {64B: {ndr_floor: 1Mpps}}}", "nfs.x.64B.ndr_floor", "unknown key"),
+    ("nfs: {x: {64B: {ddio_miss_max: 2}}}", "nfs.x.64B.ddio_miss_max", "[0, 1]"),
+    ("defaults: {}", "nfs", "missing required field"),
+    ("nfs: [1, 2]", "nfs", "mapping"),
+    ("nfs: {x: {64B: {ndr_min: 1Mpps}}\n  bad: [", "line", "not valid YAML"),
+])
+def test_thresholds_errors_name_file_field_and_expectation(tmp_path, text, path, words):
+    src = write(tmp_path, text)
+    with pytest.raises(ConfigError) as err:
+        load_thresholds(src)
+    msg = str(err.value)
+    assert src in msg and path in msg and words in msg
+
+
+def test_thresholds_unknown_nf_lists_known(tmp_path):
+    f = load_thresholds(write(tmp_path, "nfs: {linux-ip4: {all: {ndr_min: 1kpps}}}"))
+    with pytest.raises(ConfigError, match="no thresholds for NF 'vpp'.*linux-ip4"):
+        f.lookup("vpp", "64B")
+
+
+def test_shipped_thresholds_file_is_valid_and_covers_every_embedded_sut():
+    from dpgate.suts.base import sut_names
+
+    here = os.path.dirname(__file__)
+    f = load_thresholds(os.path.join(here, "..", "..", "variables", "embedded.yaml"))
+    for nf in sut_names():
+        for size in ("64B", "IMIX", "1518B"):
+            t = f.lookup(nf, size)
+            assert t.rate("ndr_min") and t.rate("pdr_min"), (nf, size)
+
+
+# -- keyword failure messages -----------------------------------------------------------
+def test_throughput_gate_message_has_numbers_and_percent():
+    with pytest.raises(Failure) as err:
+        Gates().throughput_should_be_at_least(result(ndr=212_000), parse_rate("0.25 Mpps"), "NDR")
+    assert str(err.value) == "NDR 0.212 Mpps < floor 0.250 Mpps (-15.2 %)"
+
+
+def test_throughput_gate_passes_at_or_above_floor_and_checks_pdr():
+    Gates().throughput_should_be_at_least(result(ndr=250_000), parse_rate("0.25 Mpps"), "NDR")
+    with pytest.raises(Failure, match=r"PDR 0.230 Mpps < floor 0.240 Mpps \(-4.2 %\)"):
+        Gates().throughput_should_be_at_least(result(pdr=230_000), parse_rate("240kpps"), "pdr")
+
+
+def test_throughput_gate_percent_floor_is_relative_to_generator_ceiling():
+    with pytest.raises(Failure, match="floor 0.450 Mpps"):
+        Gates().throughput_should_be_at_least(result(ndr=400_000, max_pps=500_000), parse_rate("90%"))
+
+
+def test_cpp_gate_message():
+    with pytest.raises(Failure) as err:
+        Gates().cycles_per_packet_should_be_at_most(result(cpp=13_500), 12_000)
+    assert str(err.value) == "CPP 13500 > ceiling 12000 (+12.5 %)"
+    Gates().cycles_per_packet_should_be_at_most(result(cpp=11_000), 12_000)
+
+
+def test_telemetry_gate_policy_skip_and_fail_carry_the_reason():
+    r = result(telemetry={"ipc": "not supported (perf: cycles <not supported>)"})
+    with pytest.raises(SkipExecution, match=r"IPC gate: not supported \(perf: cycles"):
+        Gates(telemetry_policy="skip").ipc_should_be_at_least(r, 1.5)
+    with pytest.raises(Failure, match="telemetry_policy=fail"):
+        Gates(telemetry_policy="fail").ipc_should_be_at_least(r, 1.5)
+
+
+def test_telemetry_gate_with_values():
+    r = result(telemetry={"ipc": 1.2, "ddio_miss_rate_itom": 0.08})
+    with pytest.raises(Failure, match=r"IPC 1.20 < floor 1.50 \(-20.0 %\)"):
+        Gates().ipc_should_be_at_least(r, 1.5)
+    with pytest.raises(Failure, match=r"DDIO ItoM miss rate 8.0% > ceiling 5.0%"):
+        Gates().ddio_miss_rate_should_be_at_most(r, "ItoM", "5%")
+    Gates().ipc_should_be_at_least(result(telemetry={"ipc": 2.0}), 1.5)
+
+
+def test_check_gates_reports_all_failures_together():
+    t = CaseThresholds(ndr_min="0.3 Mpps", pdr_min="0.3 Mpps", cpp_max=1000.0)
+    with pytest.raises(Failure) as err:
+        Gates().check_gates(result(), t)
+    msg = str(err.value)
+    assert msg.count(";") == 2 and "NDR 0.212" in msg and "PDR 0.230" in msg and "CPP" in msg
+
+
+def test_bad_policy_is_a_config_error():
+    with pytest.raises(ConfigError, match="telemetry_policy must be one of skip, fail"):
+        Gates(telemetry_policy="maybe")
+
+
+# -- records and JUnit -------------------------------------------------------------------
+def make_records(tmp_path):
+    store = ResultStore(str(tmp_path))
+    store.update("S.t1", suite="S", name="t1", status="PASS", started=1,
+                 metrics={"ndr_pps": 212000.0, "pdr_pps": 230000.0, "cpp": 12264.2, "ipc": "not supported (no PMU)"})
+    store.update("S.t1", gates=[{"name": "ndr_min", "passed": True, "message": "NDR ok", "value": 1, "threshold": 1}])
+    store.update("S.t2", suite="S", name="t2", status="FAIL", started=2,
+                 message="NDR 0.212 Mpps < floor 0.250 Mpps (-15.2 %)", metrics={"ndr_pps": 212000.0})
+    store.update("S.t3", suite="S", name="t3", status="RUNNING", started=3)
+    return load_records(str(tmp_path))
+
+
+def test_records_roundtrip_merge_and_order(tmp_path):
+    recs = make_records(tmp_path)
+    assert [r["name"] for r in recs] == ["t1", "t2", "t3"]
+    assert recs[0]["metrics"]["cpp"] == 12264.2 and recs[0]["gates"][0]["name"] == "ndr_min"
+
+
+def test_junit_has_properties_failure_and_system_out(tmp_path):
+    path = write_junit(make_records(tmp_path), str(tmp_path / "junit.xml"))
+    root = ET.parse(path).getroot()
+    cases = {c.get("name"): c for c in root.iter("testcase")}
+    assert set(cases) == {"t1", "t2", "t3"}
+    t1 = cases["t1"]
+    assert t1.get("classname") == "S"
+    props = {p.get("name"): p.get("value") for p in t1.iter("property")}
+    assert props["ndr_pps"] == "212000" and props["ipc"] == "not supported (no PMU)"
+    assert "cpp=12264.2" in t1.find("system-out").text
+    fail = cases["t2"].find("failure")
+    assert fail is not None and fail.get("message") == "NDR 0.212 Mpps < floor 0.250 Mpps (-15.2 %)"
+    assert cases["t3"].find("error") is not None  # unfinished test is visible, not lost
+    assert cases["t1"].find("failure") is None
+    suite = root.find("testsuite")
+    assert suite.get("tests") == "3" and suite.get("failures") == "1"
+
+
+def test_summary_table_lists_numbers_and_verdicts(tmp_path):
+    table = summary_table(make_records(tmp_path))
+    assert "0.212" in table and "0.230" in table and "12264" in table
+    assert "FAIL: NDR 0.212 Mpps < floor" in table
