@@ -27,13 +27,15 @@ def parse_pmd_stats(text: str) -> Dict[str, float]:
     """
     packets = 0.0
     cycles = 0.0
+    cycled_packets = 0.0  # packets of the threads that report cycles (PMD threads only)
     for m in re.finditer(r"packets received:\s*(\d+)", text):
         packets += float(m.group(1))
     for m in re.finditer(r"avg processing cycles per packet:\s*[0-9.]+\s*\((\d+)/(\d+)\)", text):
         cycles += float(m.group(1))
+        cycled_packets += float(m.group(2))
     out = {"packets": packets, "processing_cycles": cycles}
-    if packets:
-        out["cycles_per_packet"] = cycles / packets
+    if cycled_packets:
+        out["cycles_per_packet"] = cycles / cycled_packets
     return out
 
 
