@@ -43,7 +43,7 @@ def _ifname(v: str) -> Optional[str]:
 
 def _ip4_iface(v: str) -> Optional[str]:
     try:
-        ipaddress.ip_interface(v)
+        ipaddress.IPv4Interface(v)
     except ValueError:
         return "expected an IPv4 address with prefix length, like 198.18.0.1/24"
     return None
