@@ -6,6 +6,9 @@ from __future__ import annotations
 class DpgateError(Exception):
     """Base of all dpgate errors; ``str(err)`` is the one-line message for the user."""
 
+    #: Robot Framework shows the message alone, without the exception class name.
+    ROBOT_SUPPRESS_NAME = True
+
 
 class ConfigError(DpgateError):
     """Bad user input: a topology, variables file, keyword argument or command-line option.

@@ -43,6 +43,7 @@ def robot_argv(args) -> List[str]:
     junit = os.path.abspath(args.junit or os.path.join(args.outdir, "junit.xml"))
     argv = [sys.executable, "-m", "robot", "--outputdir", args.outdir, "--console", "quiet",
             "--listener", f"dpgate.listener.DpgateListener:{junit}",
+            "--prerunmodifier", "dpgate.robotmods.CaseTags",
             "--variable", f"SEARCH_PROFILE:{args.profile}",
             "--variable", f"TELEMETRY_POLICY:{args.telemetry_policy}"]
     if args.thresholds:

@@ -17,6 +17,11 @@ from .junit import write_junit
 from .results import ResultStore, load_records
 
 
+def _full_name(item) -> str:
+    """Full (dotted) name of a suite: the same string as Robot's ${SUITE NAME}."""
+    return getattr(item, "full_name", None) or item.longname
+
+
 class DpgateListener:
     ROBOT_LISTENER_API_VERSION = 3
 
@@ -38,18 +43,18 @@ class DpgateListener:
 
     def start_test(self, data, result) -> None:
         store = ResultStore(self.outdir or ".")
-        suite = result.parent.name if result.parent else ""
+        suite = _full_name(result.parent) if result.parent else ""
         store.update(f"{suite}.{result.name}", suite=suite, name=result.name, status="RUNNING",
                      started=time.time(), tags=list(data.tags))
         self._console(f"[{self.done + 1}/{self.total}] {result.name} ...")
 
     def end_test(self, data, result) -> None:
         store = ResultStore(self.outdir or ".")
-        suite = result.parent.name if result.parent else ""
+        suite = _full_name(result.parent) if result.parent else ""
+        elapsed = (result.elapsed_time.total_seconds() if hasattr(result, "elapsed_time")
+                   else result.elapsedtime / 1000.0)
         rec = store.update(f"{suite}.{result.name}", suite=suite, name=result.name, status=result.status,
-                           message=result.message, elapsed_s=result.elapsedtime / 1000.0
-                           if hasattr(result, "elapsedtime") else result.elapsed_time.total_seconds(),
-                           tags=list(result.tags), longname=f"{suite}.{result.name}")
+                           message=result.message, elapsed_s=elapsed, tags=list(result.tags))
         self.done += 1
         m = rec.get("metrics", {})
         nums = ""

@@ -139,13 +139,17 @@ class EmbeddedTestbed:
 
     # -- lifecycle -------------------------------------------------------------
     @keyword
-    def bring_up_embedded_testbed(self, nf: str, *frame_sizes: str) -> float:
+    def bring_up_embedded_testbed(self, nf: str, *frame_sizes: str, prefix: Optional[str] = None) -> float:
         """Create namespaces and veths, calibrate the generator for each frame size, start SUT ``nf``.
 
-        Returns the calibrated generator ceiling (pps) of the first frame size.
+        Returns the calibrated generator ceiling (pps) of the first frame size. ``prefix``
+        overrides the namespace prefix (e.g. the one a pabot pool member hands out).
 
         | `Bring Up Embedded Testbed` | linux-ip4 | 64B | IMIX | 1518B |
+        | `Bring Up Embedded Testbed` | linux-ip4 | 64B | prefix=dpg2- |
         """
+        if prefix:
+            self.prefix = prefix
         from .embedded import EmbeddedSession
         from .traffic.tcpreplay import TcpreplayGenerator
 

@@ -271,10 +271,11 @@ class TcpreplayGenerator:
         if self.sut is not None and self.sut.started:
             raise TrialError("calibrate the generator before starting the SUT (the SUT must not push back)")
         saved, self.max_pps = self.max_pps, None
+        hook, self.on_trial = self.on_trial, None
         try:
             res = self.measure(probe_pps, duration_s)
         finally:
-            self.max_pps = saved
+            self.max_pps, self.on_trial = saved, hook
         self.max_pps = res.tx_packets / duration_s
         if not self.max_pps:
             raise TrialError("generator calibration sent nothing: is tcpreplay working? see the logs in "
