@@ -72,6 +72,38 @@ def parse_tcpreplay_output(text: str) -> Dict[str, float]:
     return out
 
 
+def cpu_times(cpus: List[int]) -> Dict[int, List[int]]:
+    """Jiffies per state of each CPU, from /proc/stat."""
+    out: Dict[int, List[int]] = {}
+    with open("/proc/stat") as fh:
+        for line in fh:
+            if line.startswith("cpu") and line[3:4].isdigit():
+                name, *vals = line.split()
+                cpu = int(name[3:])
+                if cpu in cpus:
+                    out[cpu] = [int(v) for v in vals]
+    return out
+
+
+def busy_ratio(before: Dict[int, List[int]], after: Dict[int, List[int]]) -> Optional[float]:
+    """Busy fraction (not idle, not iowait) of the SUT cores between two samples, 0..1.
+
+    >>> busy_ratio({1: [0, 0, 0, 100, 0, 0, 0, 0]}, {1: [30, 0, 20, 150, 0, 0, 0, 0]})
+    0.5
+    """
+    busy = total = 0
+    for cpu, a in after.items():
+        b = before.get(cpu)
+        if b is None:
+            continue
+        d = [x - y for x, y in zip(a, b)]
+        idle = d[3] + (d[4] if len(d) > 4 else 0)
+        tot = sum(d[:8])
+        busy += tot - idle
+        total += tot
+    return round(busy / total, 4) if total > 0 else None
+
+
 class TcpreplayGenerator:
     """Real frames through real SUTs. ``sut`` (optional) is checked for liveness and asked for
     per-trial counters; ``max_pps`` is the calibrated ceiling once :meth:`calibrate` ran."""
@@ -135,6 +167,7 @@ class TcpreplayGenerator:
         sut_rx0 = self._sut_counters(sut_ports, "rx_packets")
         sut_tx0 = self._sut_counters(sut_ports, "tx_packets")
         sock_drops0 = self.tb.packet_socket_drops()
+        busy0 = cpu_times(self.tb.sut_cpus)
         if self.sut is not None:
             self.sut.trial_begin()
         logs = [os.path.join(self.tb.workdir, f"tcpreplay-{i}.log") for i in range(ndir)]
@@ -173,6 +206,7 @@ class TcpreplayGenerator:
                 r.kill()
             self._procs = []
         wall = time.monotonic() - t0
+        busy1 = cpu_times(self.tb.sut_cpus)
         rx1 = self._settle(rx_ports)
         tx1 = self._counters(tx_ports, "tx_packets")
         drops1 = self._tx_drops(tx_ports)
@@ -183,7 +217,7 @@ class TcpreplayGenerator:
         # dropped by the SUT (af_packet rings, OVS, testpmd), whatever its own counters say.
         sut_in = self._sut_counters(sut_ports, "rx_packets") - sut_rx0
         sut_out = self._sut_counters(sut_ports, "tx_packets") - sut_tx0
-        extra: Dict = {"sut_drops": max(0, sut_in - sut_out)}
+        extra: Dict = {"sut_drops": max(0, sut_in - sut_out), "sut_busy_ratio": busy_ratio(busy0, busy1)}
         sock_drops = self.tb.packet_socket_drops() - sock_drops0
         per_trial: Dict = {}
         if self.sut is not None:
