@@ -247,19 +247,24 @@ class EmbeddedTestbed:
         gen.sut.check_alive()
         hz, source = self.session.cpu_freq()
         cores = len(self.session.testbed.sut_cpus)
-        at_max = [g for g, v in (("NDR", res.ndr), ("PDR", res.pdr)) if v >= 0.97 * hi]
+        ndr, pdr = float(res.ndr or 0.0), float(res.pdr or 0.0)
+        at_max = [g for g, v in (("NDR", ndr), ("PDR", pdr)) if v >= 0.97 * hi]
         limited = "generator" if at_max else None
-        sut_cpp = _sut_cpp_near(res, res.ndr)
+        sut_cpp, busy_cpp = _measured_cpp_near(res, ndr, hz)
+        telemetry = {"cpp_busy": round(busy_cpp, 1)} if busy_cpp else {}
         out = NdrPdrResult(
             nf=self.nf or "?", frame_size=frame_size_tag(parse_frame_size(frame_size)),
-            ndr_pps=float(res.ndr), pdr_pps=float(res.pdr),
+            ndr_pps=ndr, pdr_pps=pdr,
             ndr_upper_pps=_opt(getattr(res, "ndr_upper", None)), pdr_upper_pps=_opt(getattr(res, "pdr_upper", None)),
             ndr_loss=nl, pdr_loss=pl, profile=profile, trials=int(res.trial_count),
             search_s=time.monotonic() - t0, cores=cores, cpu_hz=hz, freq_source=source,
-            cpp_ndr=cycles_per_packet(res.ndr, hz, cores) if res.ndr > 0 else float("inf"),
-            cpp_pdr=cycles_per_packet(res.pdr, hz, cores) if res.pdr > 0 else float("inf"),
+            cpp_ndr=cycles_per_packet(ndr, hz, cores) if ndr > 0 else float("inf"),
+            cpp_pdr=cycles_per_packet(pdr, hz, cores) if pdr > 0 else float("inf"),
             generator_max_pps=gen.max_pps, limited_by=limited, sut_cpp_measured=sut_cpp,
+            telemetry=telemetry,
         )
+        if res.ndr is None or res.pdr is None:
+            logger.warn(f"even the minimum rate {format_pps(lo)} failed a loss goal: reported as 0")
         logger.info(f"NDR {format_pps(out.ndr_pps)}  PDR {format_pps(out.pdr_pps)}  CPP {out.cpp_ndr:.0f} "
                     f"({out.trials} trials, {out.search_s:.1f} s)")
         if limited:
@@ -283,17 +288,22 @@ def _override_value(v: str):
     return {"true": True, "false": False}.get(str(v).lower(), v)
 
 
-def _sut_cpp_near(res, load: float) -> Optional[float]:
-    """SUT-reported cycles/packet of the passing trial closest to (and not above) ``load``."""
+def _measured_cpp_near(res, load: float, hz: float) -> Tuple[Optional[float], Optional[float]]:
+    """Cycles/packet measured at the passing trial closest to (not above) ``load``:
+    (reported by the SUT itself, SUT core busy ratio x hz / forwarded rate)."""
     best = None
     for t in getattr(res, "trials", ()):
         tr = t[-1] if isinstance(t, tuple) else t
-        cpp = getattr(tr, "sut_cycles_per_packet", None)
-        if cpp is None or tr.intended_load_pps > load * 1.0001:
+        if not hasattr(tr, "intended_load_pps") or tr.intended_load_pps > load * 1.0001:
             continue
-        if best is None or tr.intended_load_pps > best[0]:
-            best = (tr.intended_load_pps, cpp)
-    return best[1] if best else None
+        if best is None or tr.intended_load_pps > best.intended_load_pps:
+            best = tr
+    if best is None:
+        return None, None
+    busy = getattr(best, "sut_busy_ratio", None)
+    rate = best.rx_rate_pps
+    busy_cpp = busy * hz / rate if busy and rate else None
+    return getattr(best, "sut_cycles_per_packet", None), busy_cpp
 
 
 def _profile_for(session, size):
