@@ -224,6 +224,21 @@ class EmbeddedTestbed:
             "tx_dropped": st["tx"]["dropped"],
         }
 
+    def ns_stats(self, ns: str) -> Dict[str, Dict[str, int]]:
+        """Counters of every link of a namespace, in one ``ip -j -s link`` call."""
+        res = run(["ip", "-j", "-s", "link", "show"], ns=ns)
+        out = {}
+        for link in json.loads(res.stdout):
+            st = link.get("stats64")
+            if not st:
+                continue
+            out[link["ifname"]] = {
+                "rx_packets": st["rx"]["packets"], "rx_bytes": st["rx"]["bytes"],
+                "rx_dropped": st["rx"]["dropped"], "tx_packets": st["tx"]["packets"],
+                "tx_bytes": st["tx"]["bytes"], "tx_dropped": st["tx"]["dropped"],
+            }
+        return out
+
     def all_port_stats(self) -> Dict[str, Dict[str, int]]:
         out = {}
         for tgp, sutp in self.topology.pairs():

@@ -108,7 +108,7 @@ class TcpreplayGenerator:
     """Real frames through real SUTs. ``sut`` (optional) is checked for liveness and asked for
     per-trial counters; ``max_pps`` is the calibrated ceiling once :meth:`calibrate` ran."""
 
-    def __init__(self, testbed, profile: Profile, sut=None, settle_s: float = 0.3,
+    def __init__(self, testbed, profile: Profile, sut=None, settle_s: float = 0.05,
                  budget_s: float = 10.0, on_trial: Optional[Callable[[TrialResult], None]] = None):
         self.tb = testbed
         self.profile = profile
@@ -160,12 +160,8 @@ class TcpreplayGenerator:
         per_dir_pps = load_pps / ndir
         per_dir_count = max(1, int(round(per_dir_pps * duration_s)))
         intended = per_dir_count * ndir
-        tx0 = self._counters(tx_ports, "tx_packets")
-        rx0 = self._counters(rx_ports, "rx_packets")
-        drops0 = self._tx_drops(tx_ports)
         sut_ports = [s.name for _, s in self.tb.topology.pairs()]
-        sut_rx0 = self._sut_counters(sut_ports, "rx_packets")
-        sut_tx0 = self._sut_counters(sut_ports, "tx_packets")
+        tg0, sut0 = self.tb.ns_stats(self.tb.tg_ns), self.tb.ns_stats(self.tb.sut_ns)
         sock_drops0 = self.tb.packet_socket_drops()
         busy0 = cpu_times(self.tb.sut_cpus)
         if self.sut is not None:
@@ -207,16 +203,21 @@ class TcpreplayGenerator:
             self._procs = []
         wall = time.monotonic() - t0
         busy1 = cpu_times(self.tb.sut_cpus)
-        rx1 = self._settle(rx_ports)
-        tx1 = self._counters(tx_ports, "tx_packets")
-        drops1 = self._tx_drops(tx_ports)
+        self._settle(rx_ports)
+        tg1, sut1 = self.tb.ns_stats(self.tb.tg_ns), self.tb.ns_stats(self.tb.sut_ns)
+
+        def delta(before, after, names, key):
+            return sum(after[n][key] - before[n][key] for n in names)
+
+        tx = delta(tg0, tg1, tx_ports, "tx_packets")
+        rx = delta(tg0, tg1, rx_ports, "rx_packets")
+        tg_drops = delta(tg0, tg1, tx_ports, "tx_dropped")
         reports = [parse_tcpreplay_output(tail(log, 40)) for log in logs]
         actual = max((r.get("seconds", duration_s) for r in reports), default=duration_s)
-        tx, rx = tx1 - tx0, rx1 - rx0
         # Loss attribution: frames that entered the SUT namespace but never left it were
         # dropped by the SUT (af_packet rings, OVS, testpmd), whatever its own counters say.
-        sut_in = self._sut_counters(sut_ports, "rx_packets") - sut_rx0
-        sut_out = self._sut_counters(sut_ports, "tx_packets") - sut_tx0
+        sut_in = delta(sut0, sut1, sut_ports, "rx_packets")
+        sut_out = delta(sut0, sut1, sut_ports, "tx_packets")
         extra: Dict = {"sut_drops": max(0, sut_in - sut_out), "sut_busy_ratio": busy_ratio(busy0, busy1)}
         sock_drops = self.tb.packet_socket_drops() - sock_drops0
         per_trial: Dict = {}
@@ -245,7 +246,7 @@ class TcpreplayGenerator:
         }
         result = TrialResult.from_counts(
             load_pps, duration_s, tx_packets=tx, rx_packets=rx, actual_duration_s=actual,
-            intended_packets=intended, limited_by=limited, tg_drops=drops1 - drops0,
+            intended_packets=intended, limited_by=limited, tg_drops=tg_drops,
             frame_size=str(self.profile.frame_size), details=details, **extra,
         )
         if self.on_trial:
@@ -270,20 +271,14 @@ class TcpreplayGenerator:
                 raise TrialError(f"generator (tcpreplay) did not start sending within {timeout:g} s: killed")
             time.sleep(0.001)
 
-    def _sut_counters(self, names: List[str], key: str) -> int:
-        return sum(self.tb.port_stats(self.tb.sut_ns, n)[key] for n in names)
-
-    def _tx_drops(self, ports: List[str]) -> int:
-        return self._counters(ports, "tx_dropped")
-
     def _settle(self, rx_ports: List[str]) -> int:
-        """Wait for late packets: rx counters unchanged for two polls, within settle_s x 10."""
-        time.sleep(self.settle_s / 3)
+        """Wait for late packets: rx counters unchanged for two polls ``settle_s`` apart
+        (bounded by 20 x settle_s), so nothing in flight is counted as lost."""
         last = self._counters(rx_ports, "rx_packets")
         stable = 0
-        end = time.monotonic() + max(1.0, self.settle_s * 10)
+        end = time.monotonic() + max(1.0, self.settle_s * 20)
         while time.monotonic() < end and stable < 2:
-            time.sleep(self.settle_s / 3)
+            time.sleep(self.settle_s)
             now = self._counters(rx_ports, "rx_packets")
             stable = stable + 1 if now == last else 0
             last = now
