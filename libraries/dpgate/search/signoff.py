@@ -1,0 +1,287 @@
+"""The ``sign-off`` profile: RFC 2544-honest NDR/PDR at full-length trials, fast.
+
+Definition of truth
+-------------------
+For a loss goal ``g`` and full trial length ``T`` (``trial_duration``, default 60 s as
+RFC 2544 asks), the answer is the highest load at which **one trial of length T**
+loses at most ``g`` of its intended frames **with probability >= 0.5**. A single
+lucky pass does not make a load good and a single unlucky failure does not make it
+bad: the search estimates where that probability crosses one half.
+
+How it works
+------------
+1. *Locate with short probes* (``probe_duration``, default 1 s), reading counts, not
+   only pass/fail:
+
+   * overloaded probes give capacity samples (forwarded frames / duration); a few are
+     taken (``samples_min``..``samples_max``, more when they disagree by more than
+     ``width``); their median is the short-trial capacity ``C``;
+   * a probe just below the lowest sample tells the two regimes apart: no loss there
+     means the SUT is *capacity-limited* (NDR candidate ``C``, PDR candidate
+     ``C / (1 - pdr_loss)``); loss there means a *soft knee*: the loss rate is fitted
+     (log of lost frames per second against load) from probes that lose measurable
+     counts, PDR is where the loss ratio reaches ``pdr_loss`` and NDR where the
+     expected loss in a full trial is ``ln 2`` frames (Poisson zero-loss probability
+     one half).
+
+2. *Decide with full-length trials*, only where they decide: one full trial at each
+   candidate (PDR first). A pass confirms it. A failure is read by its loss count:
+
+   * capacity-limited, the short capacity samples differ by more than ``width`` and the
+     trial's forwarded rate is inside their range: the failure is the expected half of coin flips at the median;
+     it joins the samples and the median is recomputed (no more long trials);
+   * otherwise the loss depends on duration (rare stalls, a loss tail): full-length
+     trials step down, first by an estimate from the loss counts (the fitted loss
+     rate, or a linear extrapolation of the loss counts of two failed full trials to
+     zero), else by ``long_step`` (doubling); then bisect between the highest pass and
+     the lowest failure until they are within ``signoff_width``;
+     the highest full-length pass is the answer.
+
+   At most ``max_long_trials`` full-length trials are spent (NDR and PDR together).
+
+Parameters (overrides): ``trial_duration`` 60, ``probe_duration`` 1, ``width`` 0.005,
+``signoff_width`` 0.01, ``samples_min`` 3, ``samples_max`` 9, ``long_step`` 0.04,
+``max_long_trials`` 10.
+
+``ndr_upper``/``pdr_upper`` are the lowest loads whose full-length trial failed
+(``None`` if none did).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+from dpgate.search.result import Counts, TrialLog
+
+PROFILE = "sign-off"
+
+DEFAULTS: Dict[str, Any] = {
+    "trial_duration": 60.0,
+    "probe_duration": 1.0,
+    "width": 0.005,
+    "signoff_width": 0.01,
+    "samples_min": 3,
+    "samples_max": 9,
+    "long_step": 0.04,
+    "max_long_trials": 10,
+}
+
+
+def _median(values: List[float]) -> float:
+    v = sorted(values)
+    n = len(v)
+    return v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
+
+
+def _fit_log_rate(points: List[Tuple[float, float]]) -> Optional[Tuple[float, float]]:
+    """Least-squares fit ``ln(rate) = a + b x load``; None unless b > 0 with 2+ loads."""
+    pts = [(x, math.log(y)) for x, y in points if y > 0]
+    if len({x for x, _ in pts}) < 2:
+        return None
+    n = len(pts)
+    mx = sum(x for x, _ in pts) / n
+    my = sum(y for _, y in pts) / n
+    sxx = sum((x - mx) ** 2 for x, _ in pts)
+    b = sum((x - mx) * (y - my) for x, y in pts) / sxx
+    if b <= 0:
+        return None
+    return my - b * mx, b
+
+
+@dataclass
+class _Search:
+    log: TrialLog
+    min_rate: float
+    max_rate: float
+    s: Dict[str, Any]
+    samples: List[float] = field(default_factory=list)
+    #: (load, lost frames per second) of every trial that lost something, any duration
+    lossy: List[Tuple[float, float]] = field(default_factory=list)
+    #: (load, loss ratio) of short probes
+    probes: List[Tuple[float, float]] = field(default_factory=list)
+    long_trials: int = 0
+
+    # -- measuring -------------------------------------------------------------
+    def _clip(self, load: float) -> float:
+        return min(self.max_rate, max(self.min_rate, load))
+
+    def probe(self, load: float) -> Counts:
+        load = self._clip(load)
+        d = self.s["probe_duration"]
+        c = self.log.measure(load, d)
+        self.probes.append((load, c.loss_ratio))
+        if c.loss:
+            self.lossy.append((load, c.loss / d))
+        return c
+
+    def long(self, load: float) -> Counts:
+        load = self._clip(load)
+        d = self.s["trial_duration"]
+        self.long_trials += 1
+        c = self.log.measure(load, d)
+        if c.loss:
+            self.lossy.append((load, c.loss / d))
+        return c
+
+    def budget_left(self) -> bool:
+        return self.long_trials < self.s["max_long_trials"]
+
+    # -- phase 1: locate -------------------------------------------------------
+    def locate(self, ndr_loss: float, pdr_loss: float) -> Tuple[float, float, bool]:
+        """Return (ndr_candidate, pdr_candidate, capacity_limited)."""
+        d = self.s["probe_duration"]
+        first = self.probe(self.max_rate)
+        if first.loss_ratio <= ndr_loss:
+            return self.max_rate, self.max_rate, True
+        if first.loss_ratio > pdr_loss:
+            self.samples.append(first.rx / d)
+        while len(self.samples) < self.s["samples_max"]:
+            if len(self.samples) >= self.s["samples_min"]:
+                lo, hi = min(self.samples), max(self.samples)
+                if hi <= lo * (1 + self.s["width"]):
+                    break
+            top = max(self.samples) if self.samples else self.max_rate
+            c = self.probe(min(self.max_rate, top * 1.1))
+            if c.loss_ratio > pdr_loss:
+                self.samples.append(c.rx / d)
+            elif c.loss_ratio <= ndr_loss and top * 1.1 >= self.max_rate:
+                return self.max_rate, self.max_rate, True
+        if not self.samples:  # max rate loses, but less than the PDR goal
+            cap = self.max_rate
+        else:
+            cap = _median(self.samples)
+        check = self.probe(min(self.samples or [cap]) * (1 - self.s["width"]))
+        if check.loss_ratio <= ndr_loss:
+            return cap, min(self.max_rate, cap / (1 - pdr_loss)), True
+        return self._locate_knee(ndr_loss, pdr_loss, cap)
+
+    def _locate_knee(self, ndr_loss: float, pdr_loss: float, cap: float) -> Tuple[float, float, bool]:
+        """Loss below capacity: fit the loss tail with probes that lose measurable counts."""
+        d, width = self.s["probe_duration"], self.s["width"]
+        # PDR: secant on ln(loss ratio) between the closest probes around pdr_loss.
+        pdr = None
+        for _ in range(8):
+            below = [(x, r) for x, r in self.probes if r <= pdr_loss]
+            above = [(x, r) for x, r in self.probes if r > pdr_loss and x < cap * 1.5]
+            if not above:
+                break
+            hi = min(above)
+            if below:
+                lo = max(below)
+                if hi[0] - lo[0] <= width * hi[0]:
+                    pdr = lo[0]
+                    break
+                if lo[1] > 0:
+                    t = (math.log(pdr_loss) - math.log(lo[1])) / (math.log(hi[1]) - math.log(lo[1]))
+                    nxt = lo[0] + t * (hi[0] - lo[0])
+                else:
+                    nxt = (lo[0] + hi[0]) / 2
+                nxt = min(max(nxt, lo[0] + 0.25 * (hi[0] - lo[0])), hi[0] - 0.25 * (hi[0] - lo[0]))
+            else:
+                nxt = hi[0] * (1 - max(4 * width, 0.5 * (hi[1] - pdr_loss)))
+            if nxt <= self.min_rate:
+                break
+            self.probe(nxt)
+        if pdr is None:
+            below = [x for x, r in self.probes if r <= pdr_loss]
+            pdr = max(below) if below else self.min_rate
+        # NDR: extend the loss-rate fit down to small counts, then extrapolate to the
+        # rate at which a full trial loses ln 2 frames on average.
+        target = math.log(2.0) / self.s["trial_duration"]
+        for _ in range(4):
+            fit = self._fit_tail()
+            if fit is None:
+                lo_load = min(x for x, _ in self.lossy)
+                self.probe(lo_load * (1 - 4 * width))
+                continue
+            a, b = fit
+            small = (math.log(20.0 / d) - a) / b  # where a probe would lose ~20 frames
+            lowest = min(x for x, _ in self.lossy)
+            if small >= lowest * (1 - width):
+                break
+            self.probe(small)
+        fit = self._fit_tail()
+        if fit is None:
+            ndr = pdr * (1 - 4 * width)
+        else:
+            a, b = fit
+            ndr = (math.log(target) - a) / b
+        return min(ndr, pdr), pdr, False
+
+    def _fit_tail(self) -> Optional[Tuple[float, float]]:
+        pts = sorted(self.lossy)[:3]
+        return _fit_log_rate(pts)
+
+    # -- phase 2: decide with full-length trials -------------------------------
+    def decide(self, candidate: float, loss: float, capacity_limited: bool, floor: float) -> Tuple[float, Optional[float]]:
+        """Confirm ``candidate`` for ``loss`` with full trials; return (lower, upper)."""
+        T, d = self.s["trial_duration"], self.s["probe_duration"]
+        corr = 1.0 / (1.0 - loss)
+        candidate = max(self._clip(candidate), floor)
+        c = self.long(candidate)
+        if c.loss_ratio <= loss:
+            return candidate, None
+        fwd = c.rx / T
+        varies = bool(self.samples) and max(self.samples) > min(self.samples) * (1 + self.s["width"])
+        if capacity_limited and varies and fwd >= min(self.samples) * (1 - 1e-9):
+            # A coin flip at the median of the per-trial capacity: keep it as a sample.
+            samples = self.samples + [fwd]
+            return max(floor, min(candidate, _median(samples) * corr)), candidate
+        return self._step_down(candidate, c, loss, floor)
+
+    def _step_down(self, hi: float, hi_counts: Counts, loss: float, floor: float) -> Tuple[float, Optional[float]]:
+        T = self.s["trial_duration"]
+        sw, step = self.s["signoff_width"], self.s["long_step"]
+        fails: List[Tuple[float, int]] = [(hi, hi_counts.loss)]
+        lo: Optional[float] = None
+        while self.budget_left():
+            if lo is not None:
+                if hi - lo <= sw * hi:
+                    break
+                nxt = math.sqrt(lo * hi)
+            else:
+                nxt = self._estimate_below(hi, fails, loss) or hi * (1 - step)
+                nxt = min(nxt, hi * (1 - sw))
+                step *= 2
+            nxt = max(nxt, floor, self.min_rate)
+            c = self.long(nxt)
+            if c.loss_ratio <= loss:
+                lo = nxt
+            else:
+                hi = nxt
+                fails.append((nxt, c.loss))
+            if nxt <= max(floor, self.min_rate) and lo is None:
+                break
+        return (lo if lo is not None else max(floor, self.min_rate)), hi
+
+    def _estimate_below(self, hi: float, fails: List[Tuple[float, int]], loss: float) -> Optional[float]:
+        """Estimate the answer from loss counts of failed full trials (None if unsure)."""
+        T = self.s["trial_duration"]
+        if loss == 0.0:
+            fit = self._fit_tail()
+            if fit is not None:
+                a, b = fit
+                est = (math.log(math.log(2.0) / T) - a) / b
+                if est < hi:
+                    return est
+        if len(fails) >= 2:
+            (x1, y1), (x2, y2) = sorted(fails)[:2]
+            allowed1, allowed2 = loss * x1 * T, loss * x2 * T
+            e1, e2 = y1 - allowed1, y2 - allowed2
+            if e2 > e1 > 0 and x2 > x1:
+                zero = x1 - e1 * (x2 - x1) / (e2 - e1)
+                if zero < x1:
+                    return zero * (1 - self.s["signoff_width"] / 2)
+        return None
+
+
+def run(
+    log: TrialLog, min_rate: float, max_rate: float, ndr_loss: float, pdr_loss: float, s: Dict[str, Any]
+) -> Dict[str, Optional[float]]:
+    search = _Search(log, min_rate, max_rate, s)
+    ndr_c, pdr_c, cap_limited = search.locate(ndr_loss, pdr_loss)
+    pdr, pdr_upper = search.decide(pdr_c, pdr_loss, cap_limited, floor=min_rate)
+    ndr, ndr_upper = search.decide(min(ndr_c, pdr), ndr_loss, cap_limited, floor=min_rate)
+    return {"ndr": ndr, "ndr_upper": ndr_upper, "pdr": pdr, "pdr_upper": pdr_upper}
