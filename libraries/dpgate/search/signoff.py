@@ -66,6 +66,7 @@ DEFAULTS: Dict[str, Any] = {
     "samples_max": 9,
     "long_step": 0.04,
     "max_long_trials": 10,
+    "tail_accept": 2,
 }
 
 
@@ -135,16 +136,18 @@ class _Search:
         first = self.probe(self.max_rate)
         if first.loss_ratio <= ndr_loss:
             return self.max_rate, self.max_rate, True
-        if first.loss_ratio > pdr_loss:
+        if first.loss_ratio > pdr_loss and first.rx > 0:
             self.samples.append(first.rx / d)
-        while len(self.samples) < self.s["samples_max"]:
+        tries = 0
+        while len(self.samples) < self.s["samples_max"] and tries < self.s["samples_max"] + 3:
+            tries += 1
             if len(self.samples) >= self.s["samples_min"]:
                 lo, hi = min(self.samples), max(self.samples)
                 if hi <= lo * (1 + self.s["width"]):
                     break
             top = max(self.samples) if self.samples else self.max_rate
             c = self.probe(min(self.max_rate, top * 1.1))
-            if c.loss_ratio > pdr_loss:
+            if c.loss_ratio > pdr_loss and c.rx > 0:
                 self.samples.append(c.rx / d)
             elif c.loss_ratio <= ndr_loss and top * 1.1 >= self.max_rate:
                 return self.max_rate, self.max_rate, True
@@ -154,7 +157,8 @@ class _Search:
             cap = _median(self.samples)
         check = self.probe(min(self.samples or [cap]) * (1 - self.s["width"]))
         if check.loss_ratio <= ndr_loss:
-            return cap, min(self.max_rate, cap / (1 - pdr_loss)), True
+            # Just under the exact PDR load, so frame rounding cannot tip it over.
+            return cap, min(self.max_rate, cap / (1 - pdr_loss) * (1 - 1e-5)), True
         return self._locate_knee(ndr_loss, pdr_loss, cap)
 
     def _locate_knee(self, ndr_loss: float, pdr_loss: float, cap: float) -> Tuple[float, float, bool]:
@@ -215,10 +219,11 @@ class _Search:
         return _fit_log_rate(pts)
 
     # -- phase 2: decide with full-length trials -------------------------------
-    def decide(self, candidate: float, loss: float, capacity_limited: bool, floor: float) -> Tuple[float, Optional[float]]:
+    def decide(
+        self, candidate: float, loss: float, capacity_limited: bool, floor: float
+    ) -> Tuple[float, Optional[float]]:
         """Confirm ``candidate`` for ``loss`` with full trials; return (lower, upper)."""
-        T, d = self.s["trial_duration"], self.s["probe_duration"]
-        corr = 1.0 / (1.0 - loss)
+        T = self.s["trial_duration"]
         candidate = max(self._clip(candidate), floor)
         c = self.long(candidate)
         if c.loss_ratio <= loss:
@@ -227,54 +232,61 @@ class _Search:
         varies = bool(self.samples) and max(self.samples) > min(self.samples) * (1 + self.s["width"])
         if capacity_limited and varies and fwd >= min(self.samples) * (1 - 1e-9):
             # A coin flip at the median of the per-trial capacity: keep it as a sample.
-            samples = self.samples + [fwd]
-            return max(floor, min(candidate, _median(samples) * corr)), candidate
+            median = _median(self.samples + [fwd]) / (1.0 - loss)
+            return max(floor, min(candidate, median)), candidate
+        if loss == 0.0 and not capacity_limited:
+            fit = self._fit_tail()
+            if fit is not None:
+                return self._follow_tail(candidate, c, fit[1], floor)
         return self._step_down(candidate, c, loss, floor)
 
+    def _follow_tail(self, hi: float, counts: Counts, slope: float, floor: float) -> Tuple[float, Optional[float]]:
+        """Loss tail: step down by the fitted slope until a full trial is consistent.
+
+        At the true NDR a full trial loses Poisson(ln 2) frames: 0 half the time, more
+        than ``tail_accept`` rarely. A failure with at most that many frames is such a
+        coin flip and confirms the load; more frames mean the load is
+        ``ln(lost / ln 2) / slope`` too high.
+        """
+        load, lost = hi, counts.loss
+        upper = hi
+        while lost > self.s["tail_accept"] and self.budget_left():
+            nxt = max(floor, load - math.log(lost / math.log(2.0)) / slope)
+            c = self.long(nxt)
+            load, lost = nxt, c.loss
+            if lost:
+                upper = min(upper, nxt)
+        return load, upper
+
     def _step_down(self, hi: float, hi_counts: Counts, loss: float, floor: float) -> Tuple[float, Optional[float]]:
+        """Loss that short probes did not predict: search with full trials."""
         T = self.s["trial_duration"]
         sw, step = self.s["signoff_width"], self.s["long_step"]
-        fails: List[Tuple[float, int]] = [(hi, hi_counts.loss)]
         lo: Optional[float] = None
+        first = True
+        fwd = hi_counts.rx / T
         while self.budget_left():
             if lo is not None:
                 if hi - lo <= sw * hi:
                     break
                 nxt = math.sqrt(lo * hi)
+            elif first and loss > 0.0:
+                # Forwarded-rate correction: the load at which this trial's forwarding
+                # would have met the goal, a little under it.
+                nxt = min(fwd / (1.0 - loss), hi) * (1 - self.s["width"] / 2)
             else:
-                nxt = self._estimate_below(hi, fails, loss) or hi * (1 - step)
-                nxt = min(nxt, hi * (1 - sw))
+                nxt = hi * (1 - step)
                 step *= 2
+            first = False
             nxt = max(nxt, floor, self.min_rate)
             c = self.long(nxt)
             if c.loss_ratio <= loss:
                 lo = nxt
             else:
                 hi = nxt
-                fails.append((nxt, c.loss))
             if nxt <= max(floor, self.min_rate) and lo is None:
                 break
         return (lo if lo is not None else max(floor, self.min_rate)), hi
-
-    def _estimate_below(self, hi: float, fails: List[Tuple[float, int]], loss: float) -> Optional[float]:
-        """Estimate the answer from loss counts of failed full trials (None if unsure)."""
-        T = self.s["trial_duration"]
-        if loss == 0.0:
-            fit = self._fit_tail()
-            if fit is not None:
-                a, b = fit
-                est = (math.log(math.log(2.0) / T) - a) / b
-                if est < hi:
-                    return est
-        if len(fails) >= 2:
-            (x1, y1), (x2, y2) = sorted(fails)[:2]
-            allowed1, allowed2 = loss * x1 * T, loss * x2 * T
-            e1, e2 = y1 - allowed1, y2 - allowed2
-            if e2 > e1 > 0 and x2 > x1:
-                zero = x1 - e1 * (x2 - x1) / (e2 - e1)
-                if zero < x1:
-                    return zero * (1 - self.s["signoff_width"] / 2)
-        return None
 
 
 def run(

@@ -9,13 +9,13 @@ Kinds (all nominal capacity 1 Mpps):
 
 ``hard``     forwards exactly ``min(load, C)``.
 ``noise``    per-trial capacity ``C x (1 + 1 % x N(0,1))`` (e.g. cache/placement luck).
-``stalls``   capacity C plus rare stalls (Poisson, one per 20 s) of ~2.5 ms (+-2 %)
+``stalls``   capacity C plus rare stalls (Poisson, one per 20 s) of ~2.5 ms (+-1 %)
              absorbed by a 2000-packet buffer below ``Q / stall`` pps: a 1 s trial
              rarely sees one, a 60 s trial usually does, so loss grows with trial
              duration and the 60 s NDR sits ~28 % below capacity.
-``knee``     soft knee: capacity 1.05 Mpps and, below it, Poisson loss with mean ratio
-             ``0.005 x exp((load - P) / (0.015 P))``, P = 1 Mpps: the loss rate
-             falls smoothly with load, so the 60 s NDR is ~4 % below the 1 s one.
+``knee``     soft knee: capacity C and, below it, Poisson loss with mean ratio
+             ``0.005 x exp((load - C) / (0.015 C))``: the loss rate falls smoothly
+             with load, so the 60 s NDR is ~6 % below the 1 s one.
 ``bimodal``  each trial runs in a fast (C, p = 0.7) or slow (0.9 C) mode.
 
     >>> sut = make_sut("hard", seed=1)
@@ -134,14 +134,13 @@ class Bimodal(HardCapacity):
 class SoftKnee(SimulatedSut):
     kind = "knee"
 
-    def __init__(
-        self, seed: int = 0, capacity: float = 1.05 * CAPACITY, pivot: float = CAPACITY, scale: float = 0.015
-    ):
+    def __init__(self, seed: int = 0, capacity: float = CAPACITY, scale: float = 0.015):
         super().__init__(seed)
-        self.capacity, self.pivot, self.scale = capacity, pivot, scale
+        self.capacity, self.scale = capacity, scale
 
     def mean_loss_ratio(self, load: float) -> float:
-        return min(1.0, 0.005 * math.exp((load - self.pivot) / (self.scale * self.pivot)))
+        """Loss tail below capacity: 0.5 % at C, falling by e every ``scale x C`` below."""
+        return 0.005 * math.exp((min(load, self.capacity) - self.capacity) / (self.scale * self.capacity))
 
     def forwarded(self, load: float, duration: float, intended: int) -> int:
         lost = poisson(self.rng, intended * self.mean_loss_ratio(load))
@@ -154,9 +153,9 @@ class SoftKnee(SimulatedSut):
             mu = load * duration * self.mean_loss_ratio(load)
             if loss_ratio == 0.0:
                 return math.exp(-mu) >= 0.5
-            # Poisson median ~ mu + 1/3 - 0.02/mu; allowed count is floor(ratio x intended).
-            median = mu + 1.0 / 3.0 - (0.02 / mu if mu > 0 else 0.0)
-            return median <= math.floor(loss_ratio * load * duration) + 0.5
+            # Above capacity the excess is lost too; Poisson median ~ mu + 1/3.
+            excess = max(0.0, load - self.capacity) * duration
+            return mu + excess + 1.0 / 3.0 <= math.floor(loss_ratio * load * duration) + 0.5
 
         return _bisect(ok, MIN_RATE, MAX_RATE)
 
@@ -169,8 +168,8 @@ class RareStalls(SimulatedSut):
         seed: int = 0,
         capacity: float = CAPACITY,
         stall_rate: float = 1.0 / 20.0,
-        stall_s: float = 2.505e-3,
-        stall_sigma: float = 0.02,
+        stall_s: float = 2.541e-3,
+        stall_sigma: float = 0.01,
         buffer_packets: int = 2000,
     ):
         super().__init__(seed)
