@@ -25,7 +25,10 @@ How it works
      one half).
 
 2. *Decide with full-length trials*, only where they decide: one full trial at each
-   candidate (PDR first). A pass confirms it. A failure is read by its loss count:
+   candidate (PDR first). A pass confirms it. When a full trial of a SUT whose short
+   capacity samples agree forwards less than all of them, loss grows with duration
+   (stalls): the NDR candidate is then skipped and searched for directly (below). A
+   failure is read by its loss count:
 
    * capacity-limited, the short capacity samples differ by more than ``width`` and the
      trial's forwarded rate is inside their range: the failure is the expected half of coin flips at the median;
@@ -40,7 +43,7 @@ How it works
    At most ``max_long_trials`` full-length trials are spent (NDR and PDR together).
 
 Parameters (overrides): ``trial_duration`` 60, ``probe_duration`` 1, ``width`` 0.005,
-``signoff_width`` 0.01, ``samples_min`` 3, ``samples_max`` 9, ``long_step`` 0.04,
+``signoff_width`` 0.01, ``samples_min`` 3, ``samples_max`` 15, ``long_step`` 0.04,
 ``max_long_trials`` 10.
 
 ``ndr_upper``/``pdr_upper`` are the lowest loads whose full-length trial failed
@@ -63,7 +66,7 @@ DEFAULTS: Dict[str, Any] = {
     "width": 0.005,
     "signoff_width": 0.01,
     "samples_min": 3,
-    "samples_max": 9,
+    "samples_max": 15,
     "long_step": 0.04,
     "max_long_trials": 10,
     "tail_accept": 2,
@@ -103,6 +106,10 @@ class _Search:
     #: (load, loss ratio) of short probes
     probes: List[Tuple[float, float]] = field(default_factory=list)
     long_trials: int = 0
+    #: loads below this lose by the tail, not by capacity (set in knee mode)
+    tail_below: float = float("inf")
+    #: a full trial forwarded less than short probes could explain
+    duration_dependent: bool = False
 
     # -- measuring -------------------------------------------------------------
     def _clip(self, load: float) -> float:
@@ -138,6 +145,7 @@ class _Search:
             return self.max_rate, self.max_rate, True
         if first.loss_ratio > pdr_loss and first.rx > 0:
             self.samples.append(first.rx / d)
+        top = self.max_rate if not self.samples else self.samples[0]
         tries = 0
         while len(self.samples) < self.s["samples_max"] and tries < self.s["samples_max"] + 3:
             tries += 1
@@ -145,20 +153,36 @@ class _Search:
                 lo, hi = min(self.samples), max(self.samples)
                 if hi <= lo * (1 + self.s["width"]):
                     break
-            top = max(self.samples) if self.samples else self.max_rate
-            c = self.probe(min(self.max_rate, top * 1.1))
+            load = min(self.max_rate, top * 1.1)
+            c = self.probe(load)
             if c.loss_ratio > pdr_loss and c.rx > 0:
                 self.samples.append(c.rx / d)
-            elif c.loss_ratio <= ndr_loss and top * 1.1 >= self.max_rate:
-                return self.max_rate, self.max_rate, True
+                top = max(top, c.rx / d)
+            else:
+                # It kept up: this trial's capacity was at least ``load`` (a censored
+                # sample, counted at its lower bound); overload harder next time.
+                self.samples.append(load)
+                top = max(top, load)
+                if c.loss_ratio <= ndr_loss and load >= self.max_rate:
+                    return self.max_rate, self.max_rate, True
         if not self.samples:  # max rate loses, but less than the PDR goal
             cap = self.max_rate
         else:
             cap = _median(self.samples)
-        check = self.probe(min(self.samples or [cap]) * (1 - self.s["width"]))
-        if check.loss_ratio <= ndr_loss:
-            # Just under the exact PDR load, so frame rounding cannot tip it over.
-            return cap, min(self.max_rate, cap / (1 - pdr_loss) * (1 - 1e-5)), True
+        # Below the lowest capacity sample a capacity-limited SUT loses nothing. A
+        # check that loses anyway may just have drawn a low capacity (its forwarded
+        # rate is then another sample): check again lower, at most three times.
+        for _ in range(3):
+            check_load = min(self.samples or [cap]) * (1 - self.s["width"])
+            check = self.probe(check_load)
+            if check.loss_ratio <= ndr_loss:
+                if self.samples:
+                    cap = _median(self.samples)
+                # Just under the exact PDR load, so frame rounding cannot tip it over.
+                return cap, min(self.max_rate, cap / (1 - pdr_loss) * (1 - 1e-5)), True
+            if check.rx > 0:
+                self.samples.append(check.rx / d)
+        self.tail_below = min(self.samples or [cap]) * (1 - self.s["width"])
         return self._locate_knee(ndr_loss, pdr_loss, cap)
 
     def _locate_knee(self, ndr_loss: float, pdr_loss: float, cap: float) -> Tuple[float, float, bool]:
@@ -196,16 +220,18 @@ class _Search:
         target = math.log(2.0) / self.s["trial_duration"]
         for _ in range(4):
             fit = self._fit_tail()
+            lowest_x, lowest_r = min(self.probes)
             if fit is None:
-                lo_load = min(x for x, _ in self.lossy)
-                self.probe(lo_load * (1 - 4 * width))
+                if lowest_r == 0.0:
+                    break  # the tail is below what probes can see
+                self.probe(lowest_x * (1 - 4 * width))
                 continue
             a, b = fit
             small = (math.log(20.0 / d) - a) / b  # where a probe would lose ~20 frames
             lowest = min(x for x, _ in self.lossy)
             if small >= lowest * (1 - width):
                 break
-            self.probe(small)
+            self.probe(max(small, lowest * 0.8))
         fit = self._fit_tail()
         if fit is None:
             ndr = pdr * (1 - 4 * width)
@@ -215,7 +241,7 @@ class _Search:
         return min(ndr, pdr), pdr, False
 
     def _fit_tail(self) -> Optional[Tuple[float, float]]:
-        pts = sorted(self.lossy)[:3]
+        pts = sorted(p for p in self.lossy if p[0] < self.tail_below)[:3]
         return _fit_log_rate(pts)
 
     # -- phase 2: decide with full-length trials -------------------------------
@@ -225,11 +251,17 @@ class _Search:
         """Confirm ``candidate`` for ``loss`` with full trials; return (lower, upper)."""
         T = self.s["trial_duration"]
         candidate = max(self._clip(candidate), floor)
+        varies = bool(self.samples) and max(self.samples) > min(self.samples) * (1 + self.s["width"])
+        if self.duration_dependent and loss == 0.0:
+            # An earlier full trial forwarded less than every short probe at the same
+            # overload: loss grows with duration, the short-trial NDR is too high.
+            return self._step_down(candidate, None, loss, floor)
         c = self.long(candidate)
+        fwd = c.rx / T
+        if capacity_limited and not varies and self.samples and fwd < min(self.samples) * (1 - 1e-6):
+            self.duration_dependent = True
         if c.loss_ratio <= loss:
             return candidate, None
-        fwd = c.rx / T
-        varies = bool(self.samples) and max(self.samples) > min(self.samples) * (1 + self.s["width"])
         if capacity_limited and varies and fwd >= min(self.samples) * (1 - 1e-9):
             # A coin flip at the median of the per-trial capacity: keep it as a sample.
             median = _median(self.samples + [fwd]) / (1.0 - loss)
@@ -258,13 +290,15 @@ class _Search:
                 upper = min(upper, nxt)
         return load, upper
 
-    def _step_down(self, hi: float, hi_counts: Counts, loss: float, floor: float) -> Tuple[float, Optional[float]]:
+    def _step_down(
+        self, hi: float, hi_counts: Optional[Counts], loss: float, floor: float
+    ) -> Tuple[float, Optional[float]]:
         """Loss that short probes did not predict: search with full trials."""
         T = self.s["trial_duration"]
         sw, step = self.s["signoff_width"], self.s["long_step"]
         lo: Optional[float] = None
         first = True
-        fwd = hi_counts.rx / T
+        fwd = hi_counts.rx / T if hi_counts is not None else hi
         while self.budget_left():
             if lo is not None:
                 if hi - lo <= sw * hi:
