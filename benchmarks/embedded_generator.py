@@ -145,6 +145,7 @@ def print_suts(rows, ceiling, duration):
     print("   limited by 'generator': the SUT forwarded what the generator could send; its own maximum is higher.")
     print("   'SUT (back-pressure)': kernel SUT over veth pushed back (TG shortfall); 'SUT (drops)': dropped inside.")
     print("   SUT cyc/pkt: as the SUT reports it (testpmd counts total cycles incl. idle polling).")
+    print("   Single trials: expect about +-15 % run to run on a shared VM (see the facts note).")
 
 
 def main(argv=None) -> int:
@@ -154,7 +155,7 @@ def main(argv=None) -> int:
     ap.add_argument("--duration", type=float, default=2.0, help="generator-accuracy trial length, s")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--calibration-runs", type=int, default=3)
-    ap.add_argument("--search-duration", type=float, default=1.0, help="SUT trials, s")
+    ap.add_argument("--search-duration", type=float, default=2.0, help="SUT trials, s")
     ap.add_argument("--search-steps", type=int, default=5)
     ap.add_argument("--suts", default=",".join(sut_names()))
     ap.add_argument("--quick", action="store_true", help="1 repeat, 1 calibration run, 3 search steps")
