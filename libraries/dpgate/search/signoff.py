@@ -74,9 +74,13 @@ DEFAULTS: Dict[str, Any] = {
 
 
 def _median(values: List[float]) -> float:
+    """Highest x with at least half of ``values`` >= x (the upper median).
+
+    >>> _median([1, 2, 3]), _median([1, 2, 3, 4])
+    (2, 3)
+    """
     v = sorted(values)
-    n = len(v)
-    return v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
+    return v[len(v) // 2]
 
 
 def _fit_log_rate(points: List[Tuple[float, float]]) -> Optional[Tuple[float, float]]:
@@ -172,16 +176,14 @@ class _Search:
         # Below the lowest capacity sample a capacity-limited SUT loses nothing. A
         # check that loses anyway may just have drawn a low capacity (its forwarded
         # rate is then another sample): check again lower, at most three times.
+        low = min(self.samples or [cap])
         for _ in range(3):
-            check_load = min(self.samples or [cap]) * (1 - self.s["width"])
-            check = self.probe(check_load)
+            check = self.probe(low * (1 - self.s["width"]))
             if check.loss_ratio <= ndr_loss:
-                if self.samples:
-                    cap = _median(self.samples)
                 # Just under the exact PDR load, so frame rounding cannot tip it over.
                 return cap, min(self.max_rate, cap / (1 - pdr_loss) * (1 - 1e-5)), True
             if check.rx > 0:
-                self.samples.append(check.rx / d)
+                low = min(low, check.rx / d)
         self.tail_below = min(self.samples or [cap]) * (1 - self.s["width"])
         return self._locate_knee(ndr_loss, pdr_loss, cap)
 
@@ -258,7 +260,7 @@ class _Search:
             return self._step_down(candidate, None, loss, floor)
         c = self.long(candidate)
         fwd = c.rx / T
-        if capacity_limited and not varies and self.samples and fwd < min(self.samples) * (1 - 1e-6):
+        if capacity_limited and not varies and self.samples and fwd < _median(self.samples) * (1 - 1e-6):
             self.duration_dependent = True
         if c.loss_ratio <= loss:
             return candidate, None
@@ -299,10 +301,16 @@ class _Search:
         lo: Optional[float] = None
         first = True
         fwd = hi_counts.rx / T if hi_counts is not None else hi
+        bottom = max(floor, self.min_rate)
         while self.budget_left():
             if lo is not None:
                 if hi - lo <= sw * hi:
-                    break
+                    if loss > 0.0 or self.long(lo).loss_ratio <= loss:
+                        break
+                    # Passes can be luck here (no stall happened): the answer must
+                    # pass twice; a failed confirmation resumes the step-down.
+                    hi, lo = lo, None
+                    continue
                 nxt = math.sqrt(lo * hi)
             elif first and loss > 0.0:
                 # Forwarded-rate correction: the load at which this trial's forwarding
@@ -312,13 +320,13 @@ class _Search:
                 nxt = hi * (1 - step)
                 step *= 2
             first = False
-            nxt = max(nxt, floor, self.min_rate)
+            nxt = max(nxt, bottom)
             c = self.long(nxt)
             if c.loss_ratio <= loss:
                 lo = nxt
             else:
                 hi = nxt
-            if nxt <= max(floor, self.min_rate) and lo is None:
+            if nxt <= bottom and lo is None:
                 break
         return (lo if lo is not None else max(floor, self.min_rate)), hi
 
