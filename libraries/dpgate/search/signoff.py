@@ -150,10 +150,39 @@ class _Search:
         if first.loss_ratio > pdr_loss and first.rx > 0:
             self.samples.append(first.rx / d)
         top = self.max_rate if not self.samples else self.samples[0]
+        for more in (False, True):
+            result = None
+            top = self._sample(top, ndr_loss, pdr_loss, more)
+            if top is None:
+                return self.max_rate, self.max_rate, True
+            cap = _median(self.samples) if self.samples else self.max_rate
+            # Below the lowest capacity sample a capacity-limited SUT loses nothing.
+            # A check that loses anyway may have drawn a low capacity: check lower (at
+            # most three times), and take more samples before believing the result.
+            low = min(self.samples or [cap])
+            for _ in range(3):
+                check = self.probe(low * (1 - self.s["width"]))
+                if check.loss_ratio <= ndr_loss:
+                    # Just under the exact PDR load, so frame rounding cannot tip it over.
+                    result = cap, min(self.max_rate, cap / (1 - pdr_loss) * (1 - 1e-5)), True
+                    break
+                if check.rx > 0:
+                    low = min(low, check.rx / d)
+            if result is not None and (low >= min(self.samples or [cap]) or more):
+                return result
+            if result is None:
+                break
+        self.tail_below = min(self.samples or [cap]) * (1 - self.s["width"])
+        return self._locate_knee(ndr_loss, pdr_loss, cap)
+
+    def _sample(self, top: float, ndr_loss: float, pdr_loss: float, more: bool) -> Optional[float]:
+        """Overloaded probes until the capacity samples agree (or ``samples_max``, if
+        ``more``); return the highest load seen, or None if ``max_rate`` passed."""
+        d = self.s["probe_duration"]
         tries = 0
         while len(self.samples) < self.s["samples_max"] and tries < self.s["samples_max"] + 3:
             tries += 1
-            if len(self.samples) >= self.s["samples_min"]:
+            if len(self.samples) >= self.s["samples_min"] and not more:
                 lo, hi = min(self.samples), max(self.samples)
                 if hi <= lo * (1 + self.s["width"]):
                     break
@@ -168,24 +197,8 @@ class _Search:
                 self.samples.append(load)
                 top = max(top, load)
                 if c.loss_ratio <= ndr_loss and load >= self.max_rate:
-                    return self.max_rate, self.max_rate, True
-        if not self.samples:  # max rate loses, but less than the PDR goal
-            cap = self.max_rate
-        else:
-            cap = _median(self.samples)
-        # Below the lowest capacity sample a capacity-limited SUT loses nothing. A
-        # check that loses anyway may just have drawn a low capacity (its forwarded
-        # rate is then another sample): check again lower, at most three times.
-        low = min(self.samples or [cap])
-        for _ in range(3):
-            check = self.probe(low * (1 - self.s["width"]))
-            if check.loss_ratio <= ndr_loss:
-                # Just under the exact PDR load, so frame rounding cannot tip it over.
-                return cap, min(self.max_rate, cap / (1 - pdr_loss) * (1 - 1e-5)), True
-            if check.rx > 0:
-                low = min(low, check.rx / d)
-        self.tail_below = min(self.samples or [cap]) * (1 - self.s["width"])
-        return self._locate_knee(ndr_loss, pdr_loss, cap)
+                    return None
+        return top
 
     def _locate_knee(self, ndr_loss: float, pdr_loss: float, cap: float) -> Tuple[float, float, bool]:
         """Loss below capacity: fit the loss tail with probes that lose measurable counts."""
