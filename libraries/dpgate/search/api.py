@@ -24,7 +24,7 @@ PROFILES = {
 #: Overrides every profile accepts.
 COMMON_DEFAULTS: Dict[str, Any] = {"trial_overhead": DEFAULT_TRIAL_OVERHEAD_S}
 
-_INT_SETTINGS = {"samples_min", "samples_max", "max_long_trials", "preceding_targets", "expansion_coefficient"}
+_INT_SETTINGS = {"samples_min", "samples_max", "max_long_trials", "tail_accept", "preceding_targets", "expansion_coefficient"}
 
 
 def profile_settings(profile: str, **overrides: Any) -> Dict[str, Any]:

@@ -43,8 +43,10 @@ How it works
    At most ``max_long_trials`` full-length trials are spent (NDR and PDR together).
 
 Parameters (overrides): ``trial_duration`` 60, ``probe_duration`` 1, ``width`` 0.005,
-``signoff_width`` 0.01, ``samples_min`` 3, ``samples_max`` 15, ``long_step`` 0.04,
-``max_long_trials`` 10.
+``signoff_width`` 0.01, ``samples_min`` 5, ``samples_max`` 15, ``long_step`` 0.04,
+``max_long_trials`` 10, ``tail_accept`` 2 (frames a full NDR trial may lose and still
+count as the coin flip expected at the answer), ``pdr_margin`` 0.001 (capacity-limited
+PDR candidates sit this much under ``C / (1 - pdr_loss)``).
 
 ``ndr_upper``/``pdr_upper`` are the lowest loads whose full-length trial failed
 (``None`` if none did).
@@ -65,11 +67,12 @@ DEFAULTS: Dict[str, Any] = {
     "probe_duration": 1.0,
     "width": 0.005,
     "signoff_width": 0.01,
-    "samples_min": 3,
+    "samples_min": 5,
     "samples_max": 15,
     "long_step": 0.04,
     "max_long_trials": 10,
     "tail_accept": 2,
+    "pdr_margin": 0.001,
 }
 
 
@@ -114,6 +117,8 @@ class _Search:
     tail_below: float = float("inf")
     #: a full trial forwarded less than short probes could explain
     duration_dependent: bool = False
+    #: (ndr_loss, pdr_loss)
+    goals: Tuple[float, float] = (0.0, 0.005)
 
     # -- measuring -------------------------------------------------------------
     def _clip(self, load: float) -> float:
@@ -163,8 +168,10 @@ class _Search:
             for _ in range(3):
                 check = self.probe(low * (1 - self.s["width"]))
                 if check.loss_ratio <= ndr_loss:
-                    # Just under the exact PDR load, so frame rounding cannot tip it over.
-                    result = cap, min(self.max_rate, cap / (1 - pdr_loss) * (1 - 1e-5)), True
+                    # A little under the exact PDR load (``pdr_margin``), so that frame
+                    # rounding or a rare stall does not cost a second full trial.
+                    pdr_c = cap / (1 - pdr_loss) * (1 - self.s["pdr_margin"])
+                    result = cap, min(self.max_rate, pdr_c), True
                     break
                 if check.rx > 0:
                     low = min(low, check.rx / d)
@@ -186,7 +193,7 @@ class _Search:
                 lo, hi = min(self.samples), max(self.samples)
                 if hi <= lo * (1 + self.s["width"]):
                     break
-            load = min(self.max_rate, top * 1.1)
+            load = min(self.max_rate, top * 1.25)
             c = self.probe(load)
             if c.loss_ratio > pdr_loss and c.rx > 0:
                 self.samples.append(c.rx / d)
@@ -274,7 +281,13 @@ class _Search:
         c = self.long(candidate)
         fwd = c.rx / T
         if capacity_limited and not varies and self.samples and fwd < _median(self.samples) * (1 - 1e-6):
-            self.duration_dependent = True
+            # The full trial forwarded less than the agreeing short samples: per-trial
+            # variation the samples missed, or loss that grows with duration. More
+            # samples tell them apart.
+            if self._sample(max(self.samples), self.goals[0], self.goals[1], more=True) is not None:
+                varies = max(self.samples) > min(self.samples) * (1 + self.s["width"])
+            if not (varies and fwd >= min(self.samples) * (1 - 1e-9)):
+                self.duration_dependent = True
         if c.loss_ratio <= loss:
             return candidate, None
         if capacity_limited and varies and fwd >= min(self.samples) * (1 - 1e-9):
@@ -312,6 +325,7 @@ class _Search:
         T = self.s["trial_duration"]
         sw, step = self.s["signoff_width"], self.s["long_step"]
         lo: Optional[float] = None
+        passes: List[float] = []
         first = True
         fwd = hi_counts.rx / T if hi_counts is not None else hi
         bottom = max(floor, self.min_rate)
@@ -321,8 +335,12 @@ class _Search:
                     if loss > 0.0 or self.long(lo).loss_ratio <= loss:
                         break
                     # Passes can be luck here (no stall happened): the answer must
-                    # pass twice; a failed confirmation resumes the step-down.
-                    hi, lo = lo, None
+                    # pass twice; a failed confirmation makes it an upper bound and
+                    # falls back to the best earlier pass below it.
+                    hi = lo
+                    passes = [x for x in passes if x < hi]
+                    lo = max(passes) if passes else None
+                    step = self.s["long_step"]
                     continue
                 nxt = math.sqrt(lo * hi)
             elif first and loss > 0.0:
@@ -337,17 +355,20 @@ class _Search:
             c = self.long(nxt)
             if c.loss_ratio <= loss:
                 lo = nxt
+                passes.append(nxt)
             else:
                 hi = nxt
             if nxt <= bottom and lo is None:
                 break
+        if lo is None:
+            lo = max([x for x in passes if x < hi], default=None)
         return (lo if lo is not None else max(floor, self.min_rate)), hi
 
 
 def run(
     log: TrialLog, min_rate: float, max_rate: float, ndr_loss: float, pdr_loss: float, s: Dict[str, Any]
 ) -> Dict[str, Optional[float]]:
-    search = _Search(log, min_rate, max_rate, s)
+    search = _Search(log, min_rate, max_rate, s, goals=(ndr_loss, pdr_loss))
     ndr_c, pdr_c, cap_limited = search.locate(ndr_loss, pdr_loss)
     pdr, pdr_upper = search.decide(pdr_c, pdr_loss, cap_limited, floor=min_rate)
     ndr, ndr_upper = search.decide(min(ndr_c, pdr), ndr_loss, cap_limited, floor=min_rate)
