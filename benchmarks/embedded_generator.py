@@ -55,6 +55,14 @@ def cpu_busy(seconds: float = 1.0):
     return {c: 1 - (b[c][1] - a[c][1]) / max(1, b[c][0] - a[c][0]) for c in b}
 
 
+def foreign_testbeds(prefix: str):
+    """Namespaces of other testbeds on this machine: their generators share our cores."""
+    import subprocess
+
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return sorted({ln.split()[0] for ln in out.splitlines() if ln.strip() and not ln.startswith(prefix)})
+
+
 def kpps(v: float) -> str:
     return f"{v / 1e3:9.1f}k"
 
@@ -70,9 +78,11 @@ def generator_accuracy(topo, duration: float, repeats: int, calib_runs: int):
         gen.max_pps = ceiling
         plan = [(r, "") for r in FIXED_RATES] + [(0.9 * ceiling, "90% of max"), (ceiling, "max (calibrated)")]
         for rate, label in plan:
-            achieved, retries, rx = [], [], []
+            achieved, retries, rx, others = [], [], [], set()
             for _ in range(repeats):
+                others.update(foreign_testbeds(topo.prefix))
                 r = gen.measure(rate, duration)
+                others.update(foreign_testbeds(topo.prefix))
                 achieved.append(r.tx_packets / duration)
                 retries.append(r.details.get("retried_enobufs", 0))
                 rx.append(r.rx_packets)
@@ -80,7 +90,7 @@ def generator_accuracy(topo, duration: float, repeats: int, calib_runs: int):
             rows.append({
                 "rate": rate, "label": label, "achieved": statistics.median(achieved),
                 "err_med": statistics.median(errs), "err_worst": max(errs, key=abs),
-                "retries": max(retries), "sink_rx": max(rx),
+                "retries": max(retries), "sink_rx": max(rx), "others": sorted(others),
             })
     return ceiling, probes, rows
 
@@ -97,7 +107,8 @@ def print_generator(ceiling, probes, rows, duration, repeats):
         ok = abs(r["err_worst"]) <= TARGET_ERR_PCT
         verdict = ("PASS" if ok else "FAIL") if in_scope else "(not required)"
         print(f"   {kpps(r['rate']):>11} {kpps(r['achieved']):>11} {r['err_med']:>+10.3f} {r['err_worst']:>+12.3f}"
-              f" {r['retries']:>8d}  {verdict:<17} {r['label']}")
+              f" {r['retries']:>8d}  {verdict:<17} {r['label']}"
+              + (f" [other testbeds running: {' '.join(r['others'])}]" if r["others"] else ""))
         assert r["sink_rx"] == 0, "the sink forwarded frames: part 1 must run without a SUT"
     return all(abs(r["err_worst"]) <= TARGET_ERR_PCT for r in rows if r["rate"] <= 0.9 * ceiling * 1.0001)
 
