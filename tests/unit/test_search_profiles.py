@@ -91,16 +91,20 @@ def test_per_commit_reports_capacity_on_stalls():
     assert r.ndr > 1.2 * ndr60  # answers the 1 s question: about the capacity
 
 
-@pytest.mark.parametrize("seed", [2001, 2002, 2005, 2006])
-def test_sign_off_finds_60s_ndr_on_stalls(seed):
+def test_sign_off_finds_60s_ndr_on_stalls():
     ndr60, pdr60 = truths("stalls")
-    r = find_ndr_pdr(make_sut("stalls", seed=seed).measure, MIN_RATE, MAX_RATE, profile="sign-off")
-    assert abs(r.ndr / ndr60 - 1) <= 0.03
-    assert abs(r.pdr / pdr60 - 1) <= 0.005
-    long_loads = [load for load, d, _ in r.trials if d == 60.0]
-    # Full-length trials decided it: the reported NDR was measured at 60 s, and passed.
-    assert any(load == r.ndr for load in long_loads)
-    assert r.ndr_upper is not None and r.ndr_upper > r.ndr
+    errors = []
+    for seed in range(2001, 2011):
+        r = find_ndr_pdr(make_sut("stalls", seed=seed).measure, MIN_RATE, MAX_RATE, profile="sign-off")
+        errors.append(r.ndr / ndr60 - 1)
+        assert abs(r.pdr / pdr60 - 1) <= 0.005
+        long_loads = [load for load, d, _ in r.trials if d == 60.0]
+        # Full-length trials decided it: the reported NDR was measured at 60 s.
+        assert r.ndr in long_loads
+        assert r.ndr_upper is not None and r.ndr_upper > r.ndr
+    errors.sort()
+    assert abs(errors[len(errors) // 2]) <= 0.015  # median error
+    assert all(abs(e) <= 0.06 for e in errors)  # never the 1 s answer (+28 %)
 
 
 def test_sign_off_respects_long_trial_budget():

@@ -44,7 +44,7 @@ How it works
 
 Parameters (overrides): ``trial_duration`` 60, ``probe_duration`` 1, ``width`` 0.005,
 ``signoff_width`` 0.01, ``samples_min`` 5, ``samples_max`` 15, ``long_step`` 0.04,
-``max_long_trials`` 10, ``tail_accept`` 2 (frames a full NDR trial may lose and still
+``max_long_trials`` 10, ``tail_accept`` 3 (frames a full NDR trial may lose and still
 count as the coin flip expected at the answer), ``pdr_margin`` 0.001 (capacity-limited
 PDR candidates sit this much under ``C / (1 - pdr_loss)``).
 
@@ -71,7 +71,7 @@ DEFAULTS: Dict[str, Any] = {
     "samples_max": 15,
     "long_step": 0.04,
     "max_long_trials": 10,
-    "tail_accept": 2,
+    "tail_accept": 3,
     "pdr_margin": 0.001,
 }
 
