@@ -43,7 +43,7 @@ How it works
    At most ``max_long_trials`` full-length trials are spent (NDR and PDR together).
 
 Parameters (overrides): ``trial_duration`` 60, ``probe_duration`` 1, ``width`` 0.005,
-``signoff_width`` 0.01, ``samples_min`` 5, ``samples_max`` 15, ``long_step`` 0.04,
+``signoff_width`` 0.01, ``samples_min`` 5, ``samples_max`` 15, ``long_step`` 0.08,
 ``max_long_trials`` 10, ``tail_accept`` 3 (frames a full NDR trial may lose and still
 count as the coin flip expected at the answer), ``pdr_margin`` 0.001 (capacity-limited
 PDR candidates sit this much under ``C / (1 - pdr_loss)``).
@@ -69,7 +69,7 @@ DEFAULTS: Dict[str, Any] = {
     "signoff_width": 0.01,
     "samples_min": 5,
     "samples_max": 15,
-    "long_step": 0.04,
+    "long_step": 0.08,
     "max_long_trials": 10,
     "tail_accept": 3,
     "pdr_margin": 0.001,
@@ -99,6 +99,26 @@ def _fit_log_rate(points: List[Tuple[float, float]]) -> Optional[Tuple[float, fl
     if b <= 0:
         return None
     return my - b * mx, b
+
+
+def _loss_intercept(fails: List[Tuple[float, float]], use: int = 4) -> Optional[float]:
+    """Load where a least-squares line through (load, lost frames) of the ``use``
+    lowest failed full trials reaches zero; None unless it rises with load.
+
+    >>> round(_loss_intercept([(900.0, 100.0), (1000.0, 200.0)]))
+    800
+    """
+    pts = sorted(fails)[:use]
+    if len({x for x, _ in pts}) < 2:
+        return None
+    n = len(pts)
+    mx = sum(x for x, _ in pts) / n
+    my = sum(y for _, y in pts) / n
+    sxx = sum((x - mx) ** 2 for x, _ in pts)
+    b = sum((x - mx) * (y - my) for x, y in pts) / sxx
+    if b <= 0:
+        return None
+    return mx - my / b
 
 
 @dataclass
@@ -326,6 +346,9 @@ class _Search:
         sw, step = self.s["signoff_width"], self.s["long_step"]
         lo: Optional[float] = None
         passes: List[float] = []
+        fails: List[Tuple[float, float]] = []
+        if hi_counts is not None and hi_counts.loss:
+            fails.append((hi, float(hi_counts.loss)))
         first = True
         fwd = hi_counts.rx / T if hi_counts is not None else hi
         bottom = max(floor, self.min_rate)
@@ -343,12 +366,21 @@ class _Search:
                     step = self.s["long_step"]
                     continue
                 nxt = math.sqrt(lo * hi)
+                zero = _loss_intercept(fails) if loss == 0.0 else None
+                if zero is not None:
+                    # Regula falsi on loss counts, kept away from the bracket ends.
+                    nxt = min(max(zero, lo + 0.2 * (hi - lo)), hi - 0.2 * (hi - lo))
             elif first and loss > 0.0:
                 # Forwarded-rate correction: the load at which this trial's forwarding
                 # would have met the goal, a little under it.
                 nxt = min(fwd / (1.0 - loss), hi) * (1 - self.s["width"] / 2)
             else:
                 nxt = hi * (1 - step)
+                zero = _loss_intercept(fails) if loss == 0.0 else None
+                if zero is not None:
+                    # Loss counts of failed full trials grow about linearly with
+                    # load above the answer: extrapolate them to zero, just under.
+                    nxt = min(max(zero * (1 - sw / 2), hi * (1 - 2 * step)), hi * (1 - sw))
                 step *= 2
             first = False
             nxt = max(nxt, bottom)
@@ -358,6 +390,7 @@ class _Search:
                 passes.append(nxt)
             else:
                 hi = nxt
+                fails.append((nxt, float(c.loss)))
             if nxt <= bottom and lo is None:
                 break
         if lo is None:
