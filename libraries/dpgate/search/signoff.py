@@ -31,7 +31,8 @@ How it works
    failure is read by its loss count:
 
    * capacity-limited, the short capacity samples differ by more than ``width`` and the
-     trial's forwarded rate is inside their range: the failure is the expected half of coin flips at the median;
+     trial's forwarded rate is inside their range (widened by half of it below): the
+     failure is the expected half of coin flips at the median;
      it joins the samples and the median is recomputed (no more long trials);
    * otherwise the loss depends on duration (rare stalls, a loss tail): full-length
      trials step down, first by an estimate from the loss counts (the fitted loss
@@ -45,7 +46,7 @@ How it works
 Parameters (overrides): ``trial_duration`` 60, ``probe_duration`` 1, ``width`` 0.005,
 ``signoff_width`` 0.01, ``samples_min`` 5, ``samples_max`` 15, ``long_step`` 0.08,
 ``max_long_trials`` 10, ``tail_accept`` 3 (frames a full NDR trial may lose and still
-count as the coin flip expected at the answer), ``pdr_margin`` 0.001 (capacity-limited
+count as the coin flip expected at the answer), ``tail_probe_duration`` 10 (one longer probe in a loss tail), ``pdr_margin`` 0.001 (capacity-limited
 PDR candidates sit this much under ``C / (1 - pdr_loss)``).
 
 ``ndr_upper``/``pdr_upper`` are the lowest loads whose full-length trial failed
@@ -73,6 +74,7 @@ DEFAULTS: Dict[str, Any] = {
     "max_long_trials": 10,
     "tail_accept": 3,
     "pdr_margin": 0.001,
+    "tail_probe_duration": 10.0,
 }
 
 
@@ -144,9 +146,9 @@ class _Search:
     def _clip(self, load: float) -> float:
         return min(self.max_rate, max(self.min_rate, load))
 
-    def probe(self, load: float) -> Counts:
+    def probe(self, load: float, duration: Optional[float] = None) -> Counts:
         load = self._clip(load)
-        d = self.s["probe_duration"]
+        d = duration or self.s["probe_duration"]
         c = self.log.measure(load, d)
         self.probes.append((load, c.loss_ratio))
         if c.loss:
@@ -275,6 +277,14 @@ class _Search:
                 break
             self.probe(max(small, lowest * 0.8))
         fit = self._fit_tail()
+        tail_d = self.s["tail_probe_duration"]
+        if fit is not None and tail_d > d:
+            # One longer probe where it should lose ~10 frames shortens the
+            # extrapolation to the full-trial target by the duration ratio.
+            a, b = fit
+            lowest = min(x for x, _ in self.lossy)
+            self.probe(max((math.log(10.0 / tail_d) - a) / b, lowest * 0.8), tail_d)
+            fit = self._fit_tail() or fit
         if fit is None:
             ndr = pdr * (1 - 4 * width)
         else:
@@ -310,7 +320,8 @@ class _Search:
                 self.duration_dependent = True
         if c.loss_ratio <= loss:
             return candidate, None
-        if capacity_limited and varies and fwd >= min(self.samples) * (1 - 1e-9):
+        lowest = min(self.samples) - 0.5 * (max(self.samples) - min(self.samples)) if self.samples else 0.0
+        if capacity_limited and varies and fwd >= lowest:
             # A coin flip at the median of the per-trial capacity: keep it as a sample.
             median = _median(self.samples + [fwd]) / (1.0 - loss)
             return max(floor, min(candidate, median)), candidate
@@ -343,7 +354,9 @@ class _Search:
     ) -> Tuple[float, Optional[float]]:
         """Loss that short probes did not predict: search with full trials."""
         T = self.s["trial_duration"]
-        sw, step = self.s["signoff_width"], self.s["long_step"]
+        sw = self.s["signoff_width"]
+        # PDR misses are usually marginal: start small there.
+        step = self.s["long_step"] if loss == 0.0 else 2 * self.s["width"]
         lo: Optional[float] = None
         passes: List[float] = []
         fails: List[Tuple[float, float]] = []
@@ -363,7 +376,7 @@ class _Search:
                     hi = lo
                     passes = [x for x in passes if x < hi]
                     lo = max(passes) if passes else None
-                    step = self.s["long_step"]
+                    step = self.s["long_step"] if loss == 0.0 else 2 * self.s["width"]
                     continue
                 nxt = math.sqrt(lo * hi)
                 zero = _loss_intercept(fails) if loss == 0.0 else None
