@@ -368,7 +368,10 @@ class _Search:
         while self.budget_left():
             if lo is not None:
                 if hi - lo <= sw * hi:
-                    if loss > 0.0 or self.long(lo).loss_ratio <= loss:
+                    zero = _loss_intercept(fails) if loss == 0.0 else None
+                    if loss > 0.0 or (zero is not None and lo <= zero * (1 + sw / 2)):
+                        break  # the pass agrees with the loss counts of the failures
+                    if self.long(lo).loss_ratio <= loss:
                         break
                     # Passes can be luck here (no stall happened): the answer must
                     # pass twice; a failed confirmation makes it an upper bound and
@@ -380,7 +383,7 @@ class _Search:
                     continue
                 nxt = math.sqrt(lo * hi)
                 zero = _loss_intercept(fails) if loss == 0.0 else None
-                if zero is not None:
+                if zero is not None and lo < zero < hi:
                     # Regula falsi on loss counts, kept away from the bracket ends.
                     nxt = min(max(zero, lo + 0.2 * (hi - lo)), hi - 0.2 * (hi - lo))
             elif first and loss > 0.0:
