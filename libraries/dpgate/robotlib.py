@@ -226,11 +226,17 @@ class EmbeddedTestbed:
     @keyword
     def find_ndr_and_pdr(self, frame_size: str = "64B", profile: str = "per-commit",
                          min_rate: Rate = Rate(pps=9001.0), max_rate: Rate = Rate(percent=100.0),
-                         ndr_loss: str = "0", pdr_loss: str = "0.5%", **overrides: str) -> NdrPdrResult:
+                         ndr_loss: str = "0", pdr_loss: str = "0.5%", time_limit: float = 0,
+                         **overrides: str) -> NdrPdrResult:
         """Search NDR and PDR for ``frame_size`` with a search profile, compute CPP, record metrics.
 
         ``max_rate`` defaults to the calibrated generator ceiling (the testbed's "line rate");
         a bound at that ceiling is marked ``limited_by=generator``, never reported as the SUT's.
+        ``time_limit`` (seconds, 0 = none) bounds the search's wall time: when it runs out,
+        NDR/PDR come from the trials measured so far (highest load passing its goal in
+        at least half of its trial time, below the lowest load failing it) and the record
+        says ``search_complete=False``. Other keyword arguments override profile settings
+        (e.g. ``trial_duration=2``).
 
         | ${r}= | `Find NDR And PDR` | 64B | profile=per-commit |
         """
@@ -243,7 +249,24 @@ class EmbeddedTestbed:
         conv = {k: _override_value(v) for k, v in overrides.items()}
         t0 = time.monotonic()
         gen.sut.check_alive()
-        res = find_ndr_pdr(gen.measure, lo, hi, ndr_loss=nl, pdr_loss=pl, profile=profile, **conv)
+        limit = float(time_limit or 0)
+
+        def measure(load: float, duration: float):
+            if limit and time.monotonic() - t0 > limit:
+                raise _TimeUp(f"search time limit {limit:g} s reached")
+            return gen.measure(load, duration)
+
+        from .search import SearchAborted
+
+        complete = True
+        try:
+            res = find_ndr_pdr(measure, lo, hi, ndr_loss=nl, pdr_loss=pl, profile=profile, **conv)
+        except SearchAborted as err:
+            if not isinstance(err.__cause__, _TimeUp):
+                raise
+            complete = False
+            res = _bounds_from_trials(err.partial, nl, pl)
+            logger.warn(f"{err.__cause__}: NDR/PDR taken from the {res.trial_count} trials measured so far")
         gen.sut.check_alive()
         hz, source = self.session.cpu_freq()
         cores = len(self.session.testbed.sut_cpus)
@@ -251,7 +274,8 @@ class EmbeddedTestbed:
         at_max = [g for g, v in (("NDR", ndr), ("PDR", pdr)) if v >= 0.97 * hi]
         limited = "generator" if at_max else None
         sut_cpp, busy_cpp = _measured_cpp_near(res, ndr, hz)
-        telemetry = {"cpp_busy": round(busy_cpp, 1)} if busy_cpp else {}
+        telemetry: Dict[str, Any] = {"cpp_busy": round(busy_cpp, 1)} if busy_cpp else {}
+        telemetry["search_complete"] = complete
         out = NdrPdrResult(
             nf=self.nf or "?", frame_size=frame_size_tag(parse_frame_size(frame_size)),
             ndr_pps=ndr, pdr_pps=pdr,
@@ -273,6 +297,43 @@ class EmbeddedTestbed:
         record(metrics=out.metrics(), nf=out.nf, sut_version=self.sut_version(),
                testbed=self.session.topology.name, prefix=self.session.topology.prefix)
         return out
+
+
+class _TimeUp(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class _PartialBounds:
+    ndr: Optional[float]
+    pdr: Optional[float]
+    ndr_upper: Optional[float]
+    pdr_upper: Optional[float]
+    trials: tuple
+    trial_count: int
+
+
+def _bounds_from_trials(partial, ndr_loss: float, pdr_loss: float) -> _PartialBounds:
+    """NDR/PDR from the trials of an unfinished search (see ``Find NDR And PDR``)."""
+    trials = tuple(getattr(partial, "trials", ()))
+
+    def bounds(goal: float):
+        per_load: Dict[float, List[float]] = {}
+        for t in trials:
+            load, dur, tr = t[0], t[1], t[-1]
+            entry = per_load.setdefault(round(load, 1), [0.0, 0.0])
+            entry[0] += dur
+            if tr.loss_ratio > goal:
+                entry[1] += dur
+        fails = sorted(load for load, (tot, bad) in per_load.items() if bad > 0.5 * tot)
+        upper = fails[0] if fails else None
+        passes = [load for load, (tot, bad) in per_load.items()
+                  if bad <= 0.5 * tot and (upper is None or load < upper)]
+        return (max(passes) if passes else None), upper
+
+    ndr, ndr_up = bounds(ndr_loss)
+    pdr, pdr_up = bounds(pdr_loss)
+    return _PartialBounds(ndr, pdr, ndr_up, pdr_up, trials, len(trials))
 
 
 def _opt(v) -> Optional[float]:

@@ -180,3 +180,47 @@ def test_summary_table_lists_numbers_and_verdicts(tmp_path):
     table = summary_table(make_records(tmp_path))
     assert "0.212" in table and "0.230" in table and "12264" in table
     assert "FAIL: NDR 0.212 Mpps < floor" in table
+
+
+# -- unfinished searches ------------------------------------------------------------------
+def test_time_limited_search_falls_back_to_bounds_of_measured_trials():
+    from dpgate.robotlib import _bounds_from_trials, _TimeUp
+    from dpgate.search import SearchAborted, find_ndr_pdr
+    from dpgate.search.simulated import make_sut
+
+    sut = make_sut("hard", seed=3)
+    calls = []
+
+    def measure(load, duration):
+        if len(calls) >= 8:
+            raise _TimeUp("limit")
+        calls.append(load)
+        return sut.measure(load, duration)
+
+    with pytest.raises(SearchAborted) as err:
+        find_ndr_pdr(measure, 100_000, 1_500_000)
+    assert isinstance(err.value.__cause__, _TimeUp)
+    b = _bounds_from_trials(err.value.partial, 0.0, 0.005)
+    assert b.trial_count == 8
+    assert b.ndr is not None and b.ndr_upper is not None and b.ndr < b.ndr_upper
+    # every trial at or below the lower bound passed; the upper bound failed
+    for load, _, tr in err.value.partial.trials:
+        if load <= b.ndr:
+            assert tr.loss_ratio == 0.0
+    assert any(load == pytest.approx(b.ndr_upper, abs=0.1) and tr.loss_ratio > 0
+               for load, _, tr in err.value.partial.trials)
+
+
+def test_partial_bounds_majority_rule_on_noisy_loads():
+    from dpgate.robotlib import _bounds_from_trials
+    from dpgate.trial import TrialResult
+
+    def t(load, lost):
+        return (load, 1.0, TrialResult.from_counts(load, 1.0, tx_packets=int(load), rx_packets=int(load) - lost))
+
+    class P:
+        trials = (t(100, 0), t(200, 0), t(200, 5), t(200, 0), t(300, 9), t(300, 9), t(250, 0))
+
+    b = _bounds_from_trials(P, 0.0, 0.05)
+    assert (b.ndr, b.ndr_upper) == (250, 300)   # 200 passed 2 of 3 s: a pass
+    assert b.pdr == 300 and b.pdr_upper is None  # 9 of 300 = 3 % < 5 %
