@@ -6,51 +6,64 @@ For a loss goal ``g`` and full trial length ``T`` (``trial_duration``, default 6
 RFC 2544 asks), the answer is the highest load at which **one trial of length T**
 loses at most ``g`` of its intended frames **with probability >= 0.5**. A single
 lucky pass does not make a load good and a single unlucky failure does not make it
-bad: the search estimates where that probability crosses one half.
+bad: the search estimates where that probability crosses one half. (``per-commit``
+answers the same question for 1 s trials, which is a different number on SUTs whose
+loss grows with duration.)
 
 How it works
 ------------
 1. *Locate with short probes* (``probe_duration``, default 1 s), reading counts, not
    only pass/fail:
 
-   * overloaded probes give capacity samples (forwarded frames / duration); a few are
-     taken (``samples_min``..``samples_max``, more when they disagree by more than
-     ``width``); their median is the short-trial capacity ``C``;
-   * a probe just below the lowest sample tells the two regimes apart: no loss there
-     means the SUT is *capacity-limited* (NDR candidate ``C``, PDR candidate
-     ``C / (1 - pdr_loss)``); loss there means a *soft knee*: the loss rate is fitted
-     (log of lost frames per second against load) from probes that lose measurable
-     counts, PDR is where the loss ratio reaches ``pdr_loss`` and NDR where the
-     expected loss in a full trial is ``ln 2`` frames (Poisson zero-loss probability
-     one half).
+   * overloaded probes (at 1.25 x the highest load seen) give capacity samples:
+     forwarded frames / duration; a probe that keeps up counts as a sample at its
+     load. ``samples_min`` are taken, up to ``samples_max`` when they disagree by
+     more than ``width``. Their upper median is the short-trial capacity ``C``;
+   * a probe just under the lowest sample tells the regimes apart. No loss there: the
+     SUT is *capacity-limited*, NDR candidate ``C``, PDR candidate
+     ``C / (1 - pdr_loss)`` less ``pdr_margin``. (A check that loses may have drawn a
+     low capacity: it is retried lower, and more samples are taken.) Loss there: a
+     *loss tail* (soft knee). ``ln(lost frames per second)`` is fitted against load
+     from probes with measurable loss, plus one ``tail_probe_duration`` probe low in
+     the tail; PDR is where probes' loss ratio crosses ``pdr_loss`` (secant on its
+     log), NDR where a full trial is expected to lose ``ln 2`` frames (Poisson: zero
+     loss with probability one half).
 
-2. *Decide with full-length trials*, only where they decide: one full trial at each
-   candidate (PDR first). A pass confirms it. When a full trial of a SUT whose short
-   capacity samples agree forwards less than all of them, loss grows with duration
-   (stalls): the NDR candidate is then skipped and searched for directly (below). A
-   failure is read by its loss count:
+2. *Decide with full-length trials*, only where they decide; PDR first, then NDR (at
+   most the PDR). One full trial at the candidate; a pass accepts it. A failure is
+   read by its counts:
 
-   * capacity-limited, the short capacity samples differ by more than ``width`` and the
-     trial's forwarded rate is inside their range (widened by half of it below): the
-     failure is the expected half of coin flips at the median;
-     it joins the samples and the median is recomputed (no more long trials);
-   * otherwise the loss depends on duration (rare stalls, a loss tail): full-length
-     trials step down, first by an estimate from the loss counts (the fitted loss
-     rate, or a linear extrapolation of the loss counts of two failed full trials to
-     zero), else by ``long_step`` (doubling); then bisect between the highest pass and
-     the lowest failure until they are within ``signoff_width``;
-     the highest full-length pass is the answer.
+   * capacity-limited SUT whose samples vary (per-trial noise, bimodal) and the
+     trial's forwarded rate lies within their range (widened below by half of it):
+     the expected coin flip at the median. Its forwarded rate joins the samples and
+     the median is recomputed; no further full trial.
+   * loss tail, NDR: at the answer a full trial loses Poisson(ln 2) frames, so up to
+     ``tail_accept`` lost frames confirm it; more mean the load is
+     ``ln(lost / ln 2) / slope`` too high (slope of the fitted tail): step there.
+   * otherwise the loss depends on duration. If a full trial of a SUT whose samples
+     agree forwards less than they do, more samples are taken; if they still agree,
+     loss grows with duration (rare stalls) and the NDR is searched with full trials
+     directly: step down (``long_step``, doubling; PDR: the forwarded-rate
+     correction, then small steps), then narrow the bracket between the highest pass
+     and the lowest failure to ``signoff_width``, by regula falsi on the loss counts
+     of the failed full trials (their loss grows about linearly with load above the
+     answer) or by bisection. Because a pass there can be luck (no stall happened),
+     the answer must either agree with the failures' zero-loss extrapolation or pass
+     a second full trial; a failed confirmation resumes from the earlier passes.
 
    At most ``max_long_trials`` full-length trials are spent (NDR and PDR together).
 
-Parameters (overrides): ``trial_duration`` 60, ``probe_duration`` 1, ``width`` 0.005,
-``signoff_width`` 0.01, ``samples_min`` 5, ``samples_max`` 15, ``long_step`` 0.08,
-``max_long_trials`` 10, ``tail_accept`` 3 (frames a full NDR trial may lose and still
-count as the coin flip expected at the answer), ``tail_probe_duration`` 10 (one longer probe in a loss tail), ``pdr_margin`` 0.001 (capacity-limited
-PDR candidates sit this much under ``C / (1 - pdr_loss)``).
+Parameters (overrides) and defaults: ``trial_duration`` 60, ``probe_duration`` 1,
+``width`` 0.005 (probe resolution, relative), ``signoff_width`` 0.01 (full-trial
+bracket), ``samples_min`` 5, ``samples_max`` 15, ``long_step`` 0.08,
+``max_long_trials`` 10, ``tail_accept`` 3, ``tail_probe_duration`` 10,
+``pdr_margin`` 0.001.
 
 ``ndr_upper``/``pdr_upper`` are the lowest loads whose full-length trial failed
-(``None`` if none did).
+(``None`` if none did). Measured on the simulated SUTs of ``benchmarks/search.py``:
+hard capacity, noise, knee and bimodal take 1.1-1.5x the time of one 60 s trial per
+bound; rare stalls take ~4x (pass/fail of 60 s trials near the answer is a coin flip,
+so several full trials are needed there).
 """
 
 from __future__ import annotations
