@@ -120,3 +120,36 @@ def test_sign_off_trial_duration_override():
     )
     assert {d for _, d, _ in r.trials} == {0.5, 30.0}
     assert r.settings["trial_duration"] == 30.0
+
+
+@pytest.mark.parametrize(
+    "profile, overrides",
+    [("per-commit", {}), ("rfc2544-binary", {"trial_duration": 1.0}), ("sign-off", {"trial_duration": 5.0})],
+)
+def test_sut_slower_than_min_rate_gives_none(profile, overrides):
+    sut = make_sut("hard", capacity=50_000.0)
+    r = find_ndr_pdr(sut.measure, MIN_RATE, MAX_RATE, profile=profile, **overrides)
+    assert r.ndr is None and r.pdr is None
+    assert r.trial_count >= 1
+
+
+def test_sign_off_on_bimodal_reports_the_majority_mode():
+    ndr60, pdr60 = truths("bimodal")  # fast mode 70 % of trials -> P(pass) >= 0.5 at C
+    results = [
+        find_ndr_pdr(make_sut("bimodal", seed=s).measure, MIN_RATE, MAX_RATE, profile="sign-off")
+        for s in range(5001, 5011)
+    ]
+    assert sum(abs(r.ndr / ndr60 - 1) <= 0.01 for r in results) >= 8
+    assert sum(abs(r.pdr / pdr60 - 1) <= 0.005 for r in results) >= 8
+
+
+def test_sign_off_on_knee_uses_the_60s_definition():
+    ndr60, _ = truths("knee")
+    ndr1, _ = truths("knee", duration=1.0)
+    assert ndr1 > 1.05 * ndr60  # the 1 s answer is clearly different
+    errors = sorted(
+        find_ndr_pdr(make_sut("knee", seed=s).measure, MIN_RATE, MAX_RATE, profile="sign-off").ndr / ndr60 - 1
+        for s in range(3001, 3011)
+    )
+    assert abs(errors[5]) <= 0.01
+    assert all(abs(e) <= 0.04 for e in errors)

@@ -312,7 +312,7 @@ class _Search:
     # -- phase 2: decide with full-length trials -------------------------------
     def decide(
         self, candidate: float, loss: float, capacity_limited: bool, floor: float
-    ) -> Tuple[float, Optional[float]]:
+    ) -> Tuple[Optional[float], Optional[float]]:
         """Confirm ``candidate`` for ``loss`` with full trials; return (lower, upper)."""
         T = self.s["trial_duration"]
         candidate = max(self._clip(candidate), floor)
@@ -364,7 +364,7 @@ class _Search:
 
     def _step_down(
         self, hi: float, hi_counts: Optional[Counts], loss: float, floor: float
-    ) -> Tuple[float, Optional[float]]:
+    ) -> Tuple[Optional[float], Optional[float]]:
         """Loss that short probes did not predict: search with full trials."""
         T = self.s["trial_duration"]
         sw = self.s["signoff_width"]
@@ -424,7 +424,7 @@ class _Search:
                 break
         if lo is None:
             lo = max([x for x in passes if x < hi], default=None)
-        return (lo if lo is not None else max(floor, self.min_rate)), hi
+        return lo, hi  # lo None: no load passed a full trial
 
 
 def run(
@@ -433,5 +433,7 @@ def run(
     search = _Search(log, min_rate, max_rate, s, goals=(ndr_loss, pdr_loss))
     ndr_c, pdr_c, cap_limited = search.locate(ndr_loss, pdr_loss)
     pdr, pdr_upper = search.decide(pdr_c, pdr_loss, cap_limited, floor=min_rate)
+    if pdr is None:  # nothing met the looser goal, so nothing meets the stricter one
+        return {"ndr": None, "ndr_upper": pdr_upper, "pdr": None, "pdr_upper": pdr_upper}
     ndr, ndr_upper = search.decide(min(ndr_c, pdr), ndr_loss, cap_limited, floor=min_rate)
     return {"ndr": ndr, "ndr_upper": ndr_upper, "pdr": pdr, "pdr_upper": pdr_upper}
