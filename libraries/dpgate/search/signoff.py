@@ -101,39 +101,31 @@ def _median(values: List[float]) -> float:
     return v[len(v) // 2]
 
 
+def _line(points: List[Tuple[float, float]]) -> Optional[Tuple[float, float]]:
+    """Least-squares ``y = a + b x``; None unless 2+ distinct x and a rising line."""
+    if len({x for x, _ in points}) < 2:
+        return None
+    n = len(points)
+    mx = sum(x for x, _ in points) / n
+    my = sum(y for _, y in points) / n
+    b = sum((x - mx) * (y - my) for x, y in points) / sum((x - mx) ** 2 for x, _ in points)
+    return (my - b * mx, b) if b > 0 else None
+
+
 def _fit_log_rate(points: List[Tuple[float, float]]) -> Optional[Tuple[float, float]]:
-    """Least-squares fit ``ln(rate) = a + b x load``; None unless b > 0 with 2+ loads."""
-    pts = [(x, math.log(y)) for x, y in points if y > 0]
-    if len({x for x, _ in pts}) < 2:
-        return None
-    n = len(pts)
-    mx = sum(x for x, _ in pts) / n
-    my = sum(y for _, y in pts) / n
-    sxx = sum((x - mx) ** 2 for x, _ in pts)
-    b = sum((x - mx) * (y - my) for x, y in pts) / sxx
-    if b <= 0:
-        return None
-    return my - b * mx, b
+    """Fit ``ln(rate) = a + b x load`` to (load, rate > 0) points."""
+    return _line([(x, math.log(y)) for x, y in points if y > 0])
 
 
 def _loss_intercept(fails: List[Tuple[float, float]], use: int = 4) -> Optional[float]:
-    """Load where a least-squares line through (load, lost frames) of the ``use``
-    lowest failed full trials reaches zero; None unless it rises with load.
+    """Load where a line through (load, lost frames) of the ``use`` lowest failed full
+    trials reaches zero; None unless it rises with load.
 
     >>> round(_loss_intercept([(900.0, 100.0), (1000.0, 200.0)]))
     800
     """
-    pts = sorted(fails)[:use]
-    if len({x for x, _ in pts}) < 2:
-        return None
-    n = len(pts)
-    mx = sum(x for x, _ in pts) / n
-    my = sum(y for _, y in pts) / n
-    sxx = sum((x - mx) ** 2 for x, _ in pts)
-    b = sum((x - mx) * (y - my) for x, y in pts) / sxx
-    if b <= 0:
-        return None
-    return mx - my / b
+    fit = _line(sorted(fails)[:use])
+    return None if fit is None else -fit[0] / fit[1]
 
 
 @dataclass
