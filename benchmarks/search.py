@@ -96,13 +96,28 @@ def main(argv: Sequence[str] = ()) -> int:
     header = ["kind", "search", "NDR med%", "NDR p10-90", "PDR med%", "PDR p10-90", "trials", "time s", "x floor"]
     rows: List[List[str]] = []
     total_time: Dict[str, float] = {name: 0.0 for name in SEARCHES}
+    truth_lines: List[str] = []
+    misses: List[str] = []
     for i, kind in enumerate(kinds):
         results = run_kind(kind, args.reps, args.seed + 1000 * i)
         t60, t1 = truths(kind, duration=60.0), truths(kind, duration=1.0)
+        truth_lines.append(
+            f"  {kind:<8} 60 s: NDR {t60[0] / 1e6:.4f} PDR {t60[1] / 1e6:.4f} Mpps;"
+            f"  1 s: NDR {t1[0] / 1e6:.4f} PDR {t1[1] / 1e6:.4f} Mpps"
+        )
         for name, runs in results.items():
             rows.append(_row(name, kind, runs, *t60))
             total_time[name] += statistics.mean(s for _, _, _, s in runs)
         rows.append(_row("per-commit@1s", kind, results["per-commit"], *t1))
+        so = rows[-2]  # sign-off row: kind, name, ndr med, ndr spread, pdr med, pdr spread
+        for label, value, limit in (
+            ("NDR median", abs(float(so[2])), 1.0),
+            ("NDR spread", float(so[3]), 3.0),
+            ("PDR median", abs(float(so[4])), 0.5),
+            ("PDR spread", float(so[5]), 1.0),
+        ):
+            if value > limit:
+                misses.append(f"{kind} {label} {value:.2f} > {limit}")
 
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
     fmt: Callable[[List[str]], str] = lambda cells: "  ".join(
@@ -120,10 +135,17 @@ def main(argv: Sequence[str] = ()) -> int:
         last = r[0]
     floor = FLOOR_S * len(kinds)
     print()
+    print("truth (highest load where one trial of that length passes with P >= 0.5):")
+    print("\n".join(truth_lines))
+    print()
     print("mean simulated time summed over kinds (floor: one 60 s trial per bound "
           f"= {floor:.0f} s):")
     for name, t in total_time.items():
         print(f"  {name:<15} {t:8.0f} s  = {t / floor:.2f} x floor")
+    if total_time["sign-off"] > 1.5 * floor:
+        misses.append(f"time {total_time['sign-off'] / floor:.2f} x floor > 1.5")
+    print("sign-off vs issue 8 targets (NDR |median| <= 1 %, spread <= 3 %; PDR |median| <= 0.5 %, "
+          "spread <= 1 %; time <= 1.5 x floor): " + ("all met" if not misses else "missed: " + "; ".join(misses)))
     print(f"(wall time {time.monotonic() - started:.1f} s)")
     return 0
 
