@@ -173,3 +173,13 @@ def test_doctests(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0
     assert result.failed == 0
+
+
+def test_mlrsearch_wall_clock_timeout_keeps_partial_trials():
+    # MLRsearch's search_duration_max is wall clock and raises RuntimeError without
+    # its trials; the wrapper still hands them back.
+    with pytest.raises(SearchAborted) as err:
+        find_ndr_pdr(make_sut("hard").measure, 1e5, 1.5e6, search_duration_max=1e-9)
+    assert isinstance(err.value.__cause__, RuntimeError)
+    assert err.value.partial.trial_count >= 1
+    assert err.value.partial.trials[0][0] == 1.5e6  # MLRsearch starts at max load
