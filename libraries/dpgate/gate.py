@@ -81,16 +81,23 @@ def cmd_gate(args) -> int:
     preflight(args)
     os.makedirs(args.outdir, exist_ok=True)
     junit = args.junit or os.path.join(args.outdir, "junit.xml")
-    proc = subprocess.Popen(robot_argv(args))
+    # Robot runs in its own session: a signal sent to our whole process group (CI cancel)
+    # reaches it once, through us. Robot treats a second signal as "stop now, skip
+    # teardowns", so only the first one is forwarded at once; a repeated signal to us
+    # is forwarded as the user's insistence. If we die, the kernel sends Robot SIGTERM.
+    proc = subprocess.Popen(robot_argv(args), start_new_session=True, preexec_fn=_die_with_parent)
     interrupted: Optional[int] = None
+    received = 0
 
     def forward(signum, frame):
-        nonlocal interrupted
+        nonlocal interrupted, received
         interrupted = signum
-        try:
-            proc.send_signal(signum)
-        except ProcessLookupError:
-            pass
+        received += 1
+        if received in (1, 3):
+            try:
+                proc.send_signal(signum)
+            except ProcessLookupError:
+                pass
 
     old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -122,6 +129,16 @@ def cmd_gate(args) -> int:
     if rc and not failed:
         return 1
     return 1 if failed else 0
+
+
+def _die_with_parent() -> None:
+    """In the Robot child: get SIGTERM when dpgate dies (Linux prctl PR_SET_PDEATHSIG)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
+    except (OSError, AttributeError):  # pragma: no cover - non-Linux
+        pass
 
 
 def summary_table(records: List[Dict]) -> str:
