@@ -63,11 +63,22 @@ def foreign_testbeds(prefix: str):
     return sorted({ln.split()[0] for ln in out.splitlines() if ln.strip() and not ln.startswith(prefix)})
 
 
+def wait_quiet(prefix: str, max_wait: float, busy_max: float = 0.25) -> bool:
+    """Wait (up to ``max_wait`` s) until no other testbed runs and every CPU is idle enough."""
+    end = time.monotonic() + max_wait
+    while True:
+        if not foreign_testbeds(prefix) and max(cpu_busy(0.5).values()) < busy_max:
+            return True
+        if time.monotonic() >= end:
+            return False
+        time.sleep(2.0)
+
+
 def kpps(v: float) -> str:
     return f"{v / 1e3:9.1f}k"
 
 
-def generator_accuracy(topo, duration: float, repeats: int, calib_runs: int):
+def generator_accuracy(topo, duration: float, repeats: int, calib_runs: int, quiet_s: float = 0.0):
     profile = make_profile("l2", 64)
     rows = []
     with EmbeddedTestbed(topo) as tb:
@@ -78,6 +89,8 @@ def generator_accuracy(topo, duration: float, repeats: int, calib_runs: int):
         gen.max_pps = ceiling
         plan = [(r, "") for r in FIXED_RATES] + [(0.9 * ceiling, "90% of max"), (ceiling, "max (calibrated)")]
         for rate, label in plan:
+            if quiet_s:
+                wait_quiet(topo.prefix, quiet_s)
             achieved, retries, rx, others = [], [], [], set()
             for _ in range(repeats):
                 others.update(foreign_testbeds(topo.prefix))
@@ -170,6 +183,8 @@ def main(argv=None) -> int:
     ap.add_argument("--search-steps", type=int, default=5)
     ap.add_argument("--suts", default=",".join(sut_names()))
     ap.add_argument("--quick", action="store_true", help="1 repeat, 1 calibration run, 3 search steps")
+    ap.add_argument("--wait-quiet", type=float, default=0.0, metavar="S",
+                    help="before each part/row wait up to S s until no other testbed runs and CPUs are idle")
     args = ap.parse_args(argv)
     if args.quick:
         args.repeats, args.calibration_runs, args.search_steps = 1, 1, 3
@@ -181,13 +196,18 @@ def main(argv=None) -> int:
     print(f"dpgate embedded benchmark on {os.uname().nodename}: {os.cpu_count()} CPUs, generator on CPU "
           f"{','.join(map(str, topo.tg.cpus))}, SUT on CPU {','.join(map(str, topo.dut.cpus))}, "
           f"load average {os.getloadavg()[0]:.2f}")
+    if args.wait_quiet and not wait_quiet(topo.prefix, args.wait_quiet):
+        print(f"warning: the machine did not become quiet within {args.wait_quiet:g} s")
     busy = cpu_busy()
     print("other work before start (busy share): " + ", ".join(f"{c} {v * 100:.0f} %" for c, v in busy.items()))
-    ceiling, probes, rows = generator_accuracy(topo, args.duration, args.repeats, args.calibration_runs)
+    ceiling, probes, rows = generator_accuracy(topo, args.duration, args.repeats, args.calibration_runs,
+                                               args.wait_quiet)
     ok = print_generator(ceiling, probes, rows, args.duration, args.repeats)
     sys.stdout.flush()
     sut_rows = []
     for name in [n for n in args.suts.split(",") if n]:
+        if args.wait_quiet:
+            wait_quiet(topo.prefix, args.wait_quiet)
         sut_rows.append(sut_maximum(args.topology, args.prefix, name, ceiling, args.search_duration,
                                     args.search_steps))
     print_suts(sut_rows, ceiling, args.search_duration)
