@@ -91,13 +91,22 @@ class OvsXconnect(EmbeddedSut):
         self._wait_file(os.path.join(self.dir, "ovs-vswitchd.ctl"))
         a, b = self.ports()
         self.vsctl("add-br", self.bridge, "--", "set", "bridge", self.bridge, "datapath_type=netdev")
-        self.vsctl("add-port", self.bridge, a.name, "--", "set", "Interface", a.name, "ofport_request=1")
-        self.vsctl("add-port", self.bridge, b.name, "--", "set", "Interface", b.name, "ofport_request=2")
+        self._configure_datapath()
+        for ofport, p in ((1, a), (2, b)):
+            self.vsctl("add-port", self.bridge, p.name, "--", "set", "Interface", p.name,
+                       f"ofport_request={ofport}", *self.port_options())
         run(["ovs-ofctl", "del-flows", f"unix:{os.path.join(self.dir, self.bridge + '.mgmt')}"],
             ns=self.ns, env=self.env())
         for flow in ("in_port=1,actions=output:2", "in_port=2,actions=output:1"):
             run(["ovs-ofctl", "add-flow", f"unix:{os.path.join(self.dir, self.bridge + '.mgmt')}", flow],
                 ns=self.ns, env=self.env())
+
+    def _configure_datapath(self) -> None:
+        """Hook: datapath settings before ports are added."""
+
+    def port_options(self):
+        """Hook: extra Interface settings (af_packet ports need none)."""
+        return []
 
     def _wait_file(self, path: str, timeout: float = 10.0) -> None:
         import time
@@ -153,3 +162,23 @@ class OvsXconnect(EmbeddedSut):
             if p is not None:
                 stop_process(p)
         self.proc = self.db_proc = None
+
+
+@register
+class OvsAfxdpXconnect(OvsXconnect):
+    """OVS userspace datapath with AF_XDP ports polled by a PMD thread on the SUT core.
+
+    Unlike af_packet ports (served by OVS's main thread, which keeps no cycle counters),
+    a PMD thread reports ``avg processing cycles per packet`` in pmd-stats-show: a CPP
+    measured by the SUT itself on a host without a PMU.
+    """
+
+    name = "ovs-afxdp-xconnect"
+    description = "Open vSwitch userspace datapath, AF_XDP ports (best-effort XDP mode), PMD thread on the SUT core"
+
+    def _configure_datapath(self) -> None:
+        mask = sum(1 << c for c in self.cpus)
+        self.vsctl("set", "Open_vSwitch", ".", f"other_config:pmd-cpu-mask={mask:#x}")
+
+    def port_options(self):
+        return ["type=afxdp", "options:xdp-mode=best-effort"]
