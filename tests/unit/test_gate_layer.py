@@ -224,3 +224,41 @@ def test_partial_bounds_majority_rule_on_noisy_loads():
     b = _bounds_from_trials(P, 0.0, 0.05)
     assert (b.ndr, b.ndr_upper) == (250, 300)   # 200 passed 2 of 3 s: a pass
     assert b.pdr == 300 and b.pdr_upper is None  # 9 of 300 = 3 % < 5 %
+
+
+# -- tags and the gate command line --------------------------------------------------------
+@pytest.mark.parametrize("name, tags", [
+    ("64B-1c-linux-ip4-ndrpdr", ["64B", "1C", "NDRPDR"]),
+    ("IMIX-2t1c-ethip4-ip4base-ndrpdr", ["IMIX", "1C", "2T1C", "NDRPDR"]),
+    ("1518B-4c-vpp-l2patch-ndrpdr", ["1518B", "4C", "NDRPDR"]),
+    ("imix-1c-x-mrr", ["IMIX", "1C"]),
+    ("not-a-case-name", []),
+])
+def test_tags_derived_from_case_names(name, tags):
+    from dpgate.robotmods import tags_for
+
+    assert tags_for(name) == tags
+
+
+def test_gate_robot_argv_carries_profile_listener_and_modifier(tmp_path):
+    from dpgate.cli import build_parser
+    from dpgate.gate import robot_argv
+
+    args = build_parser().parse_args(["gate", "--outdir", str(tmp_path), "--profile", "sign-off",
+                                      "--include", "64B", "--prefix", "dpg7-", "--variable", "X:1"])
+    argv = robot_argv(args)
+    assert argv[1:3] == ["-m", "robot"]
+    assert "SEARCH_PROFILE:sign-off" in argv and "PREFIX:dpg7-" in argv and "X:1" in argv
+    assert argv[argv.index("--include") + 1] == "64B"
+    assert any(a.startswith("dpgate.listener.DpgateListener:") for a in argv)
+    assert "dpgate.robotmods.CaseTags" in argv
+    assert argv[-1] == "suites/embedded"
+
+
+def test_gate_rejects_variable_without_colon(tmp_path):
+    from dpgate.cli import build_parser
+    from dpgate.gate import robot_argv
+
+    args = build_parser().parse_args(["gate", "--variable", "NOCOLON"])
+    with pytest.raises(ConfigError, match="--variable 'NOCOLON' must be NAME:VALUE"):
+        robot_argv(args)
