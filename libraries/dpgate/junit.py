@@ -33,7 +33,8 @@ def testcase(rec: Dict[str, Any]) -> xunit2.TestCase:
         tc.add_property(key, _fmt(value))
         lines.append(f"{key}={_fmt(value)}")
     for gate in rec.get("gates", []):
-        lines.append(f"gate.{gate['name']}={'PASS' if gate['passed'] else 'FAIL'}: {gate['message']}")
+        verdict = "SKIP" if gate.get("skipped") else ("PASS" if gate["passed"] else "FAIL")
+        lines.append(f"gate.{gate['name']}={verdict}: {gate['message']}")
     status = rec.get("status", "RUNNING")
     message = rec.get("message", "")
     if status == "FAIL":

@@ -262,3 +262,23 @@ def test_gate_rejects_variable_without_colon(tmp_path):
     args = build_parser().parse_args(["gate", "--variable", "NOCOLON"])
     with pytest.raises(ConfigError, match="--variable 'NOCOLON' must be NAME:VALUE"):
         robot_argv(args)
+
+
+def test_check_gates_skips_only_the_unsupported_telemetry_gate():
+    r = result(telemetry={"ipc": "not supported (perf: no PMU)"})
+    t = CaseThresholds(ndr_min="0.2 Mpps", ipc_min=1.5)
+    Gates(telemetry_policy="skip").check_gates(r, t)  # throughput passed: the test passes
+    with pytest.raises(SkipExecution, match="IPC gate: not supported"):
+        Gates(telemetry_policy="skip").check_gates(r, CaseThresholds(ipc_min=1.5))  # nothing else to check
+    with pytest.raises(Failure, match="IPC gate: not supported \\(perf: no PMU\\) \\(telemetry_policy=fail\\)"):
+        Gates(telemetry_policy="fail").check_gates(r, t)
+
+
+def test_junit_shows_skipped_gate(tmp_path):
+    store = ResultStore(str(tmp_path))
+    store.update("S.t", suite="S", name="t", status="PASS", started=1, metrics={"ipc": "not supported (x)"})
+    store.update("S.t", gates=[{"name": "ipc", "passed": True, "skipped": True, "message": "IPC not supported (x)",
+                                "value": "x", "threshold": 1.5}])
+    path = write_junit(load_records(str(tmp_path)), str(tmp_path / "j.xml"))
+    out = ET.parse(path).getroot().find(".//system-out").text
+    assert "gate.ipc=SKIP: IPC not supported (x)" in out and "ipc=not supported (x)" in out
