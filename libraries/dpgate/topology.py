@@ -43,6 +43,8 @@ def _ifname(v: str) -> Optional[str]:
 
 def _ip4_iface(v: str) -> Optional[str]:
     try:
+        if "/" not in v:
+            raise ValueError(v)
         ipaddress.IPv4Interface(v)
     except ValueError:
         return "expected an IPv4 address with prefix length, like 198.18.0.1/24"
