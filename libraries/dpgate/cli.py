@@ -88,12 +88,10 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("cleanup", help="remove namespaces/processes left by a killed run")
     c.add_argument("--prefix", default="dpg")
 
-    try:
-        from . import gate
+    from . import compare, gate
 
-        gate.add_parser(sub)
-    except ImportError:  # pragma: no cover
-        pass
+    gate.add_parser(sub)
+    compare.add_parser(sub)
     return p
 
 

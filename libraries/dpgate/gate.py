@@ -116,10 +116,15 @@ def cmd_gate(args) -> int:
             rec["status"] = "ERROR"
             rec["message"] = "test did not finish (run interrupted)" if interrupted else "test did not finish"
     write_junit(records, junit)
+    from .compare import write_csv, write_openmetrics
+
+    write_openmetrics(records, os.path.join(args.outdir, "metrics.txt"))
+    write_csv(records, os.path.join(args.outdir, "results.csv"))
     print(summary_table(records))
     out = os.path.abspath(args.outdir)
     print(f"\nreport: {os.path.join(out, 'report.html')}\nlog:    {os.path.join(out, 'log.html')}\n"
-          f"junit:  {os.path.abspath(junit)}\nresults: {os.path.join(out, 'dpgate')}")
+          f"junit:  {os.path.abspath(junit)}\nmetrics: {os.path.join(out, 'metrics.txt')} (OpenMetrics), "
+          f"{os.path.join(out, 'results.csv')}\nresults: {os.path.join(out, 'dpgate')}")
     if interrupted:
         print(f"dpgate: interrupted by signal {interrupted}: finished tests kept, teardown ran", file=sys.stderr)
         return 128 + interrupted
