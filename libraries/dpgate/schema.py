@@ -88,6 +88,11 @@ def _convert(tp: Any, value: Any, source: str, path: str) -> Any:
     if tp is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value)
+        if isinstance(value, str):  # YAML 1.1 reads 2.5e9 (no dot before e, no sign) as a string
+            try:
+                return float(value)
+            except ValueError:
+                pass
         raise bad()
     if tp is str:
         if isinstance(value, str):

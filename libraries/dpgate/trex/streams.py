@@ -1,0 +1,75 @@
+"""TRex STL streams for the dpgate profiles (the same flows as the embedded pcaps).
+
+* ``l2``: one flow variable 0..N-1 written into the low 4 bytes of both the source and the
+  destination MAC (pairwise increment, 3,125 flows per port by default);
+* ``ip4``: one flow variable written into both IPv4 source and destination (with their
+  base as ``add_val``), then the IPv4 checksum fixed (62,500 flows per port by default);
+* IMIX: three continuous streams of 64/570/1518 B weighted 28:16:4; otherwise one stream.
+* latency streams (``STLFlowLatencyStats``) are not built yet: ``mult`` scales every stream
+  of a port, so they need their own port profile (see docs/lab.md, "not done yet").
+
+Everything is built through ``api`` (the ``trex.stl.api`` module), so tests pass a fake.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any, List
+
+from ..traffic.pcap import build_frame
+from ..traffic.profiles import Direction, Profile
+from ..units import IMIX_V4_1
+
+ETH_DST_LOW, ETH_SRC_LOW = 2, 8  # offsets of the low 4 bytes of dst / src MAC
+IP_SRC, IP_DST = 26, 30
+
+
+class StreamBuilder:
+    def __init__(self, api: Any, latency_pps: float = 1000.0):
+        self.api = api
+        self.latency_pps = latency_pps
+
+    def sizes(self, profile: Profile):
+        """[(frame size, weight)]: the IMIX mix or the single size."""
+        if profile.frame_size == "IMIX":
+            return [(s, n) for s, n in IMIX_V4_1]
+        return [(int(profile.frame_size), 1)]
+
+    def vm(self, profile: Profile, direction: Direction) -> Any:
+        a = self.api
+        n = profile.flows
+        var = a.STLVmFlowVar(name="flow", min_value=0, max_value=n - 1, size=4, op="inc")
+        if profile.kind == "l2":
+            cmds = [var,
+                    a.STLVmWrFlowVar(fv_name="flow", pkt_offset=ETH_SRC_LOW),
+                    a.STLVmWrFlowVar(fv_name="flow", pkt_offset=ETH_DST_LOW)]
+        else:
+            src = int(ipaddress.IPv4Address(direction.src_ip_base))
+            dst = int(ipaddress.IPv4Address(direction.dst_ip_base))
+            cmds = [var,
+                    a.STLVmWrFlowVar(fv_name="flow", pkt_offset=IP_SRC, add_val=src),
+                    a.STLVmWrFlowVar(fv_name="flow", pkt_offset=IP_DST, add_val=dst),
+                    a.STLVmFixIpv4(offset=14)]
+        return a.STLScVmRaw(cmds)
+
+    def base_frame(self, profile: Profile, direction: Direction, size: int) -> bytes:
+        if profile.kind == "l2":
+            smac, dmac = direction.src_mac_base, direction.dst_mac_base
+        else:
+            smac = direction.l2_fixed_src or direction.src_mac_base
+            dmac = direction.l2_fixed_dst or direction.dst_mac_base
+        # ip4: the flow variable adds the base address, so the template carries 0.0.0.0
+        sip = direction.src_ip_base if profile.kind == "l2" else "0.0.0.0"
+        dip = direction.dst_ip_base if profile.kind == "l2" else "0.0.0.0"
+        return build_frame(smac, dmac, sip, dip, size)
+
+    def streams(self, profile: Profile, direction: Direction) -> List[Any]:
+        """Continuous streams of one direction; their pps are weights (the trial's ``mult``
+        sets the port's total rate)."""
+        a = self.api
+        total = sum(w for _, w in self.sizes(profile))
+        out = []
+        for size, weight in self.sizes(profile):
+            pkt = a.STLPktBuilder(pkt_buffer=self.base_frame(profile, direction, size), vm=self.vm(profile, direction))
+            out.append(a.STLStream(packet=pkt, mode=a.STLTXCont(pps=weight / total)))
+        return out
