@@ -88,10 +88,11 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("cleanup", help="remove namespaces/processes left by a killed run")
     c.add_argument("--prefix", default="dpg")
 
-    from . import compare, gate
+    from . import compare, gate, report
 
     gate.add_parser(sub)
     compare.add_parser(sub)
+    report.add_parser(sub)
     return p
 
 
