@@ -10,7 +10,9 @@ Verdict per test: jumpavg classifies the history plus the current value into gro
 similar averages; the current run is a ``regression``/``progression`` only when jumpavg
 puts it in a new group with that comment **and** it differs from the previous group's
 average by at least ``min_change`` (default 3 %), so a single noisy run does not flap.
-Otherwise ``normal``; ``no history`` when the test has none.
+Otherwise ``normal``; ``no history`` when the test has none. A drop of a result that sits
+at the generator's ceiling (``limited_by=generator``) is ``generator-limited``, not a
+regression: the SUT kept up with everything the generator could send.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ METRICS = ("ndr_pps", "pdr_pps")
 class Verdict:
     test: str
     metric: str
-    verdict: str  # regression | progression | normal | no history
+    verdict: str  # regression | progression | normal | no history | generator-limited
     current: float
     baseline: Optional[float]
     change_pct: Optional[float]
@@ -121,6 +123,10 @@ def compare(outdir: str, store: str, min_change: float = 0.03) -> List[Verdict]:
             if metric not in m:
                 continue
             v = classify_current([h[metric] for h in hist if metric in h], [float(m[metric])], min_change)
+            if m.get("limited_by") == "generator" and v.verdict == "regression":
+                # NDR/PDR at the generator's ceiling measure the generator, not the SUT: the
+                # SUT kept up with everything sent, so this cannot be a SUT regression.
+                v = Verdict("", "", "generator-limited", v.current, v.baseline, v.change_pct, v.history_len)
             out.append(Verdict(rec.get("name", rec["longname"]), metric, v.verdict, v.current, v.baseline,
                                v.change_pct, v.history_len))
     return out

@@ -77,3 +77,14 @@ def test_openmetrics_and_csv(tmp_path):
     assert "ipc" not in text  # not-supported values are not numbers
     rows = list(csv.reader(open(write_csv(recs, str(tmp_path / "r.csv")))))
     assert rows[0][:3] == ["test", "status", "ndr_pps"] and rows[1][:3] == ["64B-1c-x-ndrpdr", "FAIL", "250000.0"]
+
+
+def test_a_drop_at_the_generator_ceiling_is_not_a_sut_regression(tmp_path):
+    store = str(tmp_path / "history")
+    for i in range(10):
+        add_to_history(make_run(tmp_path, f"r{i}", 6.0e5), store)
+    out = tmp_path / "gen"
+    ResultStore(str(out)).update("S.64B-1c-x-ndrpdr", suite="S", name="64B-1c-x-ndrpdr", status="PASS", started=1,
+                                 testbed="embedded", metrics={"ndr_pps": 5.0e5, "pdr_pps": 5.0e5,
+                                                              "limited_by": "generator"})
+    assert {v.verdict for v in compare(str(out), store)} == {"generator-limited"}
