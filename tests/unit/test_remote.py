@@ -1,0 +1,102 @@
+"""dpgate.remote: argv quoting for SSH, sudo, secrets masked, local/namespace runs."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from dpgate.errors import EnvironmentProblem
+from dpgate.remote import LocalNode, SshNode, remote_command
+from dpgate.runner import CommandError
+from dpgate.topology import Ssh
+
+SECRET = "s3cr3t-Pa55"
+
+
+class _Chan:
+    def __init__(self, code):
+        self.code = code
+
+    def recv_exit_status(self):
+        return self.code
+
+    def shutdown_write(self):
+        pass
+
+
+class _Stream:
+    def __init__(self, data=b"", code=0):
+        self.data, self.channel = data, _Chan(code)
+
+    def read(self):
+        return self.data
+
+    def write(self, data):
+        self.data = data
+
+
+class FakeSshClient:
+    """Fake paramiko.SSHClient: records connect/exec_command calls."""
+
+    def __init__(self, code=0, fail_connect=None, err=b""):
+        self.code, self.fail_connect, self.err = code, fail_connect, err
+        self.connects, self.commands = [], []
+
+    def connect(self, host, **kw):
+        self.connects.append((host, kw))
+        if self.fail_connect:
+            raise self.fail_connect
+
+    def exec_command(self, cmd, timeout=None):
+        self.commands.append((cmd, timeout))
+        return _Stream(), _Stream(b"ok\n", self.code), _Stream(self.err)
+
+    def close(self):
+        pass
+
+
+def test_hostile_interface_name_stays_one_argument():
+    cmd = remote_command(["ip", "link", "set", "x; rm -rf /", "up"])
+    assert shlex.split(cmd) == ["ip", "link", "set", "x; rm -rf /", "up"]
+    assert "'x; rm -rf /'" in cmd
+
+
+def test_ssh_run_sends_quoted_sudo_command_with_timeout():
+    fake = FakeSshClient()
+    node = SshNode(Ssh(host="10.0.0.2", user="u", sudo=True), client_factory=lambda: fake, env={})
+    res = node.run(["vppctl", "set", "int", "state", "$(reboot)", "up"], timeout=7)
+    cmd, timeout = fake.commands[0]
+    assert shlex.split(cmd) == ["sudo", "-n", "vppctl", "set", "int", "state", "$(reboot)", "up"]
+    assert timeout == 7 and res.stdout == "ok\n" and res.returncode == 0
+
+
+def test_password_comes_from_env_and_never_appears_in_logs_or_errors():
+    logs = []
+    fake = FakeSshClient(fail_connect=RuntimeError(f"Authentication failed for password {SECRET}"))
+    node = SshNode(Ssh(host="h", user="u", password_env="DUT_PW"), env={"DUT_PW": SECRET},
+                   client_factory=lambda: fake, log=logs.append)
+    with pytest.raises(EnvironmentProblem) as exc:
+        node.run(["true"])
+    assert fake.connects[0][1]["password"] == SECRET  # it was used...
+    assert SECRET not in str(exc.value)               # ...but never shown
+    assert all(SECRET not in line for line in logs) and logs
+
+
+def test_failing_remote_command_error_is_masked():
+    fake = FakeSshClient(code=3, err=f"bad pw {SECRET}".encode())
+    node = SshNode(Ssh(host="h", password_env="PW"), env={"PW": SECRET}, client_factory=lambda: fake)
+    with pytest.raises(CommandError) as exc:
+        node.run(["false"])
+    assert exc.value.code == 3 and SECRET not in str(exc.value)
+
+
+def test_missing_password_variable_is_a_clear_error():
+    node = SshNode(Ssh(host="h", password_env="NOPE_PW"), env={}, client_factory=FakeSshClient)
+    with pytest.raises(EnvironmentProblem, match="NOPE_PW"):
+        node.run(["true"])
+
+
+def test_local_node_runs_argv_without_a_shell():
+    res = LocalNode().run(["echo", "a;b", "$HOME"])
+    assert res.stdout == "a;b $HOME\n"
