@@ -161,6 +161,21 @@ def load(cls: type, data: Any, source: str = "", path: str = "") -> Any:
     return obj
 
 
+def read_yaml(path: str, missing_hint: str = "") -> Any:
+    """YAML file contents, or one ConfigError naming the file (and line for syntax errors)."""
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return yaml.safe_load(fh)
+    except FileNotFoundError:
+        raise ConfigError("file not found" + (f": {missing_hint}" if missing_hint else ""), path) from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(f"not valid YAML: {getattr(err, 'problem', err)}", path, where) from None
+
+
 # Reusable checks: return None when fine, else what is expected.
 def non_negative(v: Any) -> Optional[str]:
     vals = v if isinstance(v, (list, tuple)) else [v]

@@ -21,7 +21,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Dict, Optional, Union
 
-import yaml
 
 from . import schema
 from .errors import ConfigError
@@ -109,15 +108,7 @@ class ThresholdFile:
 
 
 def load_thresholds(path: str) -> ThresholdFile:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh)
-    except FileNotFoundError:
-        raise ConfigError("thresholds file not found", path) from None
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        raise ConfigError(f"not valid YAML: {getattr(err, 'problem', err)}", path,
-                          f"line {mark.line + 1}" if mark else "") from None
+    data = schema.read_yaml(path, "pass --thresholds with an existing file, e.g. variables/embedded.yaml")
     if isinstance(data, dict):
         data = {k: v for k, v in data.items() if k != "THRESHOLDS_FILE"}
         data.setdefault("source", path)

@@ -19,7 +19,6 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Dict, List, Literal, Optional, Tuple
 
-import yaml
 
 from . import schema
 from .errors import ConfigError
@@ -231,15 +230,7 @@ def load_topology(path: str, prefix: Optional[str] = None) -> Topology:
     ``prefix`` (or the DPGATE_PREFIX environment variable) overrides the file's prefix,
     so two testbeds can run side by side (pabot pools).
     """
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh)
-    except FileNotFoundError:
-        raise ConfigError("file not found: pass --topology with an existing file, e.g. topologies/embedded.yaml", path) from None
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ConfigError(f"not valid YAML: {getattr(err, 'problem', err)}", path, where) from None
+    data = schema.read_yaml(path, "pass --topology with an existing file, e.g. topologies/embedded.yaml")
     return topology_from_data(data, source=path, prefix=prefix)
 
 

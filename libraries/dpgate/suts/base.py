@@ -85,11 +85,19 @@ class EmbeddedSut:
                 f"--- last log lines of {self.log_path} ---\n{self.last_log()}"
             )
 
+    #: The SUT's main process (a subprocess.Popen) when ``has_process``.
+    proc = None
+
     def alive(self) -> bool:
-        return True
+        if not self.has_process:
+            return True
+        return self.proc is not None and self.proc.poll() is None
 
     def exit_status(self) -> str:
-        return "exited"
+        if self.proc is None:
+            return "never started"
+        code = self.proc.poll()
+        return f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
 
     def ready(self) -> Optional[str]:
         """None when ready, else what is missing."""

@@ -136,15 +136,6 @@ class OvsXconnect(EmbeddedSut):
                 return f"interface {p.name}: {err}"
         return None
 
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def exit_status(self) -> str:
-        if self.proc is None:
-            return "never started"
-        code = self.proc.poll()
-        return f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
-
     def trial_begin(self) -> None:
         self.appctl("dpif-netdev/pmd-stats-clear", check=False)
 

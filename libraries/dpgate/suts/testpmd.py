@@ -114,15 +114,6 @@ class _Testpmd(EmbeddedSut):
             return None
         return "forwarding not started"
 
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def exit_status(self) -> str:
-        if self.proc is None:
-            return "never started"
-        code = self.proc.poll()
-        return f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
-
     def trial_begin(self) -> None:
         # Restart forwarding so the statistics printed at stop cover this trial only.
         self.command("stop")
