@@ -59,6 +59,7 @@ def parse_dpdk_version(log: str) -> str:
 
 
 class Testpmd:
+    __test__ = False  # not a pytest class despite the name
     unit = "dpgate-testpmd"
     binary = "dpdk-testpmd"
 
