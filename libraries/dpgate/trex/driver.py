@@ -82,7 +82,7 @@ def explain_trex_error(err: Exception, server: str) -> Exception:
 class TrexGenerator:
     def __init__(self, topology, profile: Profile, client: Any = None, api: Any = None,
                  settle_s: float = 0.5, rx_delay_ms: int = 100, max_retries: int = 3,
-                 stretch_tolerance: float = 0.01):
+                 stretch_tolerance: float = 0.01, latency_pps: float = 0.0):
         self.topology = topology
         self.profile = profile
         tg = topology.tg
@@ -95,6 +95,9 @@ class TrexGenerator:
         self.rx_delay_ms = rx_delay_ms
         self.max_retries = max_retries
         self.stretch_tolerance = stretch_tolerance
+        #: pps of the latency stream per direction (0: no latency streams); CSIT-like 10 kpps
+        #: is typical. Capped at 10 % of a port's rate so low-rate trials stay data-dominated.
+        self.latency_pps = latency_pps
         self.builder = StreamBuilder(self.api)
         self.connected = False
 
@@ -121,9 +124,10 @@ class TrexGenerator:
         try:
             self.client.connect()
             self.client.reset(ports=self.ports)
-            for d in directions_for(self.topology, self.profile):
-                port = self.ports[d.tx_port]
-                self.client.add_streams(self.builder.streams(self.profile, d), ports=[port])
+            if not self.latency_pps:  # with latency, streams are built per trial (absolute pps)
+                for d in directions_for(self.topology, self.profile):
+                    port = self.ports[d.tx_port]
+                    self.client.add_streams(self.builder.streams(self.profile, d), ports=[port])
         except Exception as err:  # the client raises its own STLError
             raise explain_trex_error(err, self.server) from None
         self.connected = True
@@ -155,7 +159,15 @@ class TrexGenerator:
         limits = [self.port_limit_pps(d.tx_port) for d in dirs]
         clamped = min([per_port] + [lim for lim in limits if lim])
         intended_per_port = int(round(clamped * duration_s))
+        lat_pps = min(self.latency_pps, clamped * 0.1) if self.latency_pps else 0.0
+        pg_ids = {}
         try:
+            if self.latency_pps:
+                self.client.remove_all_streams(ports=tx_ports)
+                for i, d in enumerate(dirs):
+                    pg_ids[f"{self.ports[d.tx_port]}->{self.ports[d.rx_port]}"] = pg_id = 1 + i
+                    self.client.add_streams(self.builder.trial_streams(self.profile, d, clamped, lat_pps, pg_id),
+                                            ports=[self.ports[d.tx_port]])
             self.client.clear_stats()
             t0 = time.monotonic()
             self.client.start(ports=tx_ports, mult=f"{clamped:.3f}pps", duration=duration_s, force=True)
@@ -181,12 +193,34 @@ class TrexGenerator:
             "port_stats": {str(p): {k: ps[p].get(k) for k in ("opackets", "ipackets", "oerrors", "ierrors")}
                            for p in ps},
         }
+        if pg_ids:
+            details["latency_pps"] = lat_pps
+            details["latency"] = latency_by_direction(stats, pg_ids)
         limited = LIMITED_BY_GENERATOR if clamped < per_port else None
         result = TrialResult.from_counts(
             load_pps, duration_s, tx_packets=tx, rx_packets=rx, actual_duration_s=elapsed,
             intended_packets=int(round(load_pps * duration_s)), limited_by=limited, tg_drops=tg_errors,
             frame_size=str(self.profile.frame_size), details=details)
         return result, stretched
+
+
+def latency_by_direction(stats: Dict[Any, Any], pg_ids: Dict[str, int]) -> Dict[str, Any]:
+    """Per direction ("0->1"): latency summary and error counters from ``stats["latency"][pg_id]``.
+
+    TRex reports ``{"latency": {pg_id: {"latency": {"total_min", "average", "total_max",
+    "hdrh", ...}, "err_cntrs": {"dropped", "out_of_order", ...}}}}``.
+    """
+    lat_all = stats.get("latency") or {}
+    out: Dict[str, Any] = {}
+    for name, pg in pg_ids.items():
+        entry = lat_all.get(pg, lat_all.get(str(pg)))
+        if not entry:
+            out[name] = {"error": f"no latency stats for pg_id {pg}"}
+            continue
+        summary = latency_summary(entry.get("latency", {}))
+        summary["errors"] = {k: v for k, v in (entry.get("err_cntrs") or {}).items() if v}
+        out[name] = summary
+    return out
 
 
 def latency_summary(lat: Dict[str, Any]) -> Dict[str, Any]:

@@ -5,8 +5,10 @@
 * ``ip4``: one flow variable written into both IPv4 source and destination (with their
   base as ``add_val``), then the IPv4 checksum fixed (62,500 flows per port by default);
 * IMIX: three continuous streams of 64/570/1518 B weighted 28:16:4; otherwise one stream.
-* latency streams (``STLFlowLatencyStats``) are not built yet: ``mult`` scales every stream
-  of a port, so they need their own port profile (see docs/lab.md, "not done yet").
+* latency: one low-rate single-flow stream per direction with ``STLFlowLatencyStats(pg_id)``.
+  ``mult`` scales every stream of a port, so with latency the streams are rebuilt per trial
+  with absolute pps (data = R - L split by weight, latency = L): the trial's ``mult="<R>pps"``
+  then scales by exactly 1 and the latency stream really runs at L.
 
 Everything is built through ``api`` (the ``trex.stl.api`` module), so tests pass a fake.
 """
@@ -72,4 +74,39 @@ class StreamBuilder:
         for size, weight in self.sizes(profile):
             pkt = a.STLPktBuilder(pkt_buffer=self.base_frame(profile, direction, size), vm=self.vm(profile, direction))
             out.append(a.STLStream(packet=pkt, mode=a.STLTXCont(pps=weight / total)))
+        return out
+
+    def latency_stream(self, profile: Profile, direction: Direction, pg_id: int, pps: float) -> Any:
+        """One continuous single-flow stream of the profile's (smallest) frame size, measured
+        by TRex latency flow stats under ``pg_id``."""
+        a = self.api
+        size = min(s for s, _ in self.sizes(profile))
+        pkt = a.STLPktBuilder(pkt_buffer=self.base_frame_latency(profile, direction, size))
+        return a.STLStream(packet=pkt, mode=a.STLTXCont(pps=pps), flow_stats=a.STLFlowLatencyStats(pg_id=pg_id))
+
+    def base_frame_latency(self, profile: Profile, direction: Direction, size: int) -> bytes:
+        """The first flow of the direction, as a fixed frame (no field engine)."""
+        if profile.kind == "l2":
+            return build_frame(direction.src_mac_base, direction.dst_mac_base, direction.src_ip_base,
+                               direction.dst_ip_base, size)
+        return build_frame(direction.l2_fixed_src or direction.src_mac_base,
+                           direction.l2_fixed_dst or direction.dst_mac_base,
+                           direction.src_ip_base, direction.dst_ip_base, size)
+
+    def trial_streams(self, profile: Profile, direction: Direction, port_pps: float, latency_pps: float,
+                      pg_id: int) -> List[Any]:
+        """Data streams at absolute pps summing to ``port_pps - latency_pps``, plus the latency stream.
+
+        Example: 64B, ``port_pps=1e6``, ``latency_pps=1e3`` → one data stream at 999,000 pps
+        and one latency stream at 1,000 pps (pg_id).
+        """
+        a = self.api
+        sizes = self.sizes(profile)
+        total = sum(w for _, w in sizes)
+        data_pps = max(port_pps - latency_pps, 0.0)
+        out = []
+        for size, weight in sizes:
+            pkt = a.STLPktBuilder(pkt_buffer=self.base_frame(profile, direction, size), vm=self.vm(profile, direction))
+            out.append(a.STLStream(packet=pkt, mode=a.STLTXCont(pps=data_pps * weight / total)))
+        out.append(self.latency_stream(profile, direction, pg_id, latency_pps))
         return out
