@@ -87,3 +87,31 @@ def test_missing_latency_stats_are_reported_not_crashed():
     c.remove_all_streams = lambda ports: None
     r = _gen(c, bidir=False).measure(1e6, 1.0)
     assert "no latency stats" in r.details["latency"]["0->1"]["error"]
+
+
+def test_lbr_trex_client_is_imported_to_set_up_the_trex_path():
+    from dpgate.trex.driver import import_trex_api
+
+    seen, state = [], {"lbr": False}
+
+    def importer(name):
+        seen.append(name)
+        if name == "lbr_trex_client":
+            state["lbr"] = True
+            return object()
+        if name == "trex.stl.api" and state["lbr"]:
+            return "API"
+        raise ImportError(name)
+
+    assert import_trex_api(None, importer) == "API"
+    assert seen == ["trex.stl.api", "lbr_trex_client", "trex.stl.api"]
+
+
+def test_link_down_before_trials_is_one_clear_error():
+    from dpgate.errors import EnvironmentProblem
+
+    c = FakeTrexClient()
+    c.get_port_attr = lambda p: {"link": "DOWN" if p == 1 else "UP"}
+    with pytest.raises(EnvironmentProblem, match=r"link down.*\[1\]"):
+        _gen(c, latency_pps=0).measure(1e6, 1.0)
+    assert "start" not in [n for n, _ in c.calls]

@@ -49,16 +49,25 @@ def import_trex_api(client_path: Optional[str] = None, importer: Callable = impo
             sys.path.insert(0, client_path)
     try:
         return importer("trex.stl.api")
-    except ImportError as err:
+    except ImportError as first:
+        err: ImportError = first
+    if not client_path:
+        # PyPI lbr-trex-client ships the client as lbr_trex_client/interactive/trex/...; importing
+        # lbr_trex_client puts that directory on sys.path, after which trex.stl.api imports.
         try:
-            importer("trex_stl_lib")
+            importer("lbr_trex_client")
+            return importer("trex.stl.api")
         except ImportError:
             pass
-        else:
-            raise EnvironmentProblem(OLD_CLIENT_MSG) from None
-        raise EnvironmentProblem(
-            f"no TRex v3.x Python client ({err}): set trex.client_path in the topology to your TRex install's "
-            "scripts/automation/trex_control_plane/interactive, or 'pip install lbr-trex-client'") from None
+    try:
+        importer("trex_stl_lib")
+    except ImportError:
+        pass
+    else:
+        raise EnvironmentProblem(OLD_CLIENT_MSG) from None
+    raise EnvironmentProblem(
+        f"no TRex v3.x Python client ({err}): set trex.client_path in the topology to your TRex install's "
+        "scripts/automation/trex_control_plane/interactive, or 'pip install lbr-trex-client'") from None
 
 
 def explain_trex_error(err: Exception, server: str) -> Exception:
@@ -124,6 +133,7 @@ class TrexGenerator:
         try:
             self.client.connect()
             self.client.reset(ports=self.ports)
+            self._check_links()
             if not self.latency_pps:  # with latency, streams are built per trial (absolute pps)
                 for d in directions_for(self.topology, self.profile):
                     port = self.ports[d.tx_port]
@@ -131,6 +141,16 @@ class TrexGenerator:
         except Exception as err:  # the client raises its own STLError
             raise explain_trex_error(err, self.server) from None
         self.connected = True
+
+    def _check_links(self) -> None:
+        """Fail before any trial if a TG port's link is down (``get_port_attr(port)["link"]``)."""
+        get_attr = getattr(self.client, "get_port_attr", None)
+        if get_attr is None:
+            return
+        down = [p for p in self.ports if str((get_attr(p) or {}).get("link", "UP")).upper() == "DOWN"]
+        if down:
+            raise EnvironmentProblem(f"TRex port link down on {self.server}: ports {down}. Check cabling, the "
+                                     "DUT NIC (is the SUT started and its ports up?) and transceivers")
 
     def disconnect(self) -> None:
         if self.connected:
