@@ -119,3 +119,13 @@ def test_vppctl_keeps_each_word_one_argument():
     node = RecordingNode()
     Vpp(node, load_topology(TOPO).dut, CORES).vppctl("show interface 'a b'")
     assert node.calls[-1][-1] == "a b" and shlex.join(node.calls[-1]).count("vppctl") == 1
+
+
+def test_ip4_routing_from_topology_matches_the_traffic_profile():
+    from dpgate.lab.vpp import ip4_routing
+
+    neighbors, routes = ip4_routing(load_topology(TOPO), 62500)
+    assert Neighbor("eth1", "20.20.20.2", "3c:fd:fe:00:00:02") in neighbors
+    assert routes == [Route("198.19.0.1", 62500, "eth1", "20.20.20.2"), Route("198.18.0.1", 62500, "eth0", "10.10.10.2")]
+    lines = cli_lines("ip4", ["eth0", "eth1"], ["10.10.10.1/24", "20.20.20.1/24"], neighbors, routes)
+    assert "ip route add 198.19.0.1/32 count 62500 via 20.20.20.2 eth1" in lines

@@ -95,6 +95,24 @@ def cli_lines(nf: str, ifaces: Sequence[str], addresses: Sequence[str] = (),
     return out
 
 
+def ip4_routing(topology: Any, flows: int) -> tuple:
+    """(neighbors, routes) for VPP IPv4 routing with one /32 per destination flow, matching the
+    TRex/embedded ip4 profile (direction 0 sends to 198.19.0.1.., direction 1 to 198.18.0.1..).
+
+    Needs ip4 on the TG ports (the next hops). Example: ``ip4_routing(topo, 62500)`` gives
+    ``Route("198.19.0.1", 62500, "eth1", "20.20.20.2")`` for the example lab topology.
+    """
+    from ..traffic.tcpreplay import IP_DIR0_DST, IP_DIR0_SRC
+
+    (tg0, dut0), (tg1, dut1) = topology.pairs()[:2]
+    if not (tg0.ip4 and tg1.ip4):
+        raise ConfigError("VPP ip4 routing needs ip4 on both TG ports (the next hops), like 10.10.10.2/24")
+    hop0, hop1 = tg0.ip4.split("/")[0], tg1.ip4.split("/")[0]
+    neighbors = [Neighbor(dut0.name, hop0, tg0.mac), Neighbor(dut1.name, hop1, tg1.mac)]
+    routes = [Route(IP_DIR0_DST, flows, dut1.name, hop1), Route(IP_DIR0_SRC, flows, dut0.name, hop0)]
+    return neighbors, routes
+
+
 _SHOW_INT_HEAD = re.compile(r"^\s*Name\s+Idx\s+State")
 
 
