@@ -74,7 +74,9 @@ def explain_trex_error(err: Exception, server: str) -> Exception:
     """Map TRex client errors to one clear dpgate error."""
     text = str(err)
     low = text.lower()
-    if "api" in low and ("version" in low or "mismatch" in low):
+    # the v3.x client says "Mismatch between client and server versions" when the server lacks
+    # api_sync_v2 (v2.30 and older); servers reject a wrong API major with an "API" version error
+    if ("api" in low and ("version" in low or "mismatch" in low)) or ("mismatch" in low and "version" in low):
         return EnvironmentProblem(f"TRex client/server API mismatch with {server}: {text.strip()}. "
                                   "Use the client shipped with the server's TRex version (trex.client_path)")
     if "connection refused" in low or "timeout" in low or "unable to connect" in low or "not connected" in low:

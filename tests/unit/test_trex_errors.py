@@ -1,0 +1,24 @@
+"""TRex client error texts (as in the v3.x client sources) map to one clear dpgate error."""
+
+from __future__ import annotations
+
+import pytest
+
+from dpgate.errors import EnvironmentProblem
+from dpgate.trex.driver import explain_trex_error
+
+
+@pytest.mark.parametrize("text,words", [
+    ("Mismatch between client and server versions", "API mismatch"),
+    ("Connection refused by tcp://10.0.0.1:4501", "unreachable"),
+    ("start - port is not owned", "port busy"),
+    ("Port 0 link is DOWN", "link down"),
+])
+def test_client_texts_map_to_clear_errors(text, words):
+    err = explain_trex_error(RuntimeError(text), "10.0.0.1")
+    assert isinstance(err, EnvironmentProblem) and words in str(err) and "10.0.0.1" in str(err)
+
+
+def test_mismatch_message_says_how_to_fix():
+    err = explain_trex_error(RuntimeError("Mismatch between client and server versions"), "tg1")
+    assert "trex.client_path" in str(err)
