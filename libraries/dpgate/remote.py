@@ -124,8 +124,9 @@ class SshNode:
         except ImportError:
             raise EnvironmentProblem("SSH to lab nodes needs paramiko: pip install paramiko") from None
         client = paramiko.SSHClient()
-        client.load_system_host_keys()
-        client.set_missing_host_key_policy(paramiko.WarningPolicy())
+        client.load_system_host_keys()  # ~/.ssh/known_hosts
+        # Unknown host keys are refused (no silent trust on first use): see the connect error.
+        client.set_missing_host_key_policy(paramiko.RejectPolicy())
         return client
 
     def connect(self) -> Any:
@@ -145,7 +146,10 @@ class SshNode:
         except Exception as err:
             raise EnvironmentProblem(
                 f"{self.name}: cannot SSH to {self.ssh.user}@{self.ssh.host}:{self.ssh.port}: "
-                f"{mask(str(err), self._secrets)}") from None
+                f"{mask(str(err), self._secrets)}" + (
+                    f". If the host key is unknown, check it and add it: ssh-keyscan -p {self.ssh.port} "
+                    f"{self.ssh.host} >> ~/.ssh/known_hosts" if "known_hosts" in str(err) or "host key" in str(err).lower()
+                    else "")) from None
         self._client = client
         return client
 

@@ -100,3 +100,17 @@ def test_missing_password_variable_is_a_clear_error():
 def test_local_node_runs_argv_without_a_shell():
     res = LocalNode().run(["echo", "a;b", "$HOME"])
     assert res.stdout == "a;b $HOME\n"
+
+
+def test_unknown_host_key_error_says_how_to_trust_it():
+    fake = FakeSshClient(fail_connect=RuntimeError("Server 'h' not found in known_hosts"))
+    node = SshNode(Ssh(host="h", port=2222), env={}, client_factory=lambda: fake)
+    with pytest.raises(EnvironmentProblem, match="ssh-keyscan -p 2222 h"):
+        node.run(["true"])
+
+
+def test_real_paramiko_client_refuses_unknown_host_keys():
+    import paramiko
+
+    client = SshNode(Ssh(host="h"), env={})._factory()
+    assert isinstance(client._policy, paramiko.RejectPolicy)
