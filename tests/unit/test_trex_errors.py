@@ -21,4 +21,4 @@ def test_client_texts_map_to_clear_errors(text, words):
 
 def test_mismatch_message_says_how_to_fix():
     err = explain_trex_error(RuntimeError("Mismatch between client and server versions"), "tg1")
-    assert "trex.client_path" in str(err)
+    assert "trex.client_path" in str(err) and "API 5.x" in str(err) and "v3.x" in str(err)

@@ -78,7 +78,10 @@ def explain_trex_error(err: Exception, server: str) -> Exception:
     # api_sync_v2 (v2.30 and older); servers reject a wrong API major with an "API" version error
     if ("api" in low and ("version" in low or "mismatch" in low)) or ("mismatch" in low and "version" in low):
         return EnvironmentProblem(f"TRex client/server API mismatch with {server}: {text.strip()}. "
-                                  "Use the client shipped with the server's TRex version (trex.client_path)")
+                                  "dpgate needs a TRex v3.x server and its client (STL RPC API 5.x); "
+                                  "servers v2.30 and older, and PyPI trex-stl-lib 0.3 (API 4.1), do not fit. "
+                                  "Use the client shipped with the server's TRex version (trex.client_path) "
+                                  "or upgrade the server")
     if "connection refused" in low or "timeout" in low or "unable to connect" in low or "not connected" in low:
         return EnvironmentProblem(f"TRex server {server} unreachable: {text.strip()}. Is t-rex-64 -i running, "
                                   "and are the sync/async ports (4501/4500) open?")
