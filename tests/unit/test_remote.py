@@ -114,3 +114,24 @@ def test_real_paramiko_client_refuses_unknown_host_keys():
 
     client = SshNode(Ssh(host="h"), env={})._factory()
     assert isinstance(client._policy, paramiko.RejectPolicy)
+
+
+class _TimeoutClient(FakeSshClient):
+    def exec_command(self, cmd, timeout=None):
+        self.commands.append((cmd, timeout))
+        raise TimeoutError("timed out")
+
+
+def test_timeout_error_names_host_and_command():
+    fake = _TimeoutClient()
+    node = SshNode(Ssh(host="dut1.lab"), env={}, client_factory=lambda: fake)
+    with pytest.raises(Exception) as exc:
+        node.run(["vppctl", "show", "version"], timeout=2)
+    msg = str(exc.value)
+    assert "dut1.lab" in msg and "vppctl show version" in msg and "2 s" in msg
+
+
+def test_password_not_in_repr_or_str_of_node():
+    node = SshNode(Ssh(host="h", password_env="PW"), env={"PW": SECRET}, client_factory=FakeSshClient)
+    node.run(["true"])
+    assert SECRET not in repr(node) and SECRET not in str(node)
