@@ -126,7 +126,12 @@ class SshNode:
         client = paramiko.SSHClient()
         client.load_system_host_keys()  # ~/.ssh/known_hosts
         # Unknown host keys are refused (no silent trust on first use): see the connect error.
-        client.set_missing_host_key_policy(paramiko.RejectPolicy())
+        # DPGATE_SSH_ACCEPT_NEW_HOST=1 is the explicit, logged opt-in to trust new keys.
+        if self.env.get("DPGATE_SSH_ACCEPT_NEW_HOST") == "1":
+            self.log(f"{self.name}: DPGATE_SSH_ACCEPT_NEW_HOST=1: accepting an unknown host key for {self.ssh.host}")
+            client.set_missing_host_key_policy(paramiko.AutoAddPolicy())
+        else:
+            client.set_missing_host_key_policy(paramiko.RejectPolicy())
         return client
 
     def connect(self) -> Any:

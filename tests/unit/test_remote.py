@@ -135,3 +135,14 @@ def test_password_not_in_repr_or_str_of_node():
     node = SshNode(Ssh(host="h", password_env="PW"), env={"PW": SECRET}, client_factory=FakeSshClient)
     node.run(["true"])
     assert SECRET not in repr(node) and SECRET not in str(node)
+
+
+def test_accept_new_host_only_with_explicit_opt_in():
+    import paramiko
+
+    logs = []
+    client = SshNode(Ssh(host="h"), env={"DPGATE_SSH_ACCEPT_NEW_HOST": "1"}, log=logs.append)._factory()
+    assert isinstance(client._policy, paramiko.AutoAddPolicy)
+    assert any("DPGATE_SSH_ACCEPT_NEW_HOST" in line for line in logs)
+    client = SshNode(Ssh(host="h"), env={"DPGATE_SSH_ACCEPT_NEW_HOST": "yes"})._factory()
+    assert isinstance(client._policy, paramiko.RejectPolicy)
