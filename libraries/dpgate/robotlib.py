@@ -136,21 +136,28 @@ class EmbeddedTestbed:
         self.prefix = prefix or None
         self.telemetry = telemetry
         self._collector = None
+        self._steal = None
         self.session = None
         self.generators: Dict[str, Any] = {}
         self.nf: Optional[str] = None
 
     # -- lifecycle -------------------------------------------------------------
     @keyword
-    def bring_up_embedded_testbed(self, nf: str, *frame_sizes: str, prefix: Optional[str] = None) -> float:
+    def bring_up_embedded_testbed(self, nf: str, *frame_sizes: str, prefix: Optional[str] = None,
+                                  sut_cpu_steal: str = "0") -> float:
         """Create namespaces and veths, calibrate the generator for each frame size, start SUT ``nf``.
 
         Returns the calibrated generator ceiling (pps) of the first frame size. ``prefix``
         overrides the namespace prefix (e.g. the one a pabot pool member hands out).
+        ``sut_cpu_steal`` (fault injection, e.g. ``10%``) takes that share of the SUT cores
+        away for the whole suite (see ``dpgate.handicap``), to show that the regression gate
+        catches a slower SUT; every record of the suite then says so (``injected_sut_cpu_steal``).
 
         | `Bring Up Embedded Testbed` | linux-ip4 | 64B | IMIX | 1518B |
         | `Bring Up Embedded Testbed` | linux-ip4 | 64B | prefix=dpg2- |
+        | `Bring Up Embedded Testbed` | testpmd-io | 64B | sut_cpu_steal=10% |
         """
+        steal = parse_ratio(sut_cpu_steal or "0", "sut_cpu_steal")
         if prefix:
             self.prefix = prefix
         from .embedded import EmbeddedSession
@@ -170,6 +177,12 @@ class EmbeddedTestbed:
                 logger.info(f"generator ceiling at {frame_size_tag(size)}: {format_pps(ceiling)}")
                 self.generators[frame_size_tag(size)] = gen
             self._start_sut()
+            if steal > 0:
+                from .handicap import CpuSteal
+
+                self._steal = CpuSteal(s.testbed.sut_cpus, steal).start()
+                logger.warn(f"fault injection: {steal:.0%} of SUT CPU(s) {s.testbed.sut_cpus} taken by a "
+                            "real-time stealer for this suite (sut_cpu_steal)")
         except BaseException:
             self.tear_down_embedded_testbed()
             raise
@@ -187,6 +200,9 @@ class EmbeddedTestbed:
     @keyword
     def tear_down_embedded_testbed(self) -> None:
         """Stop the SUT and remove every namespace, veth and process of this testbed."""
+        steal, self._steal = self._steal, None
+        if steal is not None:
+            steal.stop()
         gens, self.generators = self.generators, {}
         for gen in gens.values():
             gen.abort()
@@ -320,8 +336,14 @@ class EmbeddedTestbed:
         if limited:
             logger.warn(f"{'/'.join(at_max)} reached the generator ceiling {format_pps(hi)}: "
                         "the SUT may be faster than this testbed can show")
-        record(metrics=out.metrics(), nf=out.nf, sut_version=self.sut_version(),
-               testbed=self.session.topology.name, prefix=self.session.topology.prefix)
+        metrics = out.metrics()
+        if self._steal is not None:
+            metrics["injected_sut_cpu_steal"] = self._steal.share
+        record(metrics=metrics, nf=out.nf, sut_version=self.sut_version(),
+               testbed=self.session.topology.name, prefix=self.session.topology.prefix, profile=profile,
+               trials=trial_dicts(res), latency=None,
+               latency_note="not measured: the embedded generator (tcpreplay) sends no timestamped latency "
+                            "streams; lab runs with TRex report latency")
         return out
 
 
@@ -360,6 +382,16 @@ def _bounds_from_trials(partial, ndr_loss: float, pdr_loss: float) -> _PartialBo
     ndr, ndr_up = bounds(ndr_loss)
     pdr, pdr_up = bounds(pdr_loss)
     return _PartialBounds(ndr, pdr, ndr_up, pdr_up, trials, len(trials))
+
+
+def trial_dicts(res) -> List[Dict[str, Any]]:
+    """Every trial of a search as the record stores it (``TrialResult`` fields)."""
+    out = []
+    for t in getattr(res, "trials", ()):
+        tr = t[-1] if isinstance(t, tuple) else t
+        if hasattr(tr, "to_dict"):
+            out.append(tr.to_dict())
+    return out
 
 
 def _opt(v) -> Optional[float]:
