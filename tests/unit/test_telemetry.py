@@ -36,10 +36,10 @@ def test_perf_per_cpu_column_is_stripped():
 
 def test_perf_counts_ipc_ipp_cpp_and_interval_sum():
     text = ("# started on x\n\n"
-            "1.000,2000000000,,cycles,1000,100.00,,\n"
-            "1.000,5000000000,,instructions,1000,100.00,2.50,insn per cycle\n"
-            "2.000,2000000000,,cycles,1000,100.00,,\n"
-            "2.000,5000000000,,instructions,1000,100.00,2.50,insn per cycle\n")
+            "1.000134525,2000000000,,cycles,1000,100.00,,\n"
+            "1.000134525,5000000000,,instructions,1000,100.00,2.50,insn per cycle\n"
+            "2.001253360,2000000000,,cycles,1000,100.00,,\n"
+            "2.001253360,5000000000,,instructions,1000,100.00,2.50,insn per cycle\n")
     s = parse_perf_stat(text)
     assert s.count("cycles") == 4e9 and s.count("instructions") == 1e10
     d = derive(s, packets=1e7)
@@ -69,21 +69,34 @@ def test_perf_argv_is_a_list_on_the_sut_cpus():
     assert argv[-2:] == ["sleep", "2"]
 
 
+class CannedNode:
+    """Test double of a dpgate.remote node: answers every command with one canned Result."""
+
+    def __init__(self, returncode=0, stdout="", stderr="", raises=None):
+        self.result = (returncode, stdout, stderr)
+        self.raises = raises
+        self.calls = []
+
+    def run(self, argv, timeout=30.0, check=True):
+        from dpgate.remote import Result
+
+        self.calls.append(list(argv))
+        if self.raises is not None:
+            raise self.raises
+        return Result(list(argv), *self.result)
+
+
 def test_probe_perf_on_this_host_or_a_missing_tool():
-    def missing(*a, **k):
-        raise FileNotFoundError("perf")
+    from dpgate.errors import EnvironmentProblem
 
-    assert "apt-get install linux-perf" in probe_perf(missing).reason
-
-    def vm(argv, **k):
-        return subprocess.CompletedProcess(argv, 0, "", fixture("perf-stat-vm-not-supported.csv"))
-
-    assert "no CPU PMU" in probe_perf(vm).reason
-
-    def pmu(argv, **k):
-        return subprocess.CompletedProcess(argv, 0, "", "100,,cycles,1,100.00,,\n90,,instructions,1,100.00,,\n")
-
-    assert probe_perf(pmu) is None
+    missing = CannedNode(raises=EnvironmentProblem("required tool 'perf' not found: install it with "
+                                                   "'apt-get install linux-perf'"))
+    assert "install linux-perf" in probe_perf(missing).reason
+    assert "install linux-perf" in probe_perf(CannedNode(127, "", "sh: 1: perf: not found")).reason
+    assert "no CPU PMU" in probe_perf(CannedNode(0, "", fixture("perf-stat-vm-not-supported.csv"))).reason
+    pmu = CannedNode(0, "", "100,,cycles,1,100.00,,\n90,,instructions,1,100.00,,\n")
+    assert probe_perf(pmu, cpus=[2, 3]) is None
+    assert pmu.calls[0][:7] == ["perf", "stat", "-x,", "-a", "-C", "2,3", "-e"]
 
 
 # -- pcm-pcie ---------------------------------------------------------------------------
@@ -100,27 +113,27 @@ def test_pcie_seed_figure_24_analysis():
     assert s.total("CRd") == 449e3 + 79e3 and s.miss("DRd") == 3276 + 5532
     pp = pcie_per_packet(s, 29.8e6)
     # WiL: tail pointers every 32nd packet, Rx and Tx: about 2 per 32 packets
-    assert pp.wil_per_packet == pytest.approx(2 / 32, rel=0.05)
+    assert pp["wil_per_packet"] == pytest.approx(2 / 32, rel=0.05)
     # 64 B packets + Rx/Tx descriptor reads (1/4 each) = 1.5 cache lines per packet read
-    assert pp.pcie_rd_bytes_per_packet == pytest.approx(1.5 * 64, rel=0.02)
-    assert pp.ddio_miss_rate_itom == 0.0
+    assert pp["pcie_rd_bytes_per_packet"] == pytest.approx(1.5 * 64, rel=0.02)
+    assert pp["ddio_miss_rate_itom"] == 0.0
 
 
-def test_pcie_csv_with_kind_column_and_with_kind_in_names():
-    a = parse_pcie("Skt,PCIRdCur,ItoM,WiL,Type\n0,1000,2000,50,Total\n0,100,500,50,Miss\n1,0,1000,0,Total\n1,0,0,0,Miss\n")
+def test_pcie_csv_kind_glued_to_the_last_value():
+    """pcm-pcie -csv -e prints (Total)/(Miss)/(Hit) right after the last number (pcm-pcie.h)."""
+    a = parse_pcie("Skt,PCIRdCur,ItoM,WiL\n0,1000,2000,50(Total)\n0,100,500,50(Miss)\n0,900,1500,0(Hit)\n"
+                   "1,0,1000,0(Total)\n1,0,0,0(Miss)\n1,0,1000,0(Hit)\n")
     assert a.total("PCIeRdCur") == 1000 and a.total("ItoM") == 3000
     assert a.miss_rate("ItoM") == pytest.approx(500 / 3000) and a.hit("ItoM") == 2500
-    b = parse_pcie("Skt,ItoM (Total),ItoM (Miss),PCIeRdCur (Total),PCIeRdCur (Hit)\n0,4 M,1 M,8 M,6 M\n")
-    assert b.miss_rate("ItoM") == 0.25 and b.miss("PCIeRdCur") == 2e6
 
 
 @pytest.mark.parametrize("text, words", [
     ("", "empty"),
-    ("hello\n", "header"),
-    (" Skt | PCIeRdCur |  ItoM \n", "no \\(Total\\)"),
-    (" Skt | PCIeRdCur |  ItoM \n 0   45 M   (Total)\n", "1 values for 2 events"),
-    ("Skt,ItoM,Type\n0,abc,Total\n", "not a count"),
-    ("Skt,ItoM,RFO\n0,1\n", "truncated"),
+    ("hello\n", "no 'Skt' header"),
+    (" Skt | PCIeRdCur |  ItoM \n", "header but no socket rows"),
+    (" Skt | PCIeRdCur |  ItoM \n 0   45 M   (Total)\n", "line 2: 1 values for 2 columns"),
+    ("Skt,ItoM,WiL\n0,abc,1(Total)\n", "'abc' is not a count"),
+    ("Skt,ItoM,RFO\n0,1\n", "line 2: 1 values for 2 columns .*truncated"),
 ])
 def test_pcie_malformed_is_a_clear_error(text, words):
     with pytest.raises(TelemetryError, match=words):
@@ -139,10 +152,8 @@ def test_pcm_unsupported_reason_from_this_vm():
     r2 = reason_from_output(fixture("pcm-memory-vm-unsupported.txt"))
     assert "unsupported processor" in r2.reason
 
-    def missing(*a, **k):
-        raise FileNotFoundError
-
-    assert "apt-get install pcm" in probe_pcm(missing).reason
+    assert "install pcm" in probe_pcm(CannedNode(raises=FileNotFoundError("pcm-pcie"))).reason
+    assert "unsupported processor" in probe_pcm(CannedNode(1, "", fixture("pcm-pcie-vm-csv-stderr.txt"))).reason
 
 
 def test_pcm_memory_bytes_per_packet():

@@ -1,64 +1,93 @@
 """pcm-pcie (PCIe traffic, DDIO hit/miss) and pcm-memory (memory bandwidth) output parsing.
 
-``parse_pcie(text)`` accepts
+Formats follow intel/pcm ``src/pcm-pcie.h`` (``LegacyPlatform::printHeader``,
+``printSocketScopeEvents``, ``printAggregatedEvents``) and ``src/pcm-memory.cpp``
+(``printSocketBWFooter``, ``display_bandwidth_csv``); tests/fixtures/telemetry/README.md
+lists the fixtures built from them.
 
-* the table pcm-pcie prints (seed 000, Figures 23-24): a header ``Skt | PCIeRdCur | RFO |
-  ...`` naming the events of this CPU generation, then per socket a ``(Total)``,
-  ``(Miss)`` and ``(Hit)`` row of events/s with K/M/G suffixes (``45 M``, ``8587 K``),
-  and an ``*`` ``(Aggregate)`` row;
-* CSV (``pcm-pcie -csv``): a header row ``Skt,<event>,...`` and one row per socket and
-  kind, the kind either in a trailing column (``Total``/``Miss``/``Hit``) or in the event
-  names (``ItoM (Miss)``). Other event sets (Icelake: ``PCIRdCur``, ``ItoMCacheNear``,
-  ``WCiLF`` ...) parse the same way; event names are case-insensitive and ``PCIRdCur`` is
-  an alias of ``PCIeRdCur``.
+``parse_pcie(text, interval_s=1.0)`` accepts both outputs of pcm-pcie:
 
-DDIO: ``miss_rate(ItoM)`` (inbound full-line writes), ``miss_rate(RFO)`` (partial writes),
-``miss_rate(PCIeRdCur)`` (inbound reads) = miss / total, aggregated over sockets.
+* the table (seed 000 Figure 24, and current pcm): a header ``Skt |  <event>  |  ...``
+  (``|  PCIe Rd (B)  |  PCIe Wr (B)`` appended with ``-B``), per socket a row of counts
+  printed ``%4d`` with a `` K``/`` M``/`` G``/`` T`` suffix, and with ``-e`` three rows per
+  socket suffixed ``(Total)``, ``(Miss)``, ``(Hit)``; then a dashed line and an ``*`` row
+  (``(Aggregate)`` with ``-e``);
+* CSV (``-csv``): a header ``Skt,<event>,...[,PCIe Rd (B),PCIe Wr (B)]`` and per socket
+  ``<skt>,<count>,...``; with ``-e`` pcm appends ``(Total)``/``(Miss)``/``(Hit)`` straight
+  after the last number, without a separator (``0,123,45(Miss)``). No aggregate row.
 
->>> s = parse_pcie(open_fixture("pcm-pcie-seed000-fig24-l3fwd.txt"))  # doctest: +SKIP
+With ``-i=N`` the header and rows repeat N times; samples are averaged. Counts are per
+sampling interval (pcm's ``<delay>``, 1 s by default): pass ``interval_s`` to get
+events/s. Event sets differ per CPU generation (``PCIeRdCur RFO CRd DRd ItoM PRd WiL`` on
+Haswell/Broadwell/Skylake/Cascade Lake; ``PCIRdCur ItoM ItoMCacheNear UCRdF WiL`` on
+Icelake; plus ``WCiL WCiLF`` on Sapphire Rapids and later); ``PCIRdCur`` and ``PCIeRdCur``
+are the same event. Events pcm counts only as misses (UCRdF, WiL, WCiL) have Hit = 0.
+
+>>> s = parse_pcie("Skt,PCIRdCur,ItoM\\n0,1000,400(Total)\\n0,10,100(Miss)\\n0,990,300(Hit)\\n")
+>>> s.total("PCIeRdCur"), s.miss_rate("ItoM")
+(1000.0, 0.25)
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import re
-import subprocess
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from . import NotSupported, TelemetryError
 
-_SUFFIX = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9}
-_KINDS = ("total", "miss", "hit", "aggregate")
+_SUFFIX = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+_KINDS = ("total", "miss", "hit")
+_KIND_AT_END = re.compile(r"^(.*?)\s*\((Total|Miss|Hit|Aggregate)\)\s*$")
 _ALIASES = {"pcirdcur": "pcierdcur"}
+BANDWIDTH_COLUMNS = ("PCIe Rd (B)", "PCIe Wr (B)")
 CACHE_LINE = 64
+#: Inbound PCIe events whose LLC hit/miss split is the DDIO hit/miss (seed 000 Table 17).
+DDIO_EVENTS = ("PCIeRdCur", "RFO", "CRd", "DRd", "ItoM", "ItoMCacheNear")
 
 
-def _key(event: str) -> str:
+def event_key(event: str) -> str:
+    """Canonical lower-case key: ``PCIRdCur`` and ``PCIeRdCur`` are one event.
+
+    >>> event_key("PCIRdCur"), event_key(" ItoM ")
+    ('pcierdcur', 'itom')
+    """
     k = event.strip().lower()
     return _ALIASES.get(k, k)
 
 
 @dataclass(frozen=True)
 class PcieStats:
-    """Per-socket rows: ``rows[(socket, kind)][event_key]`` in events (cache lines) per second."""
+    """pcm-pcie counts in events (cache-line transfers) per second.
+
+    ``rows[(socket, kind)][event_key]``: kind is total/miss/hit; socket ``"*"`` is the
+    table's aggregate row. ``bandwidth[(socket, kind)]`` holds the ``-B`` byte columns.
+    """
 
     events: Tuple[str, ...]
     rows: Dict[Tuple[str, str], Dict[str, float]] = field(default_factory=dict)
+    bandwidth: Dict[Tuple[str, str], Dict[str, float]] = field(default_factory=dict)
+    samples: int = 1
 
     @property
     def sockets(self) -> List[str]:
-        return sorted({s for s, _ in self.rows if s != "*"})
+        return sorted({s for s, _ in self.rows if s != "*"}, key=lambda s: int(s) if s.isdigit() else 0)
+
+    def has(self, event: str) -> bool:
+        return event_key(event) in {event_key(e) for e in self.events}
 
     def _sum(self, kind: str, event: str) -> Optional[float]:
-        k = _key(event)
+        k = event_key(event)
         vals = [r[k] for (s, kd), r in self.rows.items() if kd == kind and s != "*" and k in r]
         if vals:
             return sum(vals)
-        agg = self.rows.get(("*", "aggregate" if kind == "total" else kind))
+        agg = self.rows.get(("*", kind))
         return agg.get(k) if agg else None
 
     def _require(self, event: str) -> None:
-        if _key(event) not in {_key(e) for e in self.events}:
+        if not self.has(event):
             raise TelemetryError(f"pcm-pcie output has no event {event!r}; it has {', '.join(self.events)}")
 
     def total(self, event: str) -> float:
@@ -77,155 +106,296 @@ class PcieStats:
         if m is None:
             h = self._sum("hit", event)
             if h is None:
-                raise TelemetryError(f"pcm-pcie output has no Miss/Hit split for {event!r}")
-            m = self.total(event) - h
+                raise TelemetryError(f"pcm-pcie output has no Miss/Hit split for {event!r}: run pcm-pcie with -e")
+            m = max(0.0, self.total(event) - h)
         return m
 
     def hit(self, event: str) -> float:
         self._require(event)
         h = self._sum("hit", event)
-        return h if h is not None else self.total(event) - self.miss(event)
+        return h if h is not None else max(0.0, self.total(event) - self.miss(event))
 
     def miss_rate(self, event: str) -> float:
         """miss / total in 0..1 (0 when the event did not occur)."""
         t = self.total(event)
         return min(1.0, max(0.0, self.miss(event) / t)) if t else 0.0
 
+    @property
+    def has_split(self) -> bool:
+        return any(kind in ("miss", "hit") for _, kind in self.rows)
 
-def _number_tokens(tokens: List[str]) -> List[float]:
-    out: List[float] = []
-    i = 0
-    while i < len(tokens):
-        m = re.fullmatch(r"([0-9]*\.?[0-9]+)([KMG]?)", tokens[i])
-        if not m:
-            raise TelemetryError(f"pcm-pcie: {tokens[i]!r} is not a count")
-        val = float(m.group(1)) * _SUFFIX[m.group(2)]
-        if not m.group(2) and i + 1 < len(tokens) and tokens[i + 1] in ("K", "M", "G"):
-            val *= _SUFFIX[tokens[i + 1]]
-            i += 1
-        out.append(val)
-        i += 1
+
+def _count(token: str, where: str) -> float:
+    m = re.fullmatch(r"([0-9]*\.?[0-9]+)\s*([KMGT]?)", token.strip())
+    if not m:
+        raise TelemetryError(f"{where}: {token.strip()!r} is not a count")
+    return float(m.group(1)) * _SUFFIX[m.group(2)]
+
+
+def _table_values(text: str, where: str) -> List[float]:
+    """Counts of one table row: ``45 M  8587 K   0  1891 K`` (unit_format: %4d + suffix)."""
+    toks = re.findall(r"[0-9]*\.?[0-9]+(?:\s+[KMGT](?![A-Za-z]))?", text)
+    rest = re.sub(r"[0-9]*\.?[0-9]+(?:\s+[KMGT](?![A-Za-z]))?", " ", text).strip()
+    if rest:
+        raise TelemetryError(f"{where}: {rest.split()[0]!r} is not a count")
+    return [_count(t, where) for t in toks]
+
+
+def _split_columns(names: Sequence[str]) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
+    events = tuple(n for n in names if n not in BANDWIDTH_COLUMNS)
+    bw = tuple(n for n in names if n in BANDWIDTH_COLUMNS)
+    if list(names) != list(events) + list(bw):
+        raise TelemetryError(f"pcm-pcie header puts bandwidth columns before events: {', '.join(names)}")
+    return events, bw
+
+
+class _Acc:
+    """Sums rows over repeated samples (-i=N) so they can be averaged."""
+
+    def __init__(self) -> None:
+        self.rows: Dict[Tuple[str, str], Dict[str, float]] = {}
+        self.bw: Dict[Tuple[str, str], Dict[str, float]] = {}
+        self.samples = 0
+
+    def add(self, sock: str, kind: str, events: Sequence[str], bw: Sequence[str], vals: Sequence[float]) -> None:
+        row = self.rows.setdefault((sock, kind), {})
+        for e, v in zip(events, vals):
+            row[event_key(e)] = row.get(event_key(e), 0.0) + v
+        if bw:
+            brow = self.bw.setdefault((sock, kind), {})
+            for b, v in zip(bw, vals[len(events):]):
+                brow[b] = brow.get(b, 0.0) + v
+
+    def stats(self, events: Tuple[str, ...], interval_s: float) -> PcieStats:
+        n = max(1, self.samples)
+        scale = 1.0 / (n * interval_s)
+        rows = {k: {e: v * scale for e, v in r.items()} for k, r in self.rows.items()}
+        bw = {k: {e: v * scale for e, v in r.items()} for k, r in self.bw.items()}
+        return PcieStats(events, rows, bw, n)
+
+
+def _parse_table(text: str, interval_s: float) -> PcieStats:
+    lines = text.splitlines()
+    acc = _Acc()
+    events: Tuple[str, ...] = ()
+    bw: Tuple[str, ...] = ()
+    for n, raw in enumerate(lines, 1):
+        if re.match(r"^\s*Skt\s*\|", raw):
+            names = [c.strip() for c in raw.split("|")[1:] if c.strip()]
+            if not names:
+                raise TelemetryError(f"pcm-pcie table line {n}: header 'Skt |' names no events")
+            ev, b = _split_columns(names)
+            if events and ev != events:
+                raise TelemetryError(f"pcm-pcie table line {n}: event set changed from {', '.join(events)}")
+            events, bw = ev, b
+            acc.samples += 1
+            continue
+        m = re.match(r"^\s*([0-9]+|\*)\s+(.*?)\s*$", raw)
+        if not m or not events:
+            continue
+        body, kind = m.group(2), "total"
+        k = _KIND_AT_END.match(body)
+        if k:
+            body, kind = k.group(1), k.group(2).lower()
+        if kind == "aggregate":
+            kind = "total"
+        vals = _table_values(body, f"pcm-pcie table line {n}")
+        want = len(events) + len(bw)
+        if len(vals) != want:
+            raise TelemetryError(f"pcm-pcie table line {n}: {len(vals)} values for {want} columns "
+                                 f"({', '.join(events + bw)}): {raw.strip()!r} (truncated?)")
+        acc.add(m.group(1), kind, events, bw, vals)
+    if not events:
+        raise TelemetryError("pcm-pcie table has no 'Skt | <events>' header (not pcm-pcie output?)")
+    if not acc.rows:
+        raise TelemetryError("pcm-pcie table has a header but no socket rows (truncated?)")
+    return acc.stats(events, interval_s)
+
+
+def _parse_csv(text: str, interval_s: float) -> PcieStats:
+    acc = _Acc()
+    events: Tuple[str, ...] = ()
+    bw: Tuple[str, ...] = ()
+    seen_header = False
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line:
+            continue
+        cells = [c.strip() for c in line.split(",")]
+        if cells[0] == "Skt":
+            ev, b = _split_columns([c for c in cells[1:]])
+            if any(not c for c in ev):
+                raise TelemetryError(f"pcm-pcie CSV line {n}: empty event name in header {line!r}")
+            if events and ev != events:
+                raise TelemetryError(f"pcm-pcie CSV line {n}: event set changed from {', '.join(events)}")
+            events, bw, seen_header = ev, b, True
+            acc.samples += 1
+            continue
+        if not seen_header:
+            continue  # banner or diagnostics before the first header
+        if not cells[0].isdigit():
+            raise TelemetryError(f"pcm-pcie CSV line {n}: socket {cells[0]!r} is not a number: {line!r}")
+        kind = "total"
+        k = _KIND_AT_END.match(cells[-1])
+        if k:
+            cells[-1], kind = k.group(1), k.group(2).lower()
+        want = len(events) + len(bw)
+        if len(cells) - 1 != want:
+            raise TelemetryError(f"pcm-pcie CSV line {n}: {len(cells) - 1} values for {want} columns "
+                                 f"({', '.join(events + bw)}) (truncated?)")
+        vals = [_count(c, f"pcm-pcie CSV line {n}") for c in cells[1:]]
+        acc.add(cells[0], kind, events, bw, vals)
+    if not seen_header:
+        raise TelemetryError("pcm-pcie CSV has no 'Skt,<events>' header (not pcm-pcie -csv output?)")
+    if not acc.rows:
+        raise TelemetryError("pcm-pcie CSV has a header but no socket rows (truncated?)")
+    return acc.stats(events, interval_s)
+
+
+def parse_pcie(text: str, interval_s: float = 1.0) -> PcieStats:
+    """Parse pcm-pcie output (table or CSV) into events/s. Errors name what is missing."""
+    if not text or not text.strip():
+        raise TelemetryError("pcm-pcie output is empty")
+    if not interval_s > 0:
+        raise TelemetryError(f"pcm-pcie interval must be > 0 s, got {interval_s!r}")
+    if re.search(r"^\s*Skt\s*\|", text, re.M):
+        return _parse_table(text, interval_s)
+    if re.search(r"^Skt,", text, re.M):
+        return _parse_csv(text, interval_s)
+    if re.search(r"\bSkt\b", text):
+        return _parse_table(text, interval_s)
+    raise TelemetryError("pcm-pcie output has no 'Skt' header row (table 'Skt | ...' or CSV 'Skt,...')")
+
+
+def ddio_miss_rates(stats: PcieStats) -> Dict[str, float]:
+    """``ddio_miss_rate_<event>`` for each inbound event with a hit/miss split."""
+    if not stats.has_split:
+        return {}
+    return {f"ddio_miss_rate_{event_key(e)}": stats.miss_rate(e) for e in DDIO_EVENTS if stats.has(e)}
+
+
+def pcie_per_packet(stats: PcieStats, pps: float, reason_prefix: str = "pcm-pcie") -> Dict[str, object]:
+    """DDIO miss rates, PCIe bytes and MMIO writes per packet; NotSupported where absent.
+
+    Read bytes = PCIe reads of whole lines (PCIeRdCur) x 64; write bytes = inbound writes
+    (ItoM, ItoMCacheNear, RFO: whichever this generation has) x 64; WiL per packet = CPU
+    MMIO writes (tail-pointer updates) per packet. Seed 000 section 7.2 reads Figure 24
+    this way.
+    """
+    if not pps > 0:
+        raise TelemetryError(f"packets per second must be > 0, got {pps!r}")
+    have = ", ".join(stats.events)
+    out: Dict[str, object] = {}
+    for e in ("ItoM", "RFO", "PCIeRdCur", "ItoMCacheNear"):
+        key = f"ddio_miss_rate_{event_key(e)}"
+        if not stats.has(e):
+            out[key] = NotSupported(f"{reason_prefix}: this CPU generation has no {e} event (it has {have})")
+        elif not stats.has_split:
+            out[key] = NotSupported(f"{reason_prefix}: no Miss/Hit rows (run pcm-pcie with -e)")
+    out.update(ddio_miss_rates(stats))
+    if stats.has("PCIeRdCur"):
+        out["pcie_rd_bytes_per_packet"] = stats.total("PCIeRdCur") * CACHE_LINE / pps
+    else:
+        out["pcie_rd_bytes_per_packet"] = NotSupported(f"{reason_prefix}: no PCIeRdCur/PCIRdCur event (it has {have})")
+    writes = [e for e in ("ItoM", "ItoMCacheNear", "RFO") if stats.has(e)]
+    out["pcie_wr_bytes_per_packet"] = (sum(stats.total(e) for e in writes) * CACHE_LINE / pps if writes else
+                                       NotSupported(f"{reason_prefix}: no ItoM/RFO write event (it has {have})"))
+    out["wil_per_packet"] = (stats.total("WiL") / pps if stats.has("WiL") else
+                             NotSupported(f"{reason_prefix}: no WiL (MMIO write) event (it has {have})"))
     return out
 
 
-def _parse_table(text: str) -> PcieStats:
-    lines = text.splitlines()
-    header = next((ln for ln in lines if "|" in ln and re.search(r"\bSkt\b", ln)), None)
-    if header is None:
-        raise TelemetryError("pcm-pcie table has no 'Skt | <events>' header")
-    events = tuple(c.strip() for c in header.split("|")[1:] if c.strip())
-    rows: Dict[Tuple[str, str], Dict[str, float]] = {}
-    for n, raw in enumerate(lines, 1):
-        m = re.match(r"^\s*([0-9]+|\*)\s+(.*?)\s*\((Total|Miss|Hit|Aggregate)\)\s*$", raw)
-        if not m:
-            continue
-        vals = _number_tokens(m.group(2).split())
-        if len(vals) != len(events):
-            raise TelemetryError(f"pcm-pcie line {n}: {len(vals)} values for {len(events)} events "
-                                 f"({', '.join(events)}): {raw.strip()!r} (truncated?)")
-        rows[(m.group(1), m.group(3).lower())] = {_key(e): v for e, v in zip(events, vals)}
-    if not rows:
-        raise TelemetryError("pcm-pcie table has a header but no (Total)/(Miss)/(Hit) rows (truncated?)")
-    return PcieStats(events, rows)
-
-
-def _parse_csv(text: str) -> PcieStats:
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    head = [c.strip() for c in lines[0].split(",")]
-    if not head or head[0].lower() not in ("skt", "socket"):
-        raise TelemetryError("pcm-pcie CSV must start with a 'Skt' column")
-    kind_col = next((i for i, c in enumerate(head) if c.lower() in ("type", "kind")), None)
-    cols: List[Tuple[int, str, Optional[str]]] = []
-    for i, c in enumerate(head[1:], 1):
-        if i == kind_col or not c:
-            continue
-        m = re.fullmatch(r"(.+?)\s*\((Total|Miss|Hit)\)", c)
-        cols.append((i, m.group(1), m.group(2).lower()) if m else (i, c, None))
-    events = tuple(dict.fromkeys(e for _, e, _ in cols))
-    rows: Dict[Tuple[str, str], Dict[str, float]] = {}
-    for n, raw in enumerate(lines[1:], 2):
-        cells = [c.strip() for c in raw.split(",")]
-        if len(cells) < len(head):
-            raise TelemetryError(f"pcm-pcie CSV line {n} has {len(cells)} cells, header {len(head)} (truncated?)")
-        sock = cells[0]
-        row_kind = cells[kind_col].lower() if kind_col is not None else None
-        if kind_col is None and cells[-1].lower() in _KINDS:
-            row_kind = cells[-1].lower()
-        for i, event, col_kind in cols:
-            if cells[i].lower() in _KINDS:
-                continue
-            try:
-                v = _number_tokens(cells[i].split())[0]
-            except (TelemetryError, IndexError):
-                raise TelemetryError(f"pcm-pcie CSV line {n}: {event} value {cells[i]!r} is not a count") from None
-            kind = col_kind or row_kind or "total"
-            rows.setdefault((sock, kind), {})[_key(event)] = v
-    if not rows:
-        raise TelemetryError("pcm-pcie CSV has a header but no data rows (truncated?)")
-    return PcieStats(events, rows)
-
-
-def parse_pcie(text: str) -> PcieStats:
-    """Parse pcm-pcie output (table or CSV). Errors name what is wrong."""
-    if not text or not text.strip():
-        raise TelemetryError("pcm-pcie output is empty")
-    first = next(ln for ln in text.splitlines() if ln.strip())
-    if "," in first and "|" not in first:
-        return _parse_csv(text)
-    return _parse_table(text)
-
-
-@dataclass(frozen=True)
-class PciePerPacket:
-    ddio_miss_rate_itom: float
-    ddio_miss_rate_rfo: float
-    ddio_miss_rate_pcierdcur: float
-    pcie_rd_bytes_per_packet: float
-    pcie_wr_bytes_per_packet: float
-    wil_per_packet: float
-
-    def as_dict(self) -> Dict[str, float]:
-        return dict(self.__dict__)
-
-
-def pcie_per_packet(stats: PcieStats, pps: float) -> PciePerPacket:
-    """DDIO miss rates and PCIe bytes per packet (cache lines x 64 / packets)."""
-    if not pps > 0:
-        raise TelemetryError(f"packets per second must be > 0, got {pps!r}")
-    writes = stats.total("ItoM") + (stats.total("RFO") if _has(stats, "RFO") else 0.0)
-    return PciePerPacket(
-        ddio_miss_rate_itom=stats.miss_rate("ItoM"),
-        ddio_miss_rate_rfo=stats.miss_rate("RFO") if _has(stats, "RFO") else 0.0,
-        ddio_miss_rate_pcierdcur=stats.miss_rate("PCIeRdCur"),
-        pcie_rd_bytes_per_packet=stats.total("PCIeRdCur") * CACHE_LINE / pps,
-        pcie_wr_bytes_per_packet=writes * CACHE_LINE / pps,
-        wil_per_packet=stats.total("WiL") / pps if _has(stats, "WiL") else 0.0,
-    )
-
-
-def _has(stats: PcieStats, event: str) -> bool:
-    return _key(event) in {_key(e) for e in stats.events}
-
-
+# -- pcm-memory -------------------------------------------------------------------------
 @dataclass(frozen=True)
 class MemoryStats:
+    """Per-socket DRAM read/write bandwidth in MB/s (pcm's MB = 1e6 bytes)."""
+
     read_mbps: Dict[str, float]
     write_mbps: Dict[str, float]
+    samples: int = 1
 
     @property
     def total_bytes_per_s(self) -> float:
         return (sum(self.read_mbps.values()) + sum(self.write_mbps.values())) * 1e6
 
 
+def _avg(d: Dict[str, List[float]]) -> Dict[str, float]:
+    return {k: sum(v) / len(v) for k, v in sorted(d.items())}
+
+
+def _parse_memory_csv(lines: List[str], at: int) -> MemoryStats:
+    head2 = next(csv.reader([lines[at]]))
+    head1 = next(csv.reader([lines[at - 1]])) if at > 0 else []
+    if len(head1) < len(head2) - 1:
+        raise TelemetryError("pcm-memory CSV lacks its first header row (',,SKT0,SKT0,...') above "
+                             "'Date,Time,...' (truncated?)")
+    cols: Dict[Tuple[str, str], int] = {}
+    for i, name in enumerate(head2):
+        sock = re.fullmatch(r"SKT(\d+)", head1[i].strip()) if i < len(head1) else None
+        kind = {"Mem Read (MB/s)": "read", "Mem Write (MB/s)": "write"}.get(name.strip())
+        if sock and kind:
+            cols[(sock.group(1), kind)] = i
+    if not cols:
+        raise TelemetryError("pcm-memory CSV header has no 'SKTn' / 'Mem Read (MB/s)' columns")
+    reads: Dict[str, List[float]] = {}
+    writes: Dict[str, List[float]] = {}
+    rows = 0
+    for n, raw in enumerate(lines[at + 1:], at + 2):
+        if not raw.strip():
+            continue
+        cells = next(csv.reader([raw]))
+        if cells and cells[0] in ("Date", "") and len(cells) > 2 and not re.match(r"\d", cells[0] or "x"):
+            continue  # a repeated header
+        need = max(cols.values()) + 1
+        if len(cells) < need:
+            raise TelemetryError(f"pcm-memory CSV line {n}: {len(cells)} cells, the header needs {need} (truncated?)")
+        for (sock, kind), i in cols.items():
+            try:
+                v = float(cells[i])
+            except ValueError:
+                raise TelemetryError(f"pcm-memory CSV line {n}: socket {sock} {kind} {cells[i]!r} is not a number") from None
+            (reads if kind == "read" else writes).setdefault(sock, []).append(v)
+        rows += 1
+    if not rows:
+        raise TelemetryError("pcm-memory CSV has headers but no data rows (truncated?)")
+    return MemoryStats(_avg(reads), _avg(writes), rows)
+
+
 def parse_memory(text: str) -> MemoryStats:
-    """pcm-memory per-socket read/write MB/s (``NODE 0 Mem Read (MB/s) : 123.45`` rows)."""
-    reads = {m.group(1): float(m.group(2)) for m in
-             re.finditer(r"(?:NODE|Socket|SKT)\s*(\d+)\s+Mem\s*Read\s*\(MB/s\)\s*:\s*([0-9.]+)", text)}
-    writes = {m.group(1): float(m.group(2)) for m in
-              re.finditer(r"(?:NODE|Socket|SKT)\s*(\d+)\s+Mem\s*Write\s*\(MB/s\)\s*:\s*([0-9.]+)", text)}
+    """pcm-memory per-socket read/write MB/s, from its table or its ``-csv`` output.
+
+    Table rows: ``|-- NODE 0 Mem Read (MB/s) :  1234.56 --|`` and ``Mem Write(MB/s)``
+    (``|-- DRAM Mem Read  (MB/s):`` under ``Processor socket N`` on HBM parts). CSV: two
+    header rows (``,,SKT0,SKT0,...`` over ``Date,Time,...,Mem Read (MB/s),Mem Write
+    (MB/s),...``) then one data row per sample. Several samples are averaged.
+    """
+    if not text or not text.strip():
+        raise TelemetryError("pcm-memory output is empty")
+    lines = text.splitlines()
+    for i, ln in enumerate(lines):
+        if ln.startswith("Date,Time,") or ln.startswith("Date;Time;"):
+            return _parse_memory_csv(lines, i)
+    reads: Dict[str, List[float]] = {}
+    writes: Dict[str, List[float]] = {}
+    num = r"(-?[0-9]+(?:\.[0-9]+)?)"
+    for m in re.finditer(r"NODE\s*(\d+)\s+Mem\s*(Read|Write)\s*\(MB/s\)\s*:\s*" + num, text):
+        (reads if m.group(2) == "Read" else writes).setdefault(m.group(1), []).append(float(m.group(3)))
+    sock = None
+    for ln in lines:
+        s = re.search(r"Processor socket\s+(\d+)", ln)
+        if s:
+            sock = s.group(1)
+        m = re.search(r"DRAM Mem (Read|Write)\s*\(MB/s\)\s*:\s*" + num, ln)
+        if m and sock is not None:
+            (reads if m.group(1) == "Read" else writes).setdefault(sock, []).append(float(m.group(2)))
     if not reads and not writes:
-        raise TelemetryError("pcm-memory output has no 'NODE n Mem Read/Write (MB/s)' rows")
-    return MemoryStats(reads, writes)
+        raise TelemetryError("pcm-memory output has no 'NODE n Mem Read/Write (MB/s)' rows nor a "
+                             "'Date,Time,...Mem Read (MB/s)' CSV header")
+    missing = sorted(set(reads) ^ set(writes))
+    if missing:
+        raise TelemetryError(f"pcm-memory output has Read without Write (or the reverse) for socket(s) "
+                             f"{', '.join(missing)} (truncated?)")
+    return MemoryStats(_avg(reads), _avg(writes), max(len(v) for v in reads.values()))
 
 
 def mem_bytes_per_packet(mem: MemoryStats, pps: float) -> float:
@@ -234,30 +404,54 @@ def mem_bytes_per_packet(mem: MemoryStats, pps: float) -> float:
     return mem.total_bytes_per_s / pps
 
 
+# -- unsupported hosts -------------------------------------------------------------------
 _UNSUPPORTED = (
     ("unsupported processor", "pcm: unsupported processor (Intel server CPU required)"),
     ("CPU is required for this tool", "pcm-pcie: an Intel server CPU is required"),
     ("no MSR or PCI CFG space access", "pcm: no MSR or PCI CFG space access (load msr module, run as root)"),
     ("Access to Intel(r) Performance Counter Monitor has denied", "pcm: access to performance counters denied"),
+    ("Access to Processor Counter Monitor has denied", "pcm: access to performance counters denied"),
+    ("Core offlining is not supported", "pcm-pcie: offlined cores are not supported on this processor"),
 )
 
 
-def probe_pcm(runner: Callable = subprocess.run, tool: str = "pcm-pcie") -> Optional[NotSupported]:
-    """None when ``tool`` can count here, else the tool's own reason."""
-    try:
-        res = runner([tool, "-e", "-i=1", "0.1"], capture_output=True, text=True, timeout=20)
-    except FileNotFoundError:
-        return NotSupported(f"{tool} not installed: apt-get install pcm")
-    except subprocess.TimeoutExpired:
-        return NotSupported(f"{tool} did not finish within 20 s")
-    return reason_from_output((res.stdout or "") + (res.stderr or ""), res.returncode)
-
-
-def reason_from_output(text: str, code: int = 0) -> Optional[NotSupported]:
+def reason_from_output(text: str, code: int = 0, tool: str = "pcm") -> Optional[NotSupported]:
+    """The tool's own reason it cannot count, or None when it ran."""
     for needle, reason in _UNSUPPORTED:
         if needle in text:
             return NotSupported(reason)
+    if code in (126, 127) and ("not found" in text or "No such file" in text):
+        return NotSupported(f"{tool} not installed: apt-get install pcm")
     if code != 0:
         last = text.strip().splitlines()[-1:] or ["no output"]
-        return NotSupported(f"pcm exited with code {code}: {last[0]}")
+        return NotSupported(f"{tool} exited with code {code}: {last[0]}")
     return None
+
+
+def pcie_argv(duration_s: float, tool: str = "pcm-pcie") -> List[str]:
+    """pcm-pcie for one sample of ``duration_s``: CSV, Miss/Hit rows (-e), byte columns (-B).
+
+    >>> pcie_argv(2)
+    ['pcm-pcie', '-csv', '-e', '-B', '-i=1', '2']
+    """
+    return [tool, "-csv", "-e", "-B", "-i=1", f"{duration_s:g}"]
+
+
+def memory_argv(duration_s: float, tool: str = "pcm-memory") -> List[str]:
+    """pcm-memory for one sample of ``duration_s``: CSV, no per-channel columns.
+
+    >>> memory_argv(2)
+    ['pcm-memory', '-csv', '-nc', '-i=1', '2']
+    """
+    return [tool, "-csv", "-nc", "-i=1", f"{duration_s:g}"]
+
+
+def probe_pcm(node=None, tool: str = "pcm-pcie") -> Optional[NotSupported]:
+    """None when ``tool`` can count on ``node`` (a dpgate.remote node), else the tool's reason."""
+    from ._run import run_tool
+
+    argv = [tool, "-csv", "-i=1", "0.1"]
+    res = run_tool(node, argv, timeout=20)
+    if isinstance(res, NotSupported):
+        return res
+    return reason_from_output((res.stdout or "") + (res.stderr or ""), res.returncode, tool)

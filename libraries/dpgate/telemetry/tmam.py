@@ -19,7 +19,7 @@ CPU_CLK_UNHALTED.THREAD when THREAD_ANY is absent, e.g. HT off)::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Mapping
+from typing import Dict, List, Mapping, Optional
 
 from . import TelemetryError
 
@@ -44,35 +44,135 @@ class Tmam:
         return self.retiring + self.bad_speculation + self.frontend_bound + self.backend_bound
 
 
+#: Level-1 node names as toplev and perf print them, mapped to Tmam fields.
+_L1 = {"retiring": "retiring", "bad_speculation": "bad_speculation", "badspeculation": "bad_speculation",
+       "bad_spec": "bad_speculation", "frontend_bound": "frontend_bound", "fe_bound": "frontend_bound",
+       "backend_bound": "backend_bound", "be_bound": "backend_bound"}
+#: How far the four level-1 values may add up away from 100 % (printing rounds each to 0.1-0.01).
+SUM_TOLERANCE = 0.01
+
+
+def l1_name(name: str) -> Optional[str]:
+    """Tmam field of a level-1 node name, or None: ``%  tma_retiring``, ``Frontend_Bound``,
+    ``bad speculation`` (legacy perf --topdown), ``topdown-fe-bound``.
+
+    >>> l1_name("%  tma_bad_speculation"), l1_name("Backend_Bound"), l1_name("tma_memory_bound")
+    ('bad_speculation', 'backend_bound', None)
+    """
+    k = name.strip().lstrip("%").strip().lower().replace(" ", "_").replace("-", "_")
+    for prefix in ("tma_", "topdown_"):
+        if k.startswith(prefix):
+            k = k[len(prefix):]
+    return _L1.get(k)
+
+
+def tmam_checked(values: Mapping[str, float], source: str, percent: Optional[bool] = None) -> Tmam:
+    """A Tmam from the four level-1 values; percent or ratio decided by ``percent`` or by the
+    sum (about 100 or about 1). Values that do not add up to 100 % +- rounding are an error."""
+    missing = [f for f in ("retiring", "bad_speculation", "frontend_bound", "backend_bound") if f not in values]
+    if missing:
+        raise TelemetryError(f"{source} lacks TMAM level-1 {', '.join(missing)}")
+    total = sum(values.values())
+    if percent is None:
+        percent = total > 10.0
+    scale = 100.0 if percent else 1.0
+    t = Tmam(**{k: float(v) / scale for k, v in values.items()})
+    if abs(t.total - 1.0) > SUM_TOLERANCE:
+        shown = ", ".join(f"{k} {v:g}" for k, v in values.items())
+        raise TelemetryError(f"{source}: TMAM level-1 values add up to {t.total * 100:.1f} %, not 100 % "
+                             f"({shown}): truncated or mixed output?")
+    return t
+
+
 def tmam_from_events(events: Mapping[str, float], slots_per_cycle: int = 4) -> Tmam:
-    clk = events.get("CPU_CLK_UNHALTED.THREAD_ANY", events.get("CPU_CLK_UNHALTED.THREAD"))
+    ev = {k.upper(): float(v) for k, v in events.items()}
+    clk = ev.get("CPU_CLK_UNHALTED.THREAD_ANY", ev.get("CPU_CLK_UNHALTED.THREAD"))
     need = ["UOPS_RETIRED.RETIRE_SLOTS", "UOPS_ISSUED.ANY", "INT_MISC.RECOVERY_CYCLES",
             "IDQ_UOPS_NOT_DELIVERED.CORE"]
-    missing = [e for e in need if e not in events] + ([] if clk is not None else ["CPU_CLK_UNHALTED.THREAD(_ANY)"])
+    missing = [e for e in need if e not in ev] + ([] if clk is not None else ["CPU_CLK_UNHALTED.THREAD(_ANY)"])
     if missing:
         raise TelemetryError(f"TMAM level 1 needs events {', '.join(missing)}")
     slots = slots_per_cycle * float(clk)
     if slots <= 0:
         raise TelemetryError("TMAM level 1: zero unhalted cycles counted")
-    ret = events["UOPS_RETIRED.RETIRE_SLOTS"] / slots
-    bad = (events["UOPS_ISSUED.ANY"] - events["UOPS_RETIRED.RETIRE_SLOTS"]
-           + slots_per_cycle * events["INT_MISC.RECOVERY_CYCLES"]) / slots
-    fe = events["IDQ_UOPS_NOT_DELIVERED.CORE"] / slots
+    ret = ev["UOPS_RETIRED.RETIRE_SLOTS"] / slots
+    bad = (ev["UOPS_ISSUED.ANY"] - ev["UOPS_RETIRED.RETIRE_SLOTS"]
+           + slots_per_cycle * ev["INT_MISC.RECOVERY_CYCLES"]) / slots
+    fe = ev["IDQ_UOPS_NOT_DELIVERED.CORE"] / slots
     return Tmam(ret, bad, fe, 1.0 - ret - bad - fe)
 
 
 def tmam_from_topdown_metrics(metrics: Mapping[str, float]) -> Tmam:
-    """From perf's ``--topdown``/``-M TopdownL1`` metric values (percent or ratio)."""
-    keys = {"retiring": None, "bad speculation": None, "frontend bound": None, "backend bound": None}
+    """From level-1 metric values keyed by name (percent or ratio, decided by their sum)."""
+    vals: Dict[str, float] = {}
     for name, value in metrics.items():
-        k = name.lower().replace("_", " ").replace("tma ", "").replace("topdown-", "").strip()
-        k = {"fe bound": "frontend bound", "be bound": "backend bound", "bad spec": "bad speculation"}.get(k, k)
-        if k in keys:
-            keys[k] = float(value) / (100.0 if float(value) > 1.0 else 1.0)
-    missing = [k for k, v in keys.items() if v is None]
-    if missing:
-        raise TelemetryError(f"topdown output lacks {', '.join(missing)}")
-    return Tmam(keys["retiring"], keys["bad speculation"], keys["frontend bound"], keys["backend bound"])
+        k = l1_name(name)
+        if k is not None:
+            vals[k] = float(value)
+    return tmam_checked(vals, "topdown output")
+
+
+def tmam_from_perf_metrics(metrics: Mapping[str, float]) -> Tmam:
+    """From ``perf stat -x, -M TopdownL1`` / ``--topdown`` metric columns (PerfStat.metrics).
+
+    Units are ``%  tma_retiring`` (perf 5.16 and later: percent), ``retiring`` / ``frontend
+    bound`` (legacy --topdown: percent) or ``Retiring`` (older metric JSON: ratio).
+    """
+    vals: Dict[str, float] = {}
+    percent = None
+    for unit, value in metrics.items():
+        k = l1_name(unit)
+        if k is None:
+            continue
+        vals[k] = float(value)
+        if "%" in unit or " " in unit.strip():
+            percent = True
+    return tmam_checked(vals, "perf stat topdown metrics", percent)
+
+
+def parse_toplev_csv(text: str) -> Tmam:
+    """TMAM level 1 from toplev ``-l1 -x,`` output (pmu-tools tl_output.py OutputCSV).
+
+    Header ``[Timestamp,][CPUs,]Area,Value,Unit,Description,Sample,Stddev,Multiplex,
+    Bottleneck,Idle``; the ``Area`` column holds the node name (``Frontend_Bound``) and
+    ``Value`` is percent of slots (``Unit`` ``% Slots``, ``<`` appended when below
+    threshold). Rows of several CPUs/cores or intervals are averaged; ``SUMMARY`` rows win
+    over interval rows. ``#`` lines (toplev's version line) and other output are ignored.
+    """
+    import csv
+    import io
+
+    if not text or not text.strip():
+        raise TelemetryError("toplev output is empty")
+    rows = [r for r in csv.reader(io.StringIO(text)) if r and not r[0].startswith("#")]
+    head_at = next((i for i, r in enumerate(rows) if "Area" in r and "Value" in r), None)
+    if head_at is None:
+        raise TelemetryError("toplev CSV has no header row with 'Area' and 'Value' columns "
+                             "(run toplev with -x, and without --no-csv-header)")
+    head = [c.strip() for c in rows[head_at]]
+    a, v = head.index("Area"), head.index("Value")
+    t = head.index("Timestamp") if "Timestamp" in head else None
+    acc: Dict[str, List[float]] = {}
+    summary: Dict[str, List[float]] = {}
+    for r in rows[head_at + 1:]:
+        if len(r) <= max(a, v):
+            if any(l1_name(c) for c in r):
+                raise TelemetryError(f"toplev CSV row {','.join(r)!r} is shorter than its header (truncated?)")
+            continue
+        k = l1_name(r[a])
+        if k is None:
+            continue
+        try:
+            val = float(r[v])
+        except ValueError:
+            raise TelemetryError(f"toplev CSV: {r[a]} value {r[v]!r} is not a number") from None
+        target = summary if t is not None and r[t].strip() == "SUMMARY" else acc
+        target.setdefault(k, []).append(val)
+    use = summary or acc
+    if not use:
+        raise TelemetryError("toplev CSV has no level-1 rows (Frontend_Bound, Bad_Speculation, Backend_Bound, "
+                             "Retiring): run toplev -l1 -v")
+    return tmam_checked({k: sum(x) / len(x) for k, x in use.items()}, "toplev CSV", percent=True)
 
 
 def plot_tmam_bars(records: Mapping[str, Tmam], path: str) -> str:
