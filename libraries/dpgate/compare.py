@@ -4,15 +4,28 @@
     dpgate compare results/ --history history/ [--min-change 3]   # exit 1 on regression
 
 History: one JSON line per run and test in ``<store>/<testbed>/<test-id>.jsonl`` with the
-commit (``--commit``, else CI_COMMIT_SHA / GIT_COMMIT), time, NDR and PDR.
+commit (``--commit``, else DPGATE_COMMIT / CI_COMMIT_SHA / GIT_COMMIT / GITHUB_SHA), time,
+NDR, PDR, MRR and the run's samples of each (e.g. every MRR trial's rx rate).
 
-Verdict per test: jumpavg classifies the history plus the current value into groups of
-similar averages; the current run is a ``regression``/``progression`` only when jumpavg
-puts it in a new group with that comment **and** it differs from the previous group's
-average by at least ``min_change`` (default 3 %), so a single noisy run does not flap.
-Otherwise ``normal``; ``no history`` when the test has none. A drop of a result that sits
-at the generator's ceiling (``limited_by=generator``) is ``generator-limited``, not a
-regression: the SUT kept up with everything the generator could send.
+Verdict per test and metric (NDR, PDR, MRR):
+
+1. jumpavg classifies the history runs plus the current run into groups of similar
+   averages; a run with several samples enters as a list, so jumpavg sees the noise
+   within a run (as in CSIT's MRR trending).
+2. The current run is a ``regression``/``progression`` only when jumpavg starts a new
+   group with it, with that comment, **and** it moved from the previous group's average
+   by at least the *allowance*: the largest of ``min_change`` (default 3 %) and the
+   test's run-to-run noise. The noise is 3 robust standard deviations (1.4826 x MAD) of
+   the history's run averages once there are ``NOISE_RUNS`` (5) runs; before that, the
+   larger of the case's declared ``noise`` (thresholds file: the largest change seen
+   between healthy baseline runs) and the spread already seen in the short history.
+   So a single noisy run does not flap, and a noisy test needs a larger step.
+3. Otherwise ``normal``; ``no history`` when the test has none. A drop of a result at
+   the generator's ceiling (``limited_by=generator``) is ``generator-limited``: the SUT
+   kept up with everything the generator could send, so it is not a SUT regression.
+
+Runs with injected faults (``injected_sut_cpu_steal``) are compared but never added to
+the history.
 """
 
 from __future__ import annotations
@@ -20,15 +33,18 @@ from __future__ import annotations
 import csv
 import json
 import os
+import statistics
 import sys
 import time
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Optional, Sequence
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from .errors import ConfigError
 from .results import load_records, test_id
 
-METRICS = ("ndr_pps", "pdr_pps")
+METRICS = ("ndr_pps", "pdr_pps", "mrr_pps")
+NOISE_RUNS = 5
+RunValue = Union[float, List[float]]
 
 
 @dataclass(frozen=True)
@@ -40,16 +56,51 @@ class Verdict:
     baseline: Optional[float]
     change_pct: Optional[float]
     history_len: int
+    allowance_pct: Optional[float] = None
+    noise_source: str = ""
 
     def line(self) -> str:
         if self.baseline is None:
             return f"{self.test} {self.metric}: {self.verdict} (current {self.current / 1e6:.3f} Mpps)"
+        allow = (f", allowance {self.allowance_pct:.1f} % from {self.noise_source}"
+                 if self.allowance_pct is not None else "")
         return (f"{self.test} {self.metric}: {self.verdict}: {self.current / 1e6:.3f} Mpps vs "
-                f"{self.baseline / 1e6:.3f} Mpps ({self.change_pct:+.1f} %, {self.history_len} runs of history)")
+                f"{self.baseline / 1e6:.3f} Mpps ({self.change_pct:+.1f} %, {self.history_len} runs of history{allow})")
 
 
-def classify_current(history: Sequence[float], current: Sequence[float], min_change: float = 0.03) -> Verdict:
-    """Classify ``current`` (one or more samples of this run) against ``history``.
+def _mean(v: RunValue) -> float:
+    return sum(v) / len(v) if isinstance(v, list) else float(v)
+
+
+def allowance(history_means: Sequence[float], min_change: float, declared: Optional[float]) -> Tuple[float, str]:
+    """(relative change a regression must exceed, where that number comes from).
+
+    >>> allowance([100.0] * 4 + [101.0] * 4, 0.03, None)
+    (0.03, 'min change')
+    >>> allowance([100.0, 90.0], 0.03, 0.15)
+    (0.15, 'declared noise')
+    >>> round(allowance([100.0, 80.0], 0.03, 0.15)[0], 3), allowance([100.0, 80.0], 0.03, 0.15)[1]
+    (0.25, 'history spread (2 runs)')
+    """
+    n = len(history_means)
+    cands: List[Tuple[float, str]] = [(min_change, "min change")]
+    if n >= NOISE_RUNS:
+        med = statistics.median(history_means)
+        mad = statistics.median(abs(x - med) for x in history_means)
+        if med > 0:
+            cands.append((3 * 1.4826 * mad / med, f"history noise ({n} runs)"))
+    else:
+        if declared:
+            cands.append((float(declared), "declared noise"))
+        if n >= 2 and min(history_means) > 0:
+            cands.append(((max(history_means) - min(history_means)) / min(history_means), f"history spread ({n} runs)"))
+    return max(cands, key=lambda c: c[0])
+
+
+def classify_current(history: Sequence[RunValue], current: Sequence[float], min_change: float = 0.03,
+                     noise: Optional[float] = None) -> Verdict:
+    """Classify ``current`` (one or more samples of this run) against ``history`` (one value
+    or a list of samples per run); ``noise`` is the case's declared run-to-run noise.
 
     >>> classify_current([10.0] * 20, [10.1]).verdict
     'normal'
@@ -61,21 +112,23 @@ def classify_current(history: Sequence[float], current: Sequence[float], min_cha
     cur = sum(current) / len(current)
     if not history:
         return Verdict("", "", "no history", cur, None, None, 0)
-    values: List = list(history) + [list(current) if len(current) > 1 else current[0]]
+    hist = [list(map(float, h)) if isinstance(h, list) else float(h) for h in history]
+    values: List = hist + [list(current) if len(current) > 1 else current[0]]
     groups = jumpavg.classify(values)
     last = groups[-1]
+    means = [_mean(h) for h in hist]
     if len(groups) == 1 or len(last) > 1:
         # the current run joined an existing group: compare with the group without it
-        base_vals = history[-(len(last) - 1):] if len(last) > 1 else history
+        base_vals = means[-(len(last) - 1):] if len(last) > 1 else means
         baseline = sum(base_vals) / len(base_vals)
         comment = "normal"
     else:
-        prev = groups[-2]
-        baseline = prev.stats.avg
+        baseline = groups[-2].stats.avg
         comment = last.comment
     change = (cur - baseline) / baseline if baseline else 0.0
-    verdict = comment if comment in ("regression", "progression") and abs(change) >= min_change else "normal"
-    return Verdict("", "", verdict, cur, baseline, change * 100, len(history))
+    allow, source = allowance(means, min_change, noise)
+    verdict = comment if comment in ("regression", "progression") and abs(change) >= allow else "normal"
+    return Verdict("", "", verdict, cur, baseline, change * 100, len(history), allow * 100, source)
 
 
 def history_path(store: str, testbed: str, longname: str) -> str:
@@ -91,44 +144,82 @@ def read_history(store: str, testbed: str, longname: str) -> List[Dict]:
         for n, line in enumerate(fh, 1):
             if line.strip():
                 try:
-                    out.append(json.loads(line))
+                    entry = json.loads(line)
                 except ValueError:
                     raise ConfigError(f"line {n} is not JSON (corrupted history?)", path) from None
+                if not isinstance(entry, dict):
+                    raise ConfigError(f"line {n} is not a JSON object (corrupted history?)", path)
+                out.append(entry)
     return out
 
 
-def add_to_history(outdir: str, store: str, commit: Optional[str] = None) -> int:
-    commit = commit or os.environ.get("CI_COMMIT_SHA") or os.environ.get("GIT_COMMIT") or "unknown"
+def run_value(entry: Dict, metric: str) -> Optional[RunValue]:
+    """The value of ``metric`` in one history entry or record: its samples when several."""
+    samples = (entry.get("samples") or {}).get(metric)
+    if samples and len(samples) > 1:
+        return [float(x) for x in samples]
+    m = entry.get("metrics", entry)
+    v = m.get(metric)
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def injected(rec: Dict) -> bool:
+    return bool((rec.get("metrics") or {}).get("injected_sut_cpu_steal"))
+
+
+def add_to_history(outdir: str, store: str, commit: Optional[str] = None, only_passed: bool = False) -> int:
+    """Append the run's tests to the store (PASS and FAIL, or PASS only); never injected runs."""
+    commit = (commit or os.environ.get("DPGATE_COMMIT") or os.environ.get("CI_COMMIT_SHA")
+              or os.environ.get("GIT_COMMIT") or os.environ.get("GITHUB_SHA") or "unknown")
     n = 0
     for rec in load_records(outdir):
         m = rec.get("metrics", {})
-        if rec.get("status") not in ("PASS", "FAIL") or "ndr_pps" not in m:
+        allowed = ("PASS",) if only_passed else ("PASS", "FAIL")
+        if rec.get("status") not in allowed or "ndr_pps" not in m or injected(rec):
             continue
         path = history_path(store, rec.get("testbed", ""), rec["longname"])
         os.makedirs(os.path.dirname(path), exist_ok=True)
+        entry = {"commit": rec.get("commit") or commit, "time": rec.get("started", time.time()),
+                 "sut_version": rec.get("sut_version"), "limited_by": m.get("limited_by"),
+                 **{k: m[k] for k in METRICS if isinstance(m.get(k), (int, float))}}
+        samples = {k: v for k, v in (rec.get("samples") or {}).items() if k in METRICS}
+        if samples:
+            entry["samples"] = samples
         with open(path, "a") as fh:
-            fh.write(json.dumps({"commit": commit, "time": rec.get("started", time.time()),
-                                 "sut_version": rec.get("sut_version"),
-                                 **{k: m[k] for k in METRICS if k in m}}) + "\n")
+            fh.write(json.dumps(entry) + "\n")
         n += 1
     return n
+
+
+def verdicts_for(rec: Dict, store: str, min_change: float = 0.03, noise: Optional[float] = None) -> List[Verdict]:
+    """Every metric of one record against its history; ``noise`` defaults to the record's
+    ``regression_noise`` (the case's declared noise, recorded by the gate)."""
+    m = rec.get("metrics", {})
+    if noise is None and isinstance(m.get("regression_noise"), (int, float)):
+        noise = float(m["regression_noise"])
+    hist = read_history(store, rec.get("testbed", ""), rec["longname"])
+    out = []
+    for metric in METRICS:
+        cur = run_value(rec, metric)
+        if cur is None:
+            continue
+        past = [v for v in (run_value(h, metric) for h in hist) if v is not None]
+        v = classify_current(past, cur if isinstance(cur, list) else [cur], min_change, noise)
+        limited = m.get("mrr_limited_by" if metric == "mrr_pps" else "limited_by")
+        if limited == "generator" and v.verdict == "regression":
+            # at the generator's ceiling the number measures the generator, not the SUT: the
+            # SUT kept up with everything sent, so this cannot be a SUT regression.
+            v = Verdict("", "", "generator-limited", v.current, v.baseline, v.change_pct, v.history_len,
+                        v.allowance_pct, v.noise_source)
+        out.append(Verdict(rec.get("name", rec["longname"]), metric, v.verdict, v.current, v.baseline,
+                           v.change_pct, v.history_len, v.allowance_pct, v.noise_source))
+    return out
 
 
 def compare(outdir: str, store: str, min_change: float = 0.03) -> List[Verdict]:
     out = []
     for rec in load_records(outdir):
-        m = rec.get("metrics", {})
-        hist = read_history(store, rec.get("testbed", ""), rec["longname"])
-        for metric in METRICS:
-            if metric not in m:
-                continue
-            v = classify_current([h[metric] for h in hist if metric in h], [float(m[metric])], min_change)
-            if m.get("limited_by") == "generator" and v.verdict == "regression":
-                # NDR/PDR at the generator's ceiling measure the generator, not the SUT: the
-                # SUT kept up with everything sent, so this cannot be a SUT regression.
-                v = Verdict("", "", "generator-limited", v.current, v.baseline, v.change_pct, v.history_len)
-            out.append(Verdict(rec.get("name", rec["longname"]), metric, v.verdict, v.current, v.baseline,
-                               v.change_pct, v.history_len))
+        out.extend(verdicts_for(rec, store, min_change))
     return out
 
 

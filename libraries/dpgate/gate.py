@@ -3,6 +3,15 @@
     dpgate gate                                  # embedded suites, per-commit profile
     dpgate gate --profile sign-off --outdir results/release
     dpgate gate --include linux-ip4 --variable PREFIX:dpg1-
+    dpgate gate --history /ci-cache/dpgate-history --commit $CI_COMMIT_SHA
+    dpgate gate --sut-cpu-steal 10 --no-history-add     # fault injection: a 10 % slower SUT
+
+Each run starts from a clean ``<outdir>/dpgate`` (records of an earlier run into the same
+directory would otherwise reappear in this run's JUnit). With a history store (default
+``<outdir>/history``; ``--no-history`` for none) every test also checks its NDR, PDR and
+MRR against the history of the same test and testbed (``dpgate compare`` rules) and fails
+on a regression; after the run its passing tests are added to the store (not with
+``--no-history-add``, and never runs with injected faults).
 
 Exit codes: 0 all gates passed (skips allowed), 1 a gate failed or a test errored,
 2 bad input, 3 environment problem, 130/143 interrupted (results and JUnit still written).
@@ -36,7 +45,38 @@ def add_parser(sub) -> None:
     g.add_argument("--exclude", action="append", default=[], help="skip tests with this tag (repeatable)")
     g.add_argument("--variable", action="append", default=[], help="extra Robot variable NAME:VALUE")
     g.add_argument("--junit", default=None, help="JUnit path (default <outdir>/junit.xml)")
+    g.add_argument("--history", default=None,
+                   help="history store for the regression check (default <outdir>/history)")
+    g.add_argument("--no-history", action="store_true", help="no regression check against history")
+    g.add_argument("--no-history-add", action="store_true", help="check against history but do not add this run")
+    g.add_argument("--min-change", type=_percent("--min-change"), default=3.0,
+                   help="smallest change in %% the regression check reports (default 3)")
+    g.add_argument("--commit", default=None, help="commit under test (default: CI_COMMIT_SHA / GIT_COMMIT / GITHUB_SHA)")
+    g.add_argument("--mrr-trials", type=int, default=None, help="MRR trials after each search (default 3; 0 = none)")
+    g.add_argument("--sut-cpu-steal", type=_percent("--sut-cpu-steal"), default=0.0,
+                   help="fault injection: take this %% of the SUT core(s) away (shows the regression check works)")
     g.set_defaults(func=cmd_gate)
+
+
+def _percent(option: str):
+    import argparse
+
+    def conv(text: str) -> float:
+        try:
+            v = float(str(text).rstrip("%"))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{option} must be a percentage like 3 or 3%, got {text!r}") from None
+        if not 0 <= v < 90:
+            raise argparse.ArgumentTypeError(f"{option} must be in [0, 90) %, got {text!r}")
+        return v
+
+    return conv
+
+
+def history_dir(args) -> Optional[str]:
+    if getattr(args, "no_history", False):
+        return None
+    return os.path.abspath(args.history or os.path.join(args.outdir, "history"))
 
 
 def robot_argv(args) -> List[str]:
@@ -52,6 +92,15 @@ def robot_argv(args) -> List[str]:
         argv += ["--variable", f"TOPOLOGY:{os.path.abspath(args.topology)}"]
     if args.prefix:
         argv += ["--variable", f"PREFIX:{args.prefix}"]
+    hist = history_dir(args)
+    if hist:
+        argv += ["--variable", f"HISTORY:{hist}", "--variable", f"MIN_CHANGE:{args.min_change:g}%"]
+    if getattr(args, "mrr_trials", None) is not None:
+        if args.mrr_trials < 0:
+            raise ConfigError(f"--mrr-trials must be >= 0, got {args.mrr_trials}", path="--mrr-trials")
+        argv += ["--variable", f"MRR_TRIALS:{args.mrr_trials}"]
+    if getattr(args, "sut_cpu_steal", 0):
+        argv += ["--variable", f"SUT_CPU_STEAL:{args.sut_cpu_steal:g}%"]
     for tag in args.include:
         argv += ["--include", tag]
     for tag in args.exclude:
@@ -77,10 +126,22 @@ def preflight(args) -> None:
         check_environment()
 
 
+def fresh_outdir(outdir: str) -> None:
+    """Remove the dpgate records of an earlier run into ``outdir`` (not its history)."""
+    import shutil
+
+    os.makedirs(outdir, exist_ok=True)
+    old = os.path.join(outdir, "dpgate")
+    if os.path.isdir(old):
+        shutil.rmtree(old)
+
+
 def cmd_gate(args) -> int:
     preflight(args)
-    os.makedirs(args.outdir, exist_ok=True)
+    fresh_outdir(args.outdir)
     junit = args.junit or os.path.join(args.outdir, "junit.xml")
+    if args.commit:
+        os.environ["DPGATE_COMMIT"] = args.commit
     # Robot runs in its own session: a signal sent to our whole process group (CI cancel)
     # reaches it once, through us. Robot treats a second signal as "stop now, skip
     # teardowns", so only the first one is forwarded at once; a repeated signal to us
@@ -121,6 +182,15 @@ def cmd_gate(args) -> int:
     write_openmetrics(records, os.path.join(args.outdir, "metrics.txt"))
     write_csv(records, os.path.join(args.outdir, "results.csv"))
     print(summary_table(records))
+    hist = history_dir(args)
+    if hist:
+        print("\n" + history_summary(records, hist))
+        if not interrupted and not args.no_history_add:
+            from .compare import add_to_history
+
+            n = add_to_history(args.outdir, hist, args.commit, only_passed=True)
+            print(f"history: added {n} passing test(s) of this run to {hist}"
+                  + (" (runs with injected faults are never added)" if getattr(args, "sut_cpu_steal", 0) else ""))
     out = os.path.abspath(args.outdir)
     print(f"\nreport: {os.path.join(out, 'report.html')}\nlog:    {os.path.join(out, 'log.html')}\n"
           f"junit:  {os.path.abspath(junit)}\nmetrics: {os.path.join(out, 'metrics.txt')} (OpenMetrics), "
@@ -144,6 +214,18 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
     except (OSError, AttributeError):  # pragma: no cover - non-Linux
         pass
+
+
+def history_summary(records: List[Dict], hist: str) -> str:
+    """The regression check's verdicts as the tests recorded them."""
+    lines = [f"regression check against {hist}:"]
+    for r in records:
+        for g in r.get("gates", []):
+            if g.get("name", "").startswith("regression_"):
+                lines.append(f"  {g['message']}")
+    if len(lines) == 1:
+        lines.append("  (no test reached the regression check)")
+    return "\n".join(lines)
 
 
 def summary_table(records: List[Dict]) -> str:

@@ -66,6 +66,7 @@ class NdrPdrResult:
     generator_max_pps: Optional[float]
     limited_by: Optional[str]
     sut_cpp_measured: Optional[float] = None
+    mrr_samples: Tuple[float, ...] = ()
     telemetry: Dict[str, Any] = field(default_factory=dict)
 
     def metrics(self) -> Dict[str, Any]:
@@ -89,6 +90,11 @@ class NdrPdrResult:
             m["ndr_upper_pps"] = round(self.ndr_upper_pps, 1)
         if self.pdr_upper_pps is not None:
             m["pdr_upper_pps"] = round(self.pdr_upper_pps, 1)
+        if self.mrr_samples:
+            mrr = sum(self.mrr_samples) / len(self.mrr_samples)
+            m["mrr_pps"] = round(mrr, 1)
+            m["mrr_limited_by"] = ("generator" if self.generator_max_pps and mrr >= 0.97 * self.generator_max_pps
+                                   else "sut")
         if self.sut_cpp_measured is not None:
             m["cpp_sut_measured"] = round(self.sut_cpp_measured, 1)
         m.update(self.telemetry)
@@ -267,7 +273,7 @@ class EmbeddedTestbed:
     def find_ndr_and_pdr(self, frame_size: str = "64B", profile: str = "per-commit",
                          min_rate: Rate = Rate(pps=9001.0), max_rate: Rate = Rate(percent=100.0),
                          ndr_loss: str = "0", pdr_loss: str = "0.5%", time_limit: float = 0,
-                         **overrides: str) -> NdrPdrResult:
+                         mrr_trials: int = 0, mrr_duration: float = 1.0, **overrides: str) -> NdrPdrResult:
         """Search NDR and PDR for ``frame_size`` with a search profile, compute CPP, record metrics.
 
         ``max_rate`` defaults to the calibrated generator ceiling (the testbed's "line rate");
@@ -275,10 +281,14 @@ class EmbeddedTestbed:
         ``time_limit`` (seconds, 0 = none) bounds the search's wall time: when it runs out,
         NDR/PDR come from the trials measured so far (highest load passing its goal in
         at least half of its trial time, below the lowest load failing it) and the record
-        says ``search_complete=False``. Other keyword arguments override profile settings
-        (e.g. ``trial_duration=2``).
+        says ``search_complete=False``. ``mrr_trials`` (default 0) adds CSIT's MRR after
+        the search: that many ``mrr_duration`` trials at the generator ceiling, whose rx rates
+        are recorded as ``mrr_pps`` (mean) and samples for the regression check (they
+        let jumpavg see the noise within a run). Other keyword arguments override profile
+        settings (e.g. ``trial_duration=2``).
 
         | ${r}= | `Find NDR And PDR` | 64B | profile=per-commit |
+        | ${r}= | `Find NDR And PDR` | IMIX | mrr_trials=3 |
         """
         from .metrics import cycles_per_packet
         from .search import find_ndr_pdr
@@ -308,6 +318,7 @@ class EmbeddedTestbed:
             res = _bounds_from_trials(err.partial, nl, pl)
             logger.warn(f"{err.__cause__}: NDR/PDR taken from the {res.trial_count} trials measured so far")
         gen.sut.check_alive()
+        mrr = tuple(gen.measure(gen.max_pps, float(mrr_duration)).rx_rate_pps for _ in range(int(mrr_trials)))
         hz, source = self.session.cpu_freq()
         cores = len(self.session.testbed.sut_cpus)
         ndr, pdr = float(res.ndr or 0.0), float(res.pdr or 0.0)
@@ -327,7 +338,7 @@ class EmbeddedTestbed:
             cpp_ndr=cycles_per_packet(ndr, hz, cores) if ndr > 0 else float("inf"),
             cpp_pdr=cycles_per_packet(pdr, hz, cores) if pdr > 0 else float("inf"),
             generator_max_pps=gen.max_pps, limited_by=limited, sut_cpp_measured=sut_cpp,
-            telemetry=telemetry,
+            telemetry=telemetry, mrr_samples=mrr,
         )
         if res.ndr is None or res.pdr is None:
             logger.warn(f"even the minimum rate {format_pps(lo)} failed a loss goal: reported as 0")
@@ -341,7 +352,7 @@ class EmbeddedTestbed:
             metrics["injected_sut_cpu_steal"] = self._steal.share
         record(metrics=metrics, nf=out.nf, sut_version=self.sut_version(),
                testbed=self.session.topology.name, prefix=self.session.topology.prefix, profile=profile,
-               trials=trial_dicts(res), latency=None,
+               trials=trial_dicts(res), latency=None, samples={"mrr_pps": list(mrr)} if mrr else {},
                latency_note="not measured: the embedded generator (tcpreplay) sends no timestamped latency "
                             "streams; lab runs with TRex report latency")
         return out
@@ -478,6 +489,47 @@ class Gates:
         msg = (f"{goal} {format_pps(value)} {'>=' if ok else '<'} floor {format_pps(limit)} "
                f"({_pct(value, limit)})")
         self._gate(f"{goal.lower()}_min", ok, msg, value, limit)
+
+    @keyword
+    def throughput_should_not_regress(self, result: NdrPdrResult, history: str, min_change: str = "3%",
+                                      noise: Optional[str] = None) -> List[str]:
+        """Compare this test's NDR, PDR and MRR with the history of the same test on the same
+        testbed (``dpgate compare`` rules: jumpavg plus an allowance of at least ``min_change``
+        and the case's run-to-run ``noise``); fail on a regression. Returns the verdict lines.
+
+        The history is a directory written by ``dpgate history add`` or ``dpgate gate``
+        (which adds each passing run). ``noise`` is the case's declared noise from the
+        thresholds file (``Thresholds For`` ... ``noise``); it is recorded as
+        ``regression_noise`` so an offline ``dpgate compare`` applies the same allowance.
+
+        | ${t}= | `Thresholds For` | testpmd-io | 64B |
+        | `Throughput Should Not Regress` | ${result} | results/history | min_change=3% | noise=${t.noise} |
+        fails with ``regression vs history: 64B-1c-testpmd-io-ndrpdr mrr_pps: regression: 0.301 Mpps vs
+        0.336 Mpps (-10.4 %, 2 runs of history, allowance 5.2 % from history spread (2 runs))``.
+        """
+        from .compare import verdicts_for
+
+        suite, test = _current_test()
+        rec = _store().get(f"{suite}.{test}") if test else None
+        if not rec or "ndr_pps" not in rec.get("metrics", {}):
+            raise ConfigError("Throughput Should Not Regress reads this test's result record: "
+                              "call Find NDR And PDR first in the same test", path="Throughput Should Not Regress")
+        change = parse_ratio(min_change, "min_change")
+        declared = parse_ratio(noise, "noise", upper_inclusive=True) if noise not in (None, "", "None") else None
+        if declared is not None:
+            record(metrics={"regression_noise": declared})
+            rec.setdefault("metrics", {})["regression_noise"] = declared
+        verdicts = verdicts_for(rec, history, change, declared)
+        lines = [v.line() for v in verdicts]
+        bad = [v for v in verdicts if v.verdict == "regression"]
+        for v in verdicts:
+            record(gates=[{"name": f"regression_{v.metric.split('_')[0]}", "passed": v.verdict != "regression",
+                           "message": v.line(), "value": v.current, "threshold": v.baseline}])
+        for line in lines:
+            logger.info(line)
+        if bad:
+            raise Failure("regression vs history: " + "; ".join(v.line() for v in bad))
+        return lines
 
     @keyword
     def cycles_per_packet_should_be_at_most(self, result: NdrPdrResult, ceiling: float) -> None:

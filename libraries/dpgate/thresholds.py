@@ -12,7 +12,9 @@ Format::
 
 Keys of a case: ndr_min, pdr_min (rates: "0.15 Mpps", "150kpps", 150000), cpp_max (cycles
 per packet at NDR), ipc_min, ipp_max, ddio_miss_max (ratio or "5%"), mem_bytes_per_packet_max,
-tmam_retiring_min. Frame-size keys: 64B, 1518B, IMIX ... (any case), or "all".
+tmam_retiring_min, noise (run-to-run noise of the case on a healthy testbed, ratio or "15%":
+the regression check's allowance until the history has 5 runs). Frame-size keys: 64B, 1518B,
+IMIX ... (any case), or "all".
 Every bad value is one ConfigError naming file, path and what is accepted.
 """
 
@@ -59,6 +61,9 @@ class CaseThresholds:
     ddio_miss_max: Optional[str] = field(default=None, metadata={"check": _ratio_check})
     mem_bytes_per_packet_max: Optional[float] = field(default=None, metadata={"check": _pos})
     tmam_retiring_min: Optional[str] = field(default=None, metadata={"check": _ratio_check})
+    #: run-to-run noise of this case on a healthy testbed (largest change seen between
+    #: baseline runs, e.g. "15%"): the regression check's allowance while the history is short (< 5 runs)
+    noise: Optional[str] = field(default=None, metadata={"check": _ratio_check})
 
     def merged(self, other: "CaseThresholds") -> "CaseThresholds":
         vals = {f.name: getattr(other, f.name) if getattr(other, f.name) is not None else getattr(self, f.name)

@@ -88,3 +88,78 @@ def test_a_drop_at_the_generator_ceiling_is_not_a_sut_regression(tmp_path):
                                  testbed="embedded", metrics={"ndr_pps": 5.0e5, "pdr_pps": 5.0e5,
                                                               "limited_by": "generator"})
     assert {v.verdict for v in compare(str(out), store)} == {"generator-limited"}
+
+
+# -- samples, noise allowance, injected runs -------------------------------------------------
+def test_doctests_of_compare():
+    import doctest
+
+    import dpgate.compare as mod
+
+    assert doctest.testmod(mod).failed == 0
+
+
+def mrr_run(tmp_path, name, mrr, spread=0.01, status="PASS", steal=None, limited="sut"):
+    out = tmp_path / name
+    m = {"ndr_pps": mrr * 0.9, "pdr_pps": mrr * 0.95, "mrr_pps": mrr, "mrr_limited_by": limited}
+    if steal:
+        m["injected_sut_cpu_steal"] = steal
+    ResultStore(str(out)).update("S.64B-1c-x-ndrpdr", suite="S", name="64B-1c-x-ndrpdr", status=status, started=1,
+                                 testbed="embedded", metrics=m,
+                                 samples={"mrr_pps": [mrr * (1 - spread), mrr, mrr * (1 + spread)]})
+    return str(out)
+
+
+def test_history_keeps_mrr_samples_and_jumpavg_gets_them_as_lists(tmp_path):
+    store = str(tmp_path / "h")
+    for i in range(6):
+        add_to_history(mrr_run(tmp_path, f"r{i}", 4.0e5 * (1 + 0.004 * (i % 3))), store)
+    h = read_history(store, "embedded", "S.64B-1c-x-ndrpdr")
+    assert len(h[0]["samples"]["mrr_pps"]) == 3 and h[0]["mrr_pps"] == 4.0e5
+    verdicts = {v.metric: v for v in compare(mrr_run(tmp_path, "ok", 4.01e5), store)}
+    assert set(verdicts) == {"ndr_pps", "pdr_pps", "mrr_pps"} and verdicts["mrr_pps"].verdict == "normal"
+    slow = {v.metric: v for v in compare(mrr_run(tmp_path, "slow", 3.6e5), store)}
+    assert slow["mrr_pps"].verdict == "regression" and slow["mrr_pps"].change_pct == pytest.approx(-10.3, abs=0.5)
+
+
+def test_short_history_uses_declared_noise_then_its_own_spread():
+    assert classify_current([1.0e6], [0.94e6]).verdict == "regression"  # no noise known: jumpavg + 3 %
+    assert classify_current([1.0e6], [0.92e6], noise=0.15).verdict == "normal"
+    v = classify_current([1.0e6], [0.80e6], noise=0.15)
+    assert v.verdict == "regression" and v.noise_source == "declared noise" and v.allowance_pct == pytest.approx(15)
+    # two healthy runs 20 % apart: a third inside that spread is not a regression
+    v = classify_current([1.0e6, 0.8e6], [0.82e6], noise=0.05)
+    assert v.verdict == "normal" and v.noise_source == "history spread (2 runs)"
+
+
+def test_long_history_estimates_its_own_noise():
+    noisy = hist(n=20, noise=0.08, seed=3)
+    v = classify_current(noisy, [0.90e6])  # -10 %, but the history's own noise is 8 %
+    assert v.verdict == "normal" and v.noise_source.startswith("history noise")
+    assert classify_current(hist(n=20, noise=0.005), [0.90e6]).verdict == "regression"
+
+
+def test_declared_noise_recorded_by_the_gate_is_used_offline(tmp_path):
+    store = str(tmp_path / "h")
+    add_to_history(make_run(tmp_path, "a", 5.0e5), store)
+    out = tmp_path / "cur"
+    ResultStore(str(out)).update("S.64B-1c-x-ndrpdr", suite="S", name="64B-1c-x-ndrpdr", status="PASS", started=1,
+                                 testbed="embedded", metrics={"ndr_pps": 4.4e5, "pdr_pps": 4.4e5,
+                                                              "regression_noise": 0.2})
+    assert {v.verdict for v in compare(str(out), store)} == {"normal"}
+
+
+def test_injected_and_failed_runs_stay_out_of_the_gates_history(tmp_path):
+    store = str(tmp_path / "h")
+    assert add_to_history(mrr_run(tmp_path, "inj", 3.6e5, steal=0.1), store) == 0
+    assert add_to_history(mrr_run(tmp_path, "bad", 3.6e5, status="FAIL"), store, only_passed=True) == 0
+    assert add_to_history(mrr_run(tmp_path, "good", 4.0e5), store, only_passed=True) == 1
+    assert read_history(store, "embedded", "S.64B-1c-x-ndrpdr")[0]["mrr_pps"] == 4.0e5
+
+
+def test_mrr_drop_at_the_generator_ceiling_is_generator_limited(tmp_path):
+    store = str(tmp_path / "h")
+    for i in range(6):
+        add_to_history(mrr_run(tmp_path, f"r{i}", 6.0e5, limited="generator"), store)
+    v = {x.metric: x for x in compare(mrr_run(tmp_path, "gen", 5.0e5, limited="generator"), store)}
+    assert v["mrr_pps"].verdict == "generator-limited"
