@@ -462,16 +462,18 @@ class Gates:
         self._file = None
 
     @keyword
-    def thresholds_for(self, nf: str, frame_size: str) -> CaseThresholds:
-        """Thresholds of one case from the thresholds file given at import.
+    def thresholds_for(self, nf: str, frame_size: str, cores: Optional[str] = None) -> CaseThresholds:
+        """Thresholds of one case from the thresholds file given at import; ``cores`` (a core
+        tag like ``2T1C``, lab cases) also applies the file's ``<size>-<tag>`` entries.
 
         | ${t}= | `Thresholds For` | linux-ip4 | 64B |
+        | ${t}= | `Thresholds For` | vpp-l2patch | 64B | cores=2T1C |
         """
         if self._file is None:
             if not self.thresholds_path:
                 raise ConfigError("no thresholds file: import Gates with the path of variables/<testbed>.yaml")
             self._file = load_thresholds(self.thresholds_path)
-        return self._file.lookup(nf, frame_size)
+        return self._file.lookup(nf, frame_size, cores or None)
 
     @keyword
     def throughput_should_be_at_least(self, result: NdrPdrResult, floor: Rate, goal: str = "NDR") -> None:

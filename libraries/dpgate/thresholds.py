@@ -15,13 +15,25 @@ per packet at NDR), ipc_min, ipp_max, ddio_miss_max (ratio or "5%"), mem_bytes_p
 tmam_retiring_min, noise (run-to-run noise of the case on a healthy testbed, ratio or "15%":
 the regression check's allowance until the history has 5 runs). Frame-size keys: 64B, 1518B,
 IMIX ... (any case), or "all".
+
+Lab cases also differ in cores: a key may end with a core tag (threads T physical cores C,
+as in the test names), e.g. ``64B-2T1C`` or ``all-4T2C``. ``lookup(nf, size, cores="2T1C")``
+merges, later winning: defaults < all < <size> < all-<tag> < <size>-<tag>. Without
+``cores`` only the keys without a tag apply, so embedded files work unchanged::
+
+    nfs:
+      vpp-l2patch:
+        64B-1T1C: {ndr_min: 13.0 Mpps, cpp_max: 190}
+        64B-2T1C: {ndr_min: 15.8 Mpps}
+
 Every bad value is one ConfigError naming file, path and what is accepted.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, fields
-from typing import Dict, Optional, Union
+from typing import Dict, Optional, Tuple, Union
 
 
 from . import schema
@@ -29,6 +41,23 @@ from .errors import ConfigError
 from .units import UnitError, frame_size_tag, parse_frame_size, parse_rate, parse_ratio
 
 Number = Union[float, str]
+_CORE_TAG = re.compile(r"^(\d+)T(\d+)C$", re.I)
+
+
+def core_tag(value: str, path: str = "cores") -> str:
+    """Normalised core tag: ``2t1c`` -> ``2T1C``; anything else is a ConfigError."""
+    m = _CORE_TAG.match(str(value).strip())
+    if not m or int(m.group(2)) < 1 or int(m.group(1)) < int(m.group(2)):
+        raise ConfigError(f"core tag {value!r} is not like 1T1C or 2T1C (threads T physical cores C)", path=path)
+    return f"{int(m.group(1))}T{int(m.group(2))}C"
+
+
+def split_case_key(key: str) -> Tuple[str, Optional[str]]:
+    """``'64B-2T1C'`` -> ``('64B', '2T1C')``; ``'IMIX'`` -> ``('IMIX', None)``."""
+    if "-" in key:
+        size, tag = key.rsplit("-", 1)
+        return size, tag
+    return key, None
 
 
 def _rate_check(v) -> Optional[str]:
@@ -89,24 +118,39 @@ class ThresholdFile:
     def validate(self):
         for nf, cases in self.nfs.items():
             for key in cases:
-                if key.lower() == "all":
+                size, tag = split_case_key(str(key))
+                if tag is not None:
+                    try:
+                        core_tag(tag)
+                    except ConfigError as err:
+                        return (f"nfs.{nf}.{key}", err.reason)
+                if size.lower() == "all":
                     continue
                 try:
-                    parse_frame_size(key)
+                    parse_frame_size(size)
                 except UnitError as err:
                     return (f"nfs.{nf}.{key}", str(err))
         return None
 
-    def lookup(self, nf: str, frame_size) -> CaseThresholds:
-        """Thresholds for one case: defaults < nf 'all' < nf <frame size>."""
+    def lookup(self, nf: str, frame_size, cores: Optional[str] = None) -> CaseThresholds:
+        """Thresholds for one case: defaults < nf 'all' < nf <frame size>; with ``cores``
+        (a core tag like ``2T1C``) then < 'all-<tag>' < '<frame size>-<tag>'."""
         if nf not in self.nfs:
             raise ConfigError(
                 f"no thresholds for NF {nf!r}; known: {', '.join(sorted(self.nfs))}. Add it under nfs:",
                 self.source, f"nfs.{nf}")
         tag = frame_size_tag(parse_frame_size(frame_size))
-        cases = {k.upper(): v for k, v in self.nfs[nf].items()}
+        cases = {}
+        for k, v in self.nfs[nf].items():
+            size, ctag = split_case_key(str(k))
+            size = "ALL" if size.lower() == "all" else frame_size_tag(parse_frame_size(size)).upper()
+            cases[f"{size}-{core_tag(ctag)}" if ctag else size] = v
+        keys = ["ALL", tag.upper()]
+        if cores:
+            ct = core_tag(cores)
+            keys += [f"ALL-{ct}", f"{tag.upper()}-{ct}"]
         out = self.defaults
-        for key in ("ALL", tag.upper()):
+        for key in keys:
             if key in cases:
                 out = out.merged(cases[key])
         return out
