@@ -196,3 +196,27 @@ def test_latency_summary_decodes_hdrh():
     s = latency_summary({"total_min": 10, "average": 20.0, "total_max": 1000, "hdrh": h.encode()})
     assert s["min_us"] == 10 and s["p50_us"] == 10 and s["p99_us"] == pytest.approx(100, rel=0.01)
     assert s["p99.9_us"] == pytest.approx(1000, rel=0.01)
+
+
+class _TruncatingClient(FakeTrexClient):
+    """FAKE client that sends ``short`` packets fewer per port than rate x duration."""
+
+    def __init__(self, short, **kw):
+        super().__init__(**kw)
+        self.short = short
+
+    def get_stats(self):
+        out = super().get_stats()
+        for p in out:
+            if out[p]["opackets"]:
+                out[p]["opackets"] -= self.short
+            if out[p]["ipackets"]:
+                out[p]["ipackets"] -= self.short
+        return out
+
+
+def test_a_packet_or_two_short_per_port_is_trex_granularity_not_loss():
+    r = gen(_TruncatingClient(1), bidir=True).measure(2e6, 1.0)
+    assert r.loss_packets == 0 and r.details["rounding_packets"] == 2 and r.intended_packets == 1_999_998
+    r3 = gen(_TruncatingClient(3), bidir=True).measure(2e6, 1.0)  # 6 short: more than 2 per port
+    assert r3.loss_packets == 6 and "rounding_packets" not in r3.details and r3.intended_packets == 2_000_000
