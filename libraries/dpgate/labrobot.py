@@ -1,0 +1,445 @@
+"""Robot Framework keyword library for lab testbeds: a TRex host and a DUT over SSH.
+
+``LabTestbed`` (suite scope) is the lab counterpart of ``dpgate.robotlib.EmbeddedTestbed``:
+it connects to the DUT with ``dpgate.remote``, allocates SUT cores from the DUT's
+``lscpu`` (NUMA node, SMT siblings: ``1T1C``, ``2T1C`` ...), configures and starts the
+``dpgate.lab`` driver of the NF pinned to them, and searches NDR/PDR over TRex
+(``dpgate.trex.TrexGenerator``). Results are the same ``NdrPdrResult`` and go into the same
+per-test record, so ``Gates`` and the JUnit listener work unchanged.
+
+Example suite (see ``suites/lab/`` and ``resources/lab.resource``)::
+
+    *** Settings ***
+    Library    dpgate.labrobot.LabTestbed    topologies/mylab.yaml
+    Library    dpgate.robotlib.Gates    variables/lab-2n-skx.yaml
+    Suite Teardown    Tear Down Lab Testbed
+
+    *** Test Cases ***
+    64B-2t1c-ethip4-ip4base-ndrpdr
+        ${tag}=    Bring Up Lab Testbed    vpp-ip4    64B    cores=1    ht=on
+        ${result}=    Find NDR And PDR    64B
+        ${t}=    Thresholds For    vpp-ip4    64B    cores=${tag}
+        Check Gates    ${result}    ${t}
+
+Real validation needs a lab; here it is driven through a fake TRex client and a
+recording node (tests/unit/test_labrobot.py) and, for SSH, a private sshd on 127.0.0.1
+(tests/integration/test_remote_ssh.py).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+from robot.api import logger
+from robot.api.deco import keyword, library
+
+from .errors import ConfigError, DpgateError
+from .robotlib import (NdrPdrResult, _bounds_from_trials, _current_test, _measured_cpp_near, _opt,
+                       _override_value, _store, _TimeUp, record)
+from .units import Rate, format_pps, frame_size_tag, parse_frame_size, parse_rate, parse_ratio
+
+DEFAULT_SIZES = ("64B", "IMIX", "1518B")
+_TRUE = ("on", "true", "yes", "1", "ht")
+_FALSE = ("off", "false", "no", "0", "noht", "")
+
+
+def _rate(value: Union[str, int, float]) -> Rate:
+    return parse_rate(value)
+
+
+def parse_ht(value: Union[bool, str, int]) -> bool:
+    """``on``/``off`` (also true/false, yes/no, 1/0) → bool.
+
+    >>> parse_ht("on"), parse_ht(False)
+    (True, False)
+    """
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise ConfigError(f"ht must be on or off, got {value!r}", path="ht")
+
+
+def parse_cores(value: Union[int, str]) -> int:
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        n = 0
+    if n < 1:
+        raise ConfigError(f"cores must be a whole number of physical cores >= 1, got {value!r}", path="cores")
+    return n
+
+
+@library(scope="SUITE", converters={Rate: _rate}, doc_format="ROBOT")
+class LabTestbed:
+    """Lab testbed keywords: SUT over SSH pinned to allocated cores, TRex traffic, NDR/PDR.
+
+    Import: ``Library  dpgate.labrobot.LabTestbed  topologies/mylab.yaml  telemetry=True``
+
+    ``latency_pps`` adds TRex latency streams (pps per direction, 0 = none); the
+    DUT password comes only from the environment variable named by ``ssh.password_env``.
+    """
+
+    def __init__(self, topology: str = "topologies/lab-2node.example.yaml", telemetry: bool = True,
+                 latency_pps: float = 0.0, flows: Optional[int] = None):
+        self.topology_path = topology
+        self.telemetry = telemetry
+        self.latency_pps = float(latency_pps)
+        self.flows = flows
+        self.topology: Any = None
+        self.node: Any = None
+        self.cpus: Optional[list] = None
+        self.cores: Any = None
+        self.nf: Optional[str] = None
+        self.sut: Any = None
+        self.sut_key: Optional[Tuple[str, int, bool]] = None
+        self.sut_version_text = "unknown"
+        self.generators: Dict[Tuple[str, str], Any] = {}
+        self._hz: Optional[Tuple[float, str]] = None
+        self._collector: Any = None
+        self._collector_cpus: List[int] = []
+
+    # -- seams (tests override these two) --------------------------------------------
+    def _open_node(self) -> Any:
+        from .remote import node_for
+
+        return node_for(self._topo().dut, log=logger.debug)
+
+    def _make_generator(self, profile: Any) -> Any:
+        from .trex import TrexGenerator
+
+        return TrexGenerator(self._topo(), profile, latency_pps=self.latency_pps)
+
+    # -- topology and DUT ---------------------------------------------------------------
+    def _topo(self):
+        if self.topology is None:
+            from .topology import load_topology
+
+            topo = load_topology(self.topology_path)
+            if topo.kind == "embedded":
+                raise ConfigError("LabTestbed needs a lab topology (kind: lab-2node), got an embedded one: "
+                                  "use dpgate.robotlib.EmbeddedTestbed for it", self.topology_path, "kind")
+            self.topology = topo
+        return self.topology
+
+    def _dut(self) -> Any:
+        if self.node is None:
+            self.node = self._open_node()
+        return self.node
+
+    @keyword
+    def use_lab_topology(self, topology: str) -> None:
+        """Switch to another topology file (e.g. the one a pabot pool member hands out).
+
+        Only before `Bring Up Lab Testbed`, or after `Tear Down Lab Testbed`.
+
+        | `Use Lab Topology` | topologies/lab2.yaml |
+        """
+        if self.sut is not None or self.node is not None:
+            raise ConfigError("Use Lab Topology: tear the testbed down first (Tear Down Lab Testbed)")
+        self.topology_path, self.topology, self.cpus, self._hz = topology, None, None, None
+
+    @keyword
+    def run_on_dut(self, *argv: str, timeout: float = 30.0, sudo: Optional[bool] = None) -> str:
+        """Run one command (an argument list, never a shell string) on the DUT; return stdout.
+
+        Fails with the exit code and the last lines of stderr when the command fails;
+        secrets are masked in both.
+
+        | ${out}= | `Run On DUT` | vppctl | show | version |
+        | ${out}= | `Run On DUT` | uname | -r | timeout=10 |
+        """
+        if not argv:
+            raise ConfigError("Run On DUT needs a command, e.g. Run On DUT  uname  -r")
+        return self._dut().run(list(argv), timeout=float(timeout), sudo=sudo).stdout
+
+    @keyword
+    def allocate_dut_cores(self, cores: Union[int, str] = 1, ht: Union[bool, str] = False) -> str:
+        """Pick the SUT's main CPU and ``cores`` physical worker cores from the DUT's ``lscpu``.
+
+        NUMA node: ``numa`` of the DUT in the topology (else its first port's, else 0).
+        With ``ht=on`` each worker core gives both SMT siblings. If the topology lists
+        ``cpus``/``main_cpu``, only those physical cores are used. Returns the tag, e.g.
+        ``2T1C``.
+
+        | ${tag}= | `Allocate DUT Cores` | cores=2 | ht=on |
+        """
+        from .lab.cores import allocate
+        from .lab.dut import read_cpus, restrict_to
+
+        n, smt = parse_cores(cores), parse_ht(ht)
+        dut = self._topo().dut
+        if self.cpus is None:
+            self.cpus = read_cpus(self._dut())
+        allowed = list(dut.cpus) + ([dut.main_cpu] if dut.main_cpu is not None else [])
+        numa = dut.numa if dut.numa is not None else next((p.numa for p in dut.ports if p.numa is not None), 0)
+        self.cores = allocate(restrict_to(self.cpus, allowed), phy_cores=n, ht=smt, numa=numa,
+                              main=dut.main_cpu)
+        logger.info(f"DUT cores {self.cores.tag}: main {self.cores.main}, workers {self.cores.corelist} "
+                    f"(NUMA {self.cores.numa})")
+        return self.cores.tag
+
+    # -- lifecycle ------------------------------------------------------------------------
+    @keyword
+    def bring_up_lab_testbed(self, nf: str, *frame_sizes: str, cores: Union[int, str] = 1,
+                             ht: Union[bool, str] = False) -> str:
+        """Start SUT ``nf`` on ``cores`` physical cores (``ht`` on/off) and prepare TRex per frame size.
+
+        The SUT keeps running across tests with the same NF and cores (one restart per core
+        configuration, as the suites order their cases). Returns the core tag (``1T1C``,
+        ``2T1C``, ``4T2C`` ...) for `Thresholds For`.
+
+        | ${tag}= | `Bring Up Lab Testbed` | vpp-l2patch | 64B | IMIX | cores=2 | ht=on |
+        """
+        from .lab.nfs import lab_nf
+
+        spec = lab_nf(nf)
+        n, smt = parse_cores(cores), parse_ht(ht)
+        key = (nf, n, smt)
+        if self.sut is not None and self.sut_key == key:
+            for size in frame_sizes:
+                self._gen(size)
+            return self.cores.tag
+        self._stop_sut()
+        try:
+            self.nf = nf
+            tag = self.allocate_dut_cores(n, smt)
+            for size in frame_sizes or DEFAULT_SIZES:
+                self._gen(size)  # TRex client import and profile checks before the SUT starts
+            self._start_sut(spec.name)
+            self.sut_key = key
+        except BaseException:
+            try:
+                self._stop_sut()
+            except Exception as err:  # the first error is the one to see
+                logger.warn(f"stopping the SUT after a failed bring-up: {err}")
+            raise
+        return tag
+
+    def _start_sut(self, nf: str) -> None:
+        from .lab.nfs import make_sut
+
+        self.sut = make_sut(nf, self._dut(), self._topo(), self.cores, flows=self.flows)
+        self.sut.configure()
+        self.sut.start()
+        try:
+            self.sut_version_text = self.sut.version()
+        except DpgateError as err:
+            self.sut_version_text = f"unknown ({err})"
+        logger.info(f"SUT {nf} started on {self.cores.tag}: {self.sut_version_text}")
+
+    def _stop_sut(self) -> None:
+        sut, self.sut, self.sut_key = self.sut, None, None
+        if sut is not None:
+            sut.stop()
+
+    @keyword
+    def tear_down_lab_testbed(self) -> None:
+        """Stop the SUT, disconnect TRex, close SSH: each step runs even when an earlier one fails."""
+        errors: List[str] = []
+        try:
+            self._stop_sut()
+        except Exception as err:  # keep tearing down
+            errors.append(f"stopping the SUT: {err}")
+        gens, self.generators = self.generators, {}
+        for gen in gens.values():
+            try:
+                gen.disconnect()
+            except Exception as err:
+                errors.append(f"disconnecting TRex: {err}")
+        node, self.node = self.node, None
+        if node is not None:
+            try:
+                node.close()
+            except Exception as err:
+                errors.append(f"closing SSH: {err}")
+        self._collector = None
+        if errors:
+            raise DpgateError("teardown incomplete: " + "; ".join(errors))
+
+    @keyword
+    def sut_version(self) -> str:
+        """Version of the running SUT (e.g. ``v23.10-release`` for VPP, the DPDK version for testpmd)."""
+        return self.sut_version_text
+
+    # -- generators -----------------------------------------------------------------------
+    def _gen(self, frame_size: str):
+        from .lab.nfs import lab_nf
+        from .traffic.profiles import make_profile
+
+        if self.nf is None:
+            raise ConfigError("lab testbed is not up: call 'Bring Up Lab Testbed' first")
+        kind = lab_nf(self.nf).traffic
+        tag = frame_size_tag(parse_frame_size(frame_size))
+        key = (kind, tag)
+        if key not in self.generators:
+            gen = self._make_generator(make_profile(kind, parse_frame_size(frame_size), self.flows,
+                                                    bidirectional=True))
+            if not gen.max_pps:
+                raise ConfigError("TG ports need speed (e.g. 10Gbps) or pps_limit so the search knows the "
+                                  "maximum rate", self._topo().source, "nodes.TG.interfaces")
+            self.generators[key] = gen
+        return self.generators[key]
+
+    def _active(self, gen) -> None:
+        """One TRex session at a time: the others release the ports first."""
+        for other in self.generators.values():
+            if other is not gen and getattr(other, "connected", False):
+                other.disconnect()
+
+    def _measure(self, gen, load: float, duration: float):
+        result = gen.measure(load, duration)
+        suite, test = _current_test()
+        if test:
+            _store().append_trial(f"{suite}.{test}", result.to_dict())
+        logger.console(f"  trial {format_pps(result.intended_load_pps)} x {result.intended_duration_s:g} s: "
+                       f"loss {result.loss_ratio * 100:.3f} %" + (f" [{result.limited_by}]" if result.limited_by else ""))
+        return result
+
+    def cpu_freq(self) -> Tuple[float, str]:
+        """(Hz, source) of the DUT cores for CPP: declared in the topology, else detected on the DUT."""
+        if self._hz is None:
+            cf = self._topo().dut.cpu_freq
+            if cf.source == "declared" and cf.hz:
+                self._hz = (cf.hz, "declared")
+            else:
+                from .lab.dut import detect_cpu_hz
+
+                cpu = self.cores.workers[0] if self.cores and self.cores.workers else 0
+                self._hz = (detect_cpu_hz(self._dut(), cpu), "detected")
+        return self._hz
+
+    # -- search ---------------------------------------------------------------------------
+    @keyword
+    def find_ndr_and_pdr(self, frame_size: str = "64B", profile: str = "per-commit",
+                         min_rate: Rate = Rate(pps=9001.0), max_rate: Rate = Rate(percent=100.0),
+                         ndr_loss: str = "0", pdr_loss: str = "0.5%", time_limit: float = 0,
+                         **overrides: str) -> NdrPdrResult:
+        """Search NDR and PDR of ``frame_size`` over TRex, compute CPP on the allocated cores, record metrics.
+
+        ``max_rate`` defaults to the TG ports' line rate (or ``pps_limit``) for both
+        directions; results at that ceiling are marked ``limited_by=generator``. CPP uses
+        the physical cores of the allocation (HT siblings count once) and the declared or
+        detected DUT frequency. ``time_limit`` and profile overrides work as in the
+        embedded library.
+
+        | ${r}= | `Find NDR And PDR` | 64B | profile=per-commit |
+        | ${r}= | `Find NDR And PDR` | IMIX | profile=sign-off | trial_duration=30 |
+        """
+        from .metrics import cycles_per_packet
+        from .search import SearchAborted, find_ndr_pdr
+
+        if self.sut is None:
+            raise ConfigError("lab testbed is not up: call 'Bring Up Lab Testbed' first")
+        gen = self._gen(frame_size)
+        self._active(gen)
+        lo, hi = min_rate.resolve(gen.max_pps), max_rate.resolve(gen.max_pps)
+        nl, pl = parse_ratio(ndr_loss, "ndr_loss"), parse_ratio(pdr_loss, "pdr_loss")
+        conv = {k: _override_value(v) for k, v in overrides.items()}
+        limit = float(time_limit or 0)
+        t0 = time.monotonic()
+
+        def measure(load: float, duration: float):
+            if limit and time.monotonic() - t0 > limit:
+                raise _TimeUp(f"search time limit {limit:g} s reached")
+            return self._measure(gen, load, duration)
+
+        complete = True
+        try:
+            res = find_ndr_pdr(measure, lo, hi, ndr_loss=nl, pdr_loss=pl, profile=profile, **conv)
+        except SearchAborted as err:
+            if not isinstance(err.__cause__, _TimeUp):
+                raise
+            complete = False
+            res = _bounds_from_trials(err.partial, nl, pl)
+            logger.warn(f"{err.__cause__}: NDR/PDR taken from the {res.trial_count} trials measured so far")
+        hz, source = self.cpu_freq()
+        cores = self.cores.phy_cores
+        ndr, pdr = float(res.ndr or 0.0), float(res.pdr or 0.0)
+        at_max = [g for g, v in (("NDR", ndr), ("PDR", pdr)) if v >= 0.97 * hi]
+        limited = "generator" if at_max else None
+        sut_cpp, _ = _measured_cpp_near(res, ndr, hz)
+        telemetry: Dict[str, Any] = {"search_complete": complete, "core_tag": self.cores.tag,
+                                     "threads": len(self.cores.workers)}
+        if self.telemetry and ndr > 0:
+            telemetry.update(self._telemetry_at(gen, ndr))
+        out = NdrPdrResult(
+            nf=self.nf or "?", frame_size=frame_size_tag(parse_frame_size(frame_size)),
+            ndr_pps=ndr, pdr_pps=pdr,
+            ndr_upper_pps=_opt(getattr(res, "ndr_upper", None)), pdr_upper_pps=_opt(getattr(res, "pdr_upper", None)),
+            ndr_loss=nl, pdr_loss=pl, profile=profile, trials=int(res.trial_count),
+            search_s=time.monotonic() - t0, cores=cores, cpu_hz=hz, freq_source=source,
+            cpp_ndr=cycles_per_packet(ndr, hz, cores) if ndr > 0 else float("inf"),
+            cpp_pdr=cycles_per_packet(pdr, hz, cores) if pdr > 0 else float("inf"),
+            generator_max_pps=gen.max_pps, limited_by=limited, sut_cpp_measured=sut_cpp,
+            telemetry=telemetry,
+        )
+        if res.ndr is None or res.pdr is None:
+            logger.warn(f"even the minimum rate {format_pps(lo)} failed a loss goal: reported as 0")
+        logger.info(f"NDR {format_pps(out.ndr_pps)}  PDR {format_pps(out.pdr_pps)}  CPP {out.cpp_ndr:.0f} "
+                    f"({out.trials} trials, {out.search_s:.1f} s)")
+        if limited:
+            logger.warn(f"{'/'.join(at_max)} reached the TG line rate {format_pps(hi)}: "
+                        "the SUT may be faster than these ports can show")
+        topo = self._topo()
+        record(metrics=out.metrics(), nf=out.nf, sut_version=self.sut_version(), testbed=topo.name,
+               prefix=topo.prefix, dut_cores={"tag": self.cores.tag, "main": self.cores.main,
+                                              "workers": list(self.cores.workers), "numa": self.cores.numa})
+        return out
+
+    def _make_collector(self, collector_cls: Any, workers: List[int]) -> Any:
+        """A TelemetryCollector that counts on the DUT: given the node when the collector takes
+        one, else a subprocess.run-shaped runner over the node (dpgate.lab.dut.NodeRunner)."""
+        import inspect
+
+        from .lab.dut import NodeRunner
+
+        if "node" in inspect.signature(collector_cls).parameters:
+            return collector_cls(workers, node=self._dut())
+        return collector_cls(workers, runner=NodeRunner(self._dut(), remote=self._topo().dut.ssh is not None))
+
+    def _telemetry_at(self, gen, load: float, duration: float = 3.0) -> Dict[str, Any]:
+        """perf (IPC, IPP) on the DUT worker CPUs during a trial at ``load``; on DUTs without
+        counters the tools' reasons, without running a trial. Failures are reported, not fatal."""
+        from .lab.dut import fix_pcm_reason
+        from .telemetry import TelemetryRecord
+        from .telemetry.collector import TelemetryCollector
+
+        workers = list(self.cores.workers)
+        try:
+            if self._collector is None or self._collector_cpus != workers:
+                self._collector = self._make_collector(TelemetryCollector, workers)
+                self._collector_cpus = workers
+            perf, pcm = self._collector.probe()
+        except Exception as err:  # telemetry never fails the test by itself
+            logger.warn(f"telemetry probe on the DUT failed: {err}")
+            return {"telemetry_error": f"probe failed: {err}"}
+        if perf is not None and pcm is not None:
+            return fix_pcm_reason(TelemetryRecord.unsupported(perf, pcm).to_metrics())
+        box: Dict[str, Any] = {}
+
+        def trial() -> None:
+            try:
+                box["result"] = gen.measure(load, duration)
+            except BaseException as err:  # re-raised below: a TRex failure is not a telemetry one
+                box["error"] = err
+
+        runner = threading.Thread(target=trial)
+        runner.start()
+        try:
+            time.sleep(0.5)  # steady state first; stop counting before traffic ends
+            rec = self._collector.measure(duration - 1.0, packets=load * (duration - 1.0))
+            metrics = fix_pcm_reason(rec.to_metrics())
+        except Exception as err:
+            logger.warn(f"telemetry on the DUT failed: {err}")
+            metrics = {"telemetry_error": str(err)}
+        finally:
+            runner.join()
+        if "error" in box:
+            raise box["error"]
+        return metrics
