@@ -229,26 +229,47 @@ class EmbeddedTestbed:
                               f"(prepared: {', '.join(self.generators)})", path="frame_size")
         return self.generators[tag]
 
-    def _telemetry_at(self, gen, load: float, duration: float = 3.0) -> Dict[str, Any]:
-        """perf/pcm on the SUT cores during a trial at ``load`` (the found NDR, as CSIT does);
-        on hosts without counters, the tools' reasons without running a trial."""
+    #: Telemetry trial: traffic for 5 s; counters over 2 s of it after 1 s of steady state,
+    #: which leaves 2 s for the tools' own start-up (pcm programs the uncore before sampling).
+    TELEMETRY_TRIAL_S, TELEMETRY_SETTLE_S, TELEMETRY_WINDOW_S = 5.0, 1.0, 2.0
+
+    def _telemetry_at(self, gen, load: float, suffix: str = "") -> Dict[str, Any]:
+        """perf/pcm on the SUT cores during a trial at ``load``: the found NDR, and the PDR
+        with keys suffixed ``_pdr``, as CSIT captures both. On hosts without counters, the
+        tools' reasons without running a trial (at PDR one line: the reasons are NDR's)."""
         import threading
 
-        from .telemetry import TelemetryRecord
         from .telemetry.collector import TelemetryCollector
 
         if self._collector is None:
             self._collector = TelemetryCollector(self.session.testbed.sut_cpus)
-        perf, pcm = self._collector.probe()
-        if perf is not None and pcm is not None:
-            return TelemetryRecord.unsupported(perf, pcm).to_metrics()
+        window = self.TELEMETRY_WINDOW_S
+        if not self._collector.supported:
+            if suffix:
+                return {f"telemetry{suffix}": "not supported (same reasons as the NDR values)"}
+            return self._collector.measure(window, 0.0).to_metrics()
         box: Dict[str, Any] = {}
-        runner = threading.Thread(target=lambda: box.update(result=gen.measure(load, duration)))
+
+        def trial() -> None:
+            try:
+                box["result"] = gen.measure(load, self.TELEMETRY_TRIAL_S)
+            except BaseException as err:  # re-raised below, in the keyword's thread
+                box["error"] = err
+
+        runner = threading.Thread(target=trial, name="telemetry-trial", daemon=True)
         runner.start()
-        time.sleep(0.5)  # steady state first; stop before traffic ends
-        rec = self._collector.measure(duration - 1.0, packets=load * (duration - 1.0))
-        runner.join()
-        return rec.to_metrics()
+        time.sleep(self.TELEMETRY_SETTLE_S)  # steady state first; the window ends before traffic does
+        try:
+            capture = self._collector.capture(window)
+        finally:
+            runner.join()
+        if "error" in box:
+            raise box["error"]
+        res = box["result"]
+        # packets forwarded during the window: the trial's received rate over the window
+        packets = res.rx_packets * window / (res.actual_duration_s or self.TELEMETRY_TRIAL_S)
+        rec = capture.record(packets)
+        return (rec.with_suffix(suffix) if suffix else rec).to_metrics()
 
     def _on_trial(self, result) -> None:
         suite, test = _current_test()
@@ -329,6 +350,10 @@ class EmbeddedTestbed:
         telemetry["search_complete"] = complete
         if self.telemetry and ndr > 0:
             telemetry.update(self._telemetry_at(gen, ndr))
+            if pdr > ndr:
+                telemetry.update(self._telemetry_at(gen, pdr, suffix="_pdr"))
+            elif pdr == ndr:
+                telemetry["telemetry_pdr"] = "PDR = NDR: one capture, see the NDR values"
         out = NdrPdrResult(
             nf=self.nf or "?", frame_size=frame_size_tag(parse_frame_size(frame_size)),
             ndr_pps=ndr, pdr_pps=pdr,
@@ -560,13 +585,28 @@ class Gates:
 
     @keyword
     def ddio_miss_rate_should_be_at_most(self, result: NdrPdrResult, event: str = "ItoM", max: str = "5%") -> None:
-        """Fail when the DDIO miss rate of a PCIe ``event`` (ItoM, RFO, PCIeRdCur) exceeds ``max``.
+        """Fail when the DDIO (LLC) miss rate of a PCIe ``event`` measured at NDR exceeds ``max``.
+
+        Events as pcm-pcie names them: ItoM (full-line writes), RFO (partial writes, up to
+        Cascade Lake), PCIeRdCur or PCIRdCur (reads), ItoMCacheNear (Icelake and later), CRd, DRd.
 
         | `DDIO Miss Rate Should Be At Most` | ${result} | event=ItoM | max=5% |
+        | `DDIO Miss Rate Should Be At Most` | ${result} | event=PCIeRdCur | max=1% |
         """
-        key = f"ddio_miss_rate_{event.lower()}"
+        from .telemetry.pcm import event_key
+
+        key = f"ddio_miss_rate_{event_key(event)}"
+        missing = None
+        if key not in result.telemetry:
+            ddio = {k[len("ddio_miss_rate_"):]: v for k, v in result.telemetry.items()
+                    if k.startswith("ddio_miss_rate_") and not k.endswith("_pdr")}
+            counted = sorted(k for k, v in ddio.items() if not isinstance(v, str))
+            if counted:
+                missing = f"not supported (pcm-pcie on this CPU counts no {event} event; it has {', '.join(counted)})"
+            elif ddio:
+                missing = next(iter(ddio.values()))
         self._telemetry_gate(result, key, parse_ratio(max, "max", upper_inclusive=True), at_least=False,
-                             label=f"DDIO {event} miss rate", fmt="{:.1%}")
+                             label=f"DDIO {event} miss rate", fmt="{:.1%}", missing=missing)
 
     @keyword
     def memory_bytes_per_packet_should_be_at_most(self, result: NdrPdrResult, maximum: float) -> None:
@@ -631,10 +671,10 @@ class Gates:
         raise Failure(msg)
 
     def _telemetry_gate(self, result: NdrPdrResult, key: str, limit: float, at_least: bool,
-                        label: str, fmt: str) -> None:
+                        label: str, fmt: str, missing: Optional[str] = None) -> None:
         value = result.telemetry.get(key)
         if value is None:
-            value = "not supported (no telemetry captured for this test)"
+            value = missing or "not supported (no telemetry captured for this test)"
         if isinstance(value, str):
             reason = value
             record(gates=[{"name": key, "passed": self.policy == "skip", "skipped": self.policy == "skip",

@@ -20,12 +20,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from . import NotSupported, TelemetryError, TelemetryRecord, TMAM_KEYS
+from . import METRIC_KEYS, NotSupported, TelemetryError, TelemetryRecord, TMAM_KEYS
 from ._run import run_tool
 from .pcm import (mem_bytes_per_packet, memory_argv, parse_memory, parse_pcie, pcie_argv, pcie_per_packet,
                   probe_pcm, reason_from_output)
 from .perf import CACHE_EVENTS, TMAM_RAW_EVENTS, derive, parse_perf_stat, perf_stat_argv, probe_perf
-from .tmam import parse_toplev_csv, tmam_from_events, tmam_from_perf_metrics
+from .tmam import l1_name, parse_toplev_csv, tmam_from_events, tmam_from_perf_metrics
 
 PERF_EVENTS = ("cycles", "instructions") + CACHE_EVENTS
 PROBE_S = 0.05
@@ -74,7 +74,7 @@ class Capture:
             info["tmam_source"] = p.tmam_method
         if "pcm-pcie" in self.outputs:
             out = self.outputs["pcm-pcie"]
-            pcie_keys = [k for k in values if k.startswith(("ddio", "pcie", "wil"))]
+            pcie_keys = [k for k in METRIC_KEYS if k.startswith(("ddio", "pcie", "wil"))]
             reason = out if isinstance(out, NotSupported) else reason_from_output(
                 (out.stdout or "") + (out.stderr or ""), out.returncode, "pcm-pcie")
             if reason is None and not pps > 0:
@@ -207,7 +207,11 @@ class TelemetryCollector:
         except TelemetryError as err:
             return str(err)
         missing = [e for e in events if e in TMAM_RAW_EVENTS and e in stat.unsupported]
-        return f"{', '.join(missing)} <not supported>" if missing else None
+        if missing:
+            return f"{', '.join(missing)} <not supported>"
+        if extra and not any(l1_name(unit) for unit in stat.metrics):
+            return "perf printed no level-1 topdown metrics"
+        return None
 
     def _probe_tmam(self):
         tried: List[str] = []
