@@ -1,0 +1,79 @@
+"""`dpgate gate` with its history store, end to end on the embedded testbed (short runs).
+
+Run 1 starts the history; run 2 (into the same outdir, with a stale record of an older
+run planted there) is compared with it and added; run 3 injects a 10 % CPU steal on the
+SUT core: its records say so, it is compared but not added, and its stealer is gone
+afterwards. These check the mechanics; the noise behaviour of the verdicts is measured by
+benchmarks/regression_gate.py and by full gate runs (README)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from dpgate.results import load_records
+
+PREFIX = "it9-"
+SUITE = "suites/embedded/linux-xconnect-ndrpdr.robot"
+
+
+@pytest.fixture
+def gate(dpgate_cmd, leftovers, tmp_path):
+    argv0, env = dpgate_cmd
+    left = leftovers(PREFIX)
+    thresholds = tmp_path / "th.yaml"
+    thresholds.write_text("nfs:\n  linux-xconnect:\n    all: {ndr_min: 1 kpps, pdr_min: 1 kpps}\n")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+    def run(outdir, *extra, timeout=300):
+        argv = argv0 + ["gate", "--outdir", str(outdir), "--prefix", PREFIX, "--include", "64B",
+                        "--thresholds", str(thresholds), "--variable", "SEARCH_TIME_LIMIT:8",
+                        "--variable", "PER_COMMIT_DURATION_SUM:3", "--mrr-trials", "2", *extra,
+                        os.path.join(root, SUITE)]
+        return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout, cwd=root)
+
+    yield run
+    left.assert_clean()
+
+
+def history_lines(hist):
+    files = list(hist.rglob("*.jsonl"))
+    assert len(files) == 1, files
+    return [json.loads(line) for line in files[0].read_text().splitlines()]
+
+
+def test_gate_keeps_history_compares_and_never_adds_injected_runs(gate, tmp_path):
+    out, hist = tmp_path / "results", tmp_path / "history"
+
+    r1 = gate(out, "--history", str(hist), "--commit", "c1")
+    assert r1.returncode == 0, r1.stdout[-3000:] + r1.stderr[-3000:]
+    assert "regression check against" in r1.stdout and "no history" in r1.stdout
+    (h1,) = history_lines(hist)
+    assert h1["commit"] == "c1" and len(h1["samples"]["mrr_pps"]) == 2 and h1["ndr_pps"] > 0
+
+    stale = out / "dpgate" / "tests" / "Old.Suite.64B-1c-gone-ndrpdr.json"
+    stale.write_text(json.dumps({"schema": "dpgate.result/2", "test_id": "Old.Suite.64B-1c-gone-ndrpdr",
+                                 "longname": "Old.Suite.64B-1c-gone-ndrpdr", "name": "64B-1c-gone-ndrpdr",
+                                 "suite": "Old.Suite", "status": "PASS"}))
+    r2 = gate(out, "--history", str(hist), "--commit", "c2", "--min-change", "80")
+    assert r2.returncode == 0, r2.stdout[-3000:] + r2.stderr[-3000:]
+    assert not stale.exists() and "64B-1c-gone-ndrpdr" not in (out / "junit.xml").read_text()
+    (rec,) = load_records(str(out))
+    assert rec["commit"] == "c2" and rec["trials"] and rec["profile"] == "per-commit"
+    gates = {g["name"]: g for g in rec["gates"]}
+    assert {"regression_ndr", "regression_pdr", "regression_mrr"} <= set(gates)
+    assert "1 runs of history" in gates["regression_mrr"]["message"]
+    assert [h["commit"] for h in history_lines(hist)] == ["c1", "c2"]
+    assert "regression_mrr" in (out / "junit.xml").read_text()
+
+    r3 = gate(out, "--history", str(hist), "--commit", "c3", "--sut-cpu-steal", "10", "--min-change", "80")
+    assert r3.returncode == 0, r3.stdout[-3000:] + r3.stderr[-3000:]
+    (rec,) = load_records(str(out))
+    assert rec["metrics"]["injected_sut_cpu_steal"] == pytest.approx(0.10)
+    assert "runs with injected faults are never added" in r3.stdout
+    assert [h["commit"] for h in history_lines(hist)] == ["c1", "c2"]
+    stealers = subprocess.run(["pgrep", "-f", "dpgate.handicap"], capture_output=True, text=True).stdout.split()
+    assert stealers == [], "CPU stealer left running"
