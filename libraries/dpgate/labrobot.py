@@ -35,7 +35,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 from robot.api import logger
 from robot.api.deco import keyword, library
 
-from .errors import ConfigError, DpgateError
+from .errors import ConfigError, DpgateError, SutError
 from .robotlib import (NdrPdrResult, _bounds_from_trials, _current_test, _measured_cpp_near, _opt,
                        _override_value, _store, _TimeUp, record)
 from .units import Rate, format_pps, frame_size_tag, parse_frame_size, parse_rate, parse_ratio
@@ -238,6 +238,22 @@ class LabTestbed:
         if sut is not None:
             sut.stop()
 
+    def _check_sut_alive(self) -> None:
+        """SutError with the unit's last log lines when the SUT's systemd unit is not active
+        (OVS-DPDK runs in the distribution's service and is checked by its own commands)."""
+        unit = getattr(self.sut, "unit", None)
+        if self.sut is None or not unit:
+            return
+        state = self._dut().run(["systemctl", "is-active", unit], check=False, timeout=15).stdout.strip()
+        if state == "active":
+            return
+        from .lab.service import unit_log
+
+        self.sut_key = None  # the next bring-up restarts it
+        tail = " | ".join(unit_log(self._dut(), unit).strip().splitlines()[-5:])
+        raise SutError(f"SUT {self.nf} ({unit}) is not running any more ({state or 'no state'})"
+                       + (f": {tail}" if tail else ""))
+
     @keyword
     def tear_down_lab_testbed(self) -> None:
         """Stop the SUT, disconnect TRex, close SSH: each step runs even when an earlier one fails."""
@@ -350,6 +366,7 @@ class LabTestbed:
             return self._measure(gen, load, duration)
 
         complete = True
+        self._check_sut_alive()
         try:
             res = find_ndr_pdr(measure, lo, hi, ndr_loss=nl, pdr_loss=pl, profile=profile, **conv)
         except SearchAborted as err:
@@ -358,6 +375,7 @@ class LabTestbed:
             complete = False
             res = _bounds_from_trials(err.partial, nl, pl)
             logger.warn(f"{err.__cause__}: NDR/PDR taken from the {res.trial_count} trials measured so far")
+        self._check_sut_alive()
         hz, source = self.cpu_freq()
         cores = self.cores.phy_cores
         ndr, pdr = float(res.ndr or 0.0), float(res.pdr or 0.0)

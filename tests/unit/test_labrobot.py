@@ -20,7 +20,7 @@ import pytest
 
 from dpgate import robotlib
 from dpgate import labrobot
-from dpgate.errors import ConfigError, DpgateError
+from dpgate.errors import ConfigError, DpgateError, SutError
 from dpgate.junit import write_junit
 from dpgate.labrobot import LabTestbed, parse_ht
 from dpgate.remote import Result
@@ -47,7 +47,7 @@ class RecordingDutNode:
     def __init__(self, answers=None):
         self.calls, self.inputs, self.closed = [], [], False
         self.answers = {"lscpu": (0, LSCPU, ""), "show version": (0, VPP_VERSION, ""),
-                        "perf stat": (0, "", PERF_CSV), "pcm-": (1, PCM_UNSUPPORTED, ""),
+                        "perf stat": (0, "", PERF_CSV), "systemctl is-active": (0, "active\n", ""), "pcm-": (1, PCM_UNSUPPORTED, ""),
                         "journalctl -u dpgate-testpmd": (0, TESTPMD_LOG, ""),
                         "journalctl -u dpgate-l3fwd": (0, "EAL: RTE Version: 'DPDK 23.11.0'\nL3FWD: entering main loop on lcore 2\n", ""),
                         **(answers or {})}
@@ -271,3 +271,25 @@ def test_embedded_topology_is_refused():
 def test_parse_ht_words():
     assert [parse_ht(v) for v in ("on", "ON", "true", "yes", "1", True)] == [True] * 6
     assert [parse_ht(v) for v in ("off", "no", "false", "0", False)] == [False] * 5
+
+
+def test_a_sut_that_died_fails_the_search_with_its_log_and_is_restarted_next(in_test):
+    class Dying(RecordingDutNode):
+        dead = False
+
+        def run(self, argv, **kw):
+            if argv[:2] == ["systemctl", "is-active"] and self.dead:
+                return Result(list(argv), 3, "failed\n", "")
+            if argv[:1] == ["journalctl"] and self.dead:
+                return Result(list(argv), 0, "vpp[1]: received signal SIGSEGV\n", "")
+            return super().run(argv, **kw)
+
+    lab = FakeLab(node=Dying(), telemetry=False)
+    lab.bring_up_lab_testbed("vpp-l2patch", "64B", cores=1, ht="off")
+    lab.fake_node.dead = True
+    with pytest.raises(SutError, match=r"SUT vpp-l2patch \(dpgate-vpp\) is not running any more \(failed\): "
+                                       r"vpp\[1\]: received signal SIGSEGV"):
+        lab.find_ndr_and_pdr("64B", profile="rfc2544-binary")
+    lab.fake_node.dead = False
+    lab.bring_up_lab_testbed("vpp-l2patch", "64B", cores=1, ht="off")  # same config, but restarted
+    assert sum(1 for c in lab.fake_node.calls if c[0] == "systemd-run") == 2
