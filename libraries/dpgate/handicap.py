@@ -90,7 +90,7 @@ class CpuSteal:
 
 
 def steal(cpu: int, share: float, period_ms: float, stop_after: Optional[float] = None) -> None:
-    """Pin to ``cpu``, go SCHED_FIFO, then spin ``share`` of every period until SIGTERM."""
+    """Pin to ``cpu``, go SCHED_FIFO, then take ``share`` of the CPU in every period until SIGTERM."""
     os.sched_setaffinity(0, {cpu})
     try:
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(RT_PRIORITY))
@@ -99,19 +99,21 @@ def steal(cpu: int, share: float, period_ms: float, stop_after: Optional[float] 
     running = [True]
     signal.signal(signal.SIGTERM, lambda *_: running.__setitem__(0, False))
     period = period_ms / 1000.0
-    busy = share * period
-    t_end = time.monotonic() + stop_after if stop_after else None
-    nxt = time.monotonic()
+    t0, c0 = time.monotonic(), time.process_time()
+    t_end = t0 + stop_after if stop_after else None
+    nxt = t0
+    # Spin until this process's own CPU time reaches share x elapsed: wake-up and loop
+    # overhead count toward the share, so the stolen share is exact, not share + overhead.
     while running[0] and (t_end is None or time.monotonic() < t_end):
-        start = time.monotonic()
-        while time.monotonic() - start < busy:
-            pass
         nxt += period
+        target = c0 + share * (nxt - t0)
+        while time.process_time() < target and time.monotonic() < nxt:
+            pass
         delay = nxt - time.monotonic()
         if delay > 0:
             time.sleep(delay)
-        else:  # fell behind (preempted): resynchronise instead of spinning to catch up
-            nxt = time.monotonic()
+        elif delay < -period:  # fell far behind (preempted): resynchronise, do not catch up
+            t0, c0, nxt = time.monotonic(), time.process_time(), time.monotonic()
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
