@@ -144,10 +144,22 @@ def _efficiency(cases: List[Case], dest: str) -> str:
     sel = [c for c in cases if c.size == "64B"] or cases
     sel = sorted(sel, key=lambda c: (c.nf, c.cores, c.threads or 0))
     size = sel[0].size if sel else "64B"
-    rows = [[f"{c.nf} {c.tag}", f"{c.num('ndr_pps') / 1e6:.3f}", c.text("ipp"), c.text("ipc"), c.text("cpp"),
-             c.text("cpp_measured"), c.text("cpp_sut_measured"), c.text("cpp_busy")] for c in sel]
+    reasons: List[str] = []
+
+    def cell(c: Case, key: str) -> str:
+        text = c.text(key)
+        if text.startswith("not supported"):
+            if text not in reasons:
+                reasons.append(text)
+            return f"n/s [{reasons.index(text) + 1}]"
+        return text
+
+    rows = [[f"{c.nf} {c.tag}", f"{c.num('ndr_pps') / 1e6:.3f}", cell(c, "ipp"), cell(c, "ipc"), c.text("cpp"),
+             cell(c, "cpp_measured"), c.text("cpp_sut_measured"), c.text("cpp_busy")] for c in sel]
     table = _table([f"NF, cores ({size})", "NDR Mpps", "IPP", "IPC", "CPP derived", "CPP perf",
                     "CPP SUT-reported", "CPP busy"], rows)
+    if reasons:
+        table += "<p>" + "<br>".join(f"n/s [{i}]: {_e(r)}" for i, r in enumerate(reasons, 1)) + "</p>"
     plot_rows = [{"label": f"{c.nf} {c.tag}", "ipp": c.num("ipp"), "ipc": c.num("ipc"), "cpp": c.num("cpp"),
                   "mpps": (c.num("ndr_pps") or 0) / 1e6} for c in sel]
     plots.efficiency_bars(plot_rows, os.path.join(dest, "efficiency.png"))

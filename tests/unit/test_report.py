@@ -73,6 +73,7 @@ def test_embedded_report_has_plots_baseline_and_reasons(tmp_path):
     assert "0.560" in text and text.count("-9.1 %") >= 2          # NDR and PDR vs baseline
     assert "FAIL NDR 0.5 Mpps &lt; floor" in text                  # gate verdicts, escaped
     assert "no CPU PMU on this host" in text                      # IPC/TMAM reason, not a number
+    assert "<td>n/s [1]</td>" in text and "n/s [1]: not supported (perf:" in text  # once, as a note
     assert "Speedups" in text and "Not applicable" in text        # one SUT core: no speedup plots
     assert "2 of 3 tests passed" in text
 
