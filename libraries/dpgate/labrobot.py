@@ -45,6 +45,12 @@ _TRUE = ("on", "true", "yes", "1", "ht")
 _FALSE = ("off", "false", "no", "0", "noht", "")
 
 
+def _builtin():
+    from robot.libraries.BuiltIn import BuiltIn
+
+    return BuiltIn()
+
+
 def _rate(value: Union[str, int, float]) -> Rate:
     return parse_rate(value)
 
@@ -143,6 +149,29 @@ class LabTestbed:
         if self.sut is not None or self.node is not None:
             raise ConfigError("Use Lab Topology: tear the testbed down first (Tear Down Lab Testbed)")
         self.topology_path, self.topology, self.cpus, self._hz = topology, None, None, None
+
+    @keyword
+    def acquire_lab_testbed_from_pool(self, pool: str) -> str:
+        """Under pabot with ``--resourcefile``: acquire a testbed (value set) tagged ``pool``
+        and use its ``topology``; returns that path. Blocks until one is free: bound it with a
+        keyword ``[Timeout]`` (resources/lab.resource does).
+
+        | `Acquire Lab Testbed From Pool` | lab |
+        """
+        bi = _builtin()
+        bi.import_library("pabot.PabotLib")  # at run time only: a dry run never loads PabotLib
+        bi.run_keyword("Acquire Value Set", pool)
+        topology = bi.run_keyword("Get Value From Set", "topology")
+        if not topology:
+            raise ConfigError(f"the pool testbed acquired for {pool!r} has no 'topology' key: add "
+                              "topology=<file> to its section of the pabot resource file")
+        self.use_lab_topology(str(topology))
+        return str(topology)
+
+    @keyword
+    def release_lab_testbed_to_pool(self) -> None:
+        """Give the testbed acquired by `Acquire Lab Testbed From Pool` back to the pool."""
+        _builtin().run_keyword("Release Value Set")
 
     @keyword
     def run_on_dut(self, *argv: str, timeout: float = 30.0, sudo: Optional[bool] = None) -> str:

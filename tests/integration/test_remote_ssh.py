@@ -350,3 +350,37 @@ def test_leak_scan_finds_a_password_logged_on_purpose(sshd, env, tmp_path):
     proc = _robot(out, str(suite), env)
     assert proc.returncode == 0, proc.stdout[-2000:]
     assert "output.xml" in _files_containing(out, sshd.password)
+
+
+POOL_SUITE = """\
+*** Settings ***
+Library           dpgate.labrobot.LabTestbed    telemetry=False
+Suite Setup       Acquire Lab Testbed From Pool    lab
+Suite Teardown    Run Keywords    Tear Down Lab Testbed    AND    Release Lab Testbed To Pool
+
+*** Test Cases ***
+DUT Of The Acquired Lab Testbed
+    ${out}=    Run On DUT    id    -un
+    Should Be Equal    ${out.strip()}    ${USER}
+"""
+
+
+def test_pabot_pool_hands_out_a_lab_topology(sshd, env, tmp_path):
+    """The lab pool keywords under real pabot: the suite gets its topology from the pool."""
+    import shutil as _shutil
+
+    pabot = _shutil.which("pabot", path=os.path.dirname(sys.executable)) or _shutil.which("pabot")
+    assert pabot, "pabot is installed with dpgate (robotframework-pabot)"
+    topo = _topology(sshd, str(tmp_path / "topo.yaml"))
+    pool = tmp_path / "lab-pool.dat"
+    pool.write_text(f"[lab-a]\ntags=lab\ntopology={topo}\n")
+    suite = tmp_path / "pool.robot"
+    suite.write_text(POOL_SUITE)
+    out = str(tmp_path / "pool")
+    proc = subprocess.run([pabot, "--processes", "1", "--resourcefile", str(pool), "--outputdir", out,
+                           "--variable", f"USER:{sshd.user}", str(suite)],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT,
+                          env={**env, "PATH": os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "1 tests, 1 passed" in proc.stdout or "1 test, 1 passed" in proc.stdout, proc.stdout[-2000:]
+    assert _files_containing(out, sshd.password) == []
