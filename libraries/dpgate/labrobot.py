@@ -439,35 +439,23 @@ class LabTestbed:
                                               "workers": list(self.cores.workers), "numa": self.cores.numa})
         return out
 
-    def _make_collector(self, collector_cls: Any, workers: List[int]) -> Any:
-        """A TelemetryCollector that counts on the DUT: given the node when the collector takes
-        one, else a subprocess.run-shaped runner over the node (dpgate.lab.dut.NodeRunner)."""
-        import inspect
-
-        from .lab.dut import NodeRunner
-
-        if "node" in inspect.signature(collector_cls).parameters:
-            return collector_cls(workers, node=self._dut())
-        return collector_cls(workers, runner=NodeRunner(self._dut(), remote=self._topo().dut.ssh is not None))
-
     def _telemetry_at(self, gen, load: float, duration: float = 3.0) -> Dict[str, Any]:
-        """perf (IPC, IPP) on the DUT worker CPUs during a trial at ``load``; on DUTs without
+        """perf/pcm on the DUT worker CPUs (run through the DUT's node) during a trial at ``load``; on DUTs without
         counters the tools' reasons, without running a trial. Failures are reported, not fatal."""
-        from .lab.dut import fix_pcm_reason
         from .telemetry import TelemetryRecord
         from .telemetry.collector import TelemetryCollector
 
         workers = list(self.cores.workers)
         try:
             if self._collector is None or self._collector_cpus != workers:
-                self._collector = self._make_collector(TelemetryCollector, workers)
+                self._collector = TelemetryCollector(workers, node=self._dut())  # perf and pcm on the DUT
                 self._collector_cpus = workers
             perf, pcm = self._collector.probe()
         except Exception as err:  # telemetry never fails the test by itself
             logger.warn(f"telemetry probe on the DUT failed: {err}")
             return {"telemetry_error": f"probe failed: {err}"}
         if perf is not None and pcm is not None:
-            return fix_pcm_reason(TelemetryRecord.unsupported(perf, pcm).to_metrics())
+            return TelemetryRecord.unsupported(perf, pcm).to_metrics()
         box: Dict[str, Any] = {}
 
         def trial() -> None:
@@ -481,7 +469,7 @@ class LabTestbed:
         try:
             time.sleep(0.5)  # steady state first; stop counting before traffic ends
             rec = self._collector.measure(duration - 1.0, packets=load * (duration - 1.0))
-            metrics = fix_pcm_reason(rec.to_metrics())
+            metrics = rec.to_metrics()
         except Exception as err:
             logger.warn(f"telemetry on the DUT failed: {err}")
             metrics = {"telemetry_error": str(err)}

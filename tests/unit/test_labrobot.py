@@ -153,6 +153,7 @@ def test_vpp_ip4_ht_two_cores_end_to_end(in_test, tmp_path):
     assert perf and perf[-1][perf[-1].index("-C") + 1] == "2,58,3,59"
     assert res.telemetry["ipc"] == pytest.approx(2.0)
     assert res.telemetry["ddio_miss_rate_itom"].startswith("not supported (")  # no pcm here: a reason
+    assert any(c[0] == "pcm-pcie" for c in node.calls)  # probed on the DUT (never locally: see in_test)
     _no_shell(node.calls)
 
     store = ResultStore(str(tmp_path))

@@ -1,26 +1,19 @@
-"""Facts about a lab DUT read through a ``dpgate.remote`` node: CPU layout, core frequency,
-and a ``subprocess.run``-shaped runner so the telemetry collector counts on the DUT.
+"""Facts about a lab DUT read through a ``dpgate.remote`` node: CPU layout and core frequency.
 
 Example::
 
     cpus = read_cpus(node)                       # lscpu -p=CPU,CORE,SOCKET,NODE on the DUT
     hz = detect_cpu_hz(node, cpu=2)              # cpufreq base/max, else /proc/cpuinfo
-    TelemetryCollector([2, 3], runner=NodeRunner(node)).probe()
 """
 
 from __future__ import annotations
 
-import subprocess
-from typing import Any, List, Optional, Sequence
+from typing import Any, List, Sequence
 
-from ..errors import DpgateError, EnvironmentProblem
+from ..errors import EnvironmentProblem
 from .cores import Cpu, parse_lscpu
 
 LSCPU = ["lscpu", "-p=CPU,CORE,SOCKET,NODE"]
-
-#: Why pcm is not counted on a remote DUT (see ``NodeRunner``).
-PCM_REMOTE_REASON = ("pcm-pcie/pcm-memory are not run over SSH by dpgate yet "
-                     "(the collector starts pcm on the controller); DDIO/PCIe counters need a local run on the DUT")
 
 
 def read_cpus(node: Any) -> List[Cpu]:
@@ -60,57 +53,3 @@ def detect_cpu_hz(node: Any, cpu: int = 0) -> float:
             return float(line.split(":")[1]) * 1e6
     raise EnvironmentProblem(f"cannot detect the DUT CPU frequency of CPU {cpu}: declare it in the topology "
                              "(cpu_freq: {source: declared, hz: 2.5e9})")
-
-
-class NodeRunner:
-    """``subprocess.run``-shaped callable that runs argv on a node (for TelemetryCollector).
-
-    Exit 127 / tool not found becomes FileNotFoundError and a timeout becomes
-    subprocess.TimeoutExpired, as the collector expects from subprocess.run. pcm tools are
-    answered with exit 1 and :data:`PCM_REMOTE_REASON` on remote nodes without running them:
-    the collector starts ``pcm-pcie`` with a local Popen during ``measure()``, which would
-    count the controller, not the DUT.
-    """
-
-    def __init__(self, node: Any, remote: bool = True):
-        self.node = node
-        self.remote = remote
-
-    def __call__(self, argv: Sequence[str], capture_output: bool = True, text: bool = True,
-                 timeout: Optional[float] = None, **_: Any) -> subprocess.CompletedProcess:
-        argv = [str(a) for a in argv]
-        if self.remote and argv[0].startswith("pcm"):
-            return subprocess.CompletedProcess(argv, 1, "", PCM_REMOTE_REASON)
-        try:
-            res = self.node.run(argv, timeout=timeout or 60.0, check=False)
-        except EnvironmentProblem as err:
-            if "not found" in str(err):
-                raise FileNotFoundError(argv[0]) from None
-            raise
-        except DpgateError as err:
-            if "timed out" in str(err) or "did not finish" in str(err):
-                raise subprocess.TimeoutExpired(argv, timeout or 60.0) from None
-            raise
-        if res.returncode == 127:
-            raise FileNotFoundError(argv[0])
-        return subprocess.CompletedProcess(argv, res.returncode, res.stdout, res.stderr)
-
-
-    def run(self, argv: Sequence[str], timeout: float = 30.0, check: bool = False, **kw: Any) -> Any:
-        """The node interface as well (telemetry helpers that take a node get the same pcm rule)."""
-        argv = [str(a) for a in argv]
-        if self.remote and argv[0].startswith("pcm"):
-            from ..remote import Result
-
-            return Result(argv, 1, "", PCM_REMOTE_REASON)
-        return self.node.run(argv, timeout=timeout, check=check, **kw)
-
-
-def fix_pcm_reason(metrics: dict) -> dict:
-    """Rewrite the collector's ``pcm exited with code 1: <PCM_REMOTE_REASON>`` to the reason alone."""
-    out = {}
-    for key, value in metrics.items():
-        if isinstance(value, str) and PCM_REMOTE_REASON in value:
-            value = f"not supported ({PCM_REMOTE_REASON})"
-        out[key] = value
-    return out
