@@ -606,7 +606,7 @@ class Gates:
             elif ddio:
                 missing = next(iter(ddio.values()))
         self._telemetry_gate(result, key, parse_ratio(max, "max", upper_inclusive=True), at_least=False,
-                             label=f"DDIO {event} miss rate", fmt="{:.1%}", missing=missing)
+                             label=f"DDIO {event} miss rate", fmt=_fine_pct, missing=missing)
 
     @keyword
     def memory_bytes_per_packet_should_be_at_most(self, result: NdrPdrResult, maximum: float) -> None:
@@ -671,7 +671,7 @@ class Gates:
         raise Failure(msg)
 
     def _telemetry_gate(self, result: NdrPdrResult, key: str, limit: float, at_least: bool,
-                        label: str, fmt: str, missing: Optional[str] = None) -> None:
+                        label: str, fmt: Any, missing: Optional[str] = None) -> None:
         value = result.telemetry.get(key)
         if value is None:
             value = missing or "not supported (no telemetry captured for this test)"
@@ -686,8 +686,19 @@ class Gates:
         ok = value >= limit if at_least else value <= limit
         op = (">=" if ok else "<") if at_least else ("<=" if ok else ">")
         word = "floor" if at_least else "ceiling"
-        msg = f"{label} {fmt.format(value)} {op} {word} {fmt.format(limit)} ({_pct(value, limit)})"
+        show = fmt if callable(fmt) else fmt.format
+        msg = f"{label} {show(value)} {op} {word} {show(limit)} ({_pct(value, limit)})"
         self._gate(key, ok, msg, value, limit)
+
+
+def _fine_pct(ratio: float) -> str:
+    """A ratio as a percentage that stays readable when tiny: 8.0%, 0.0086%, 0.0%.
+
+    >>> _fine_pct(0.08), _fine_pct(8.6e-05), _fine_pct(0.0)
+    ('8.0%', '0.0086%', '0.0%')
+    """
+    pct = ratio * 100
+    return f"{pct:.1f}%" if pct == 0 or abs(pct) >= 0.1 else f"{pct:.2g}%"
 
 
 def _pct(value: float, limit: float) -> str:
