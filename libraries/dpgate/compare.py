@@ -198,6 +198,9 @@ def verdicts_for(rec: Dict, store: str, min_change: float = 0.03, noise: Optiona
     if noise is None and isinstance(m.get("regression_noise"), (int, float)):
         noise = float(m["regression_noise"])
     hist = read_history(store, rec.get("testbed", ""), rec["longname"])
+    if rec.get("started") is not None:
+        # the gate adds a run to the history as it ends: never compare a run with itself
+        hist = [h for h in hist if h.get("time") != rec["started"]]
     out = []
     for metric in METRICS:
         cur = run_value(rec, metric)
