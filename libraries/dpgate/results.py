@@ -63,6 +63,13 @@ def _jsonable(obj: Any) -> Any:
     return str(obj)
 
 
+def new_record(longname: str) -> Dict[str, Any]:
+    """A valid record for a test that has just started (the listener fills in the rest)."""
+    suite, _, name = longname.rpartition(".")
+    return {"schema": SCHEMA, "longname": longname, "test_id": test_id(longname), "name": name or longname,
+            "suite": suite, "status": "RUNNING", "commit": run_commit()}
+
+
 class ResultStore:
     """Writes trial lines and test records under ``<outdir>/dpgate``."""
 
@@ -82,8 +89,7 @@ class ResultStore:
 
     def update(self, longname: str, **fields: Any) -> Dict[str, Any]:
         path = self.record_path(longname)
-        rec = load_record(path) if os.path.exists(path) else {"schema": SCHEMA, "longname": longname,
-                                                              "test_id": test_id(longname), "commit": run_commit()}
+        rec = load_record(path) if os.path.exists(path) else new_record(longname)
         for key, value in fields.items():
             if isinstance(value, dict) and isinstance(rec.get(key), dict):
                 rec[key] = {**rec[key], **value}

@@ -89,3 +89,12 @@ def test_version_1_records_are_upgraded_on_read(tmp_path):
     rec = load_record(str(path))
     assert rec["schema"] == SCHEMA and rec["test_id"] == "Embedded.Linux-Ip4.64B-1c-linux-ip4-ndrpdr"
     assert rec["profile"] == "per-commit" and rec["commit"] is None
+
+
+def test_records_are_valid_from_their_first_write_without_a_listener(tmp_path):
+    """Robot runs without DpgateListener: keywords record before any status is set."""
+    store = ResultStore(str(tmp_path))
+    store.update("Suite.Sub.64B-1c-x-ndrpdr", metrics={"ndr_pps": 1.0})
+    rec = store.update("Suite.Sub.64B-1c-x-ndrpdr", metrics={"pdr_pps": 2.0})
+    assert (rec["status"], rec["name"], rec["suite"]) == ("RUNNING", "64B-1c-x-ndrpdr", "Suite.Sub")
+    assert load_record(store.record_path("Suite.Sub.64B-1c-x-ndrpdr"))["metrics"] == {"ndr_pps": 1.0, "pdr_pps": 2.0}
