@@ -217,6 +217,29 @@ class EmbeddedTestbed:
             self.session = None
 
     @keyword
+    def acquire_embedded_testbed_from_pool(self, pool: str) -> str:
+        """Under pabot with ``--resourcefile``: acquire a testbed (value set) tagged ``pool``
+        and return its namespace ``prefix``. Blocks until one is free: bound it with a keyword
+        ``[Timeout]`` (resources/embedded.resource does). PabotLib is imported here, at run
+        time, so a ``robot --dryrun`` of the suites never loads it.
+
+        | ${prefix}= | `Acquire Embedded Testbed From Pool` | embedded |
+        """
+        bi = _bi()
+        bi.import_library("pabot.PabotLib")
+        bi.run_keyword("Acquire Value Set", pool)
+        prefix = bi.run_keyword("Get Value From Set", "prefix")
+        if not prefix:
+            raise ConfigError(f"the pool testbed acquired for {pool!r} has no 'prefix' key: add "
+                              "prefix=<namespace prefix> to its section of the pabot resource file")
+        return str(prefix)
+
+    @keyword
+    def release_embedded_testbed_to_pool(self) -> None:
+        """Give the testbed acquired by `Acquire Embedded Testbed From Pool` back to the pool."""
+        _bi().run_keyword("Release Value Set")
+
+    @keyword
     def sut_version(self) -> str:
         return self.session.sut.version() if self.session and self.session.sut else "unknown"
 
