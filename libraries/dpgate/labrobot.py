@@ -28,7 +28,6 @@ recording node (tests/unit/test_labrobot.py) and, for SSH, a private sshd on 127
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any, Dict, List, Optional, Tuple, Union
 
@@ -37,7 +36,7 @@ from robot.api.deco import keyword, library
 
 from .errors import ConfigError, DpgateError, SutError
 from .robotlib import (NdrPdrResult, _bounds_from_trials, _current_test, _measured_cpp_near, _opt,
-                       _override_value, _store, _TimeUp, record)
+                       _override_value, _store, _TimeUp, record, trial_dicts)
 from .units import Rate, format_pps, frame_size_tag, parse_frame_size, parse_rate, parse_ratio
 
 DEFAULT_SIZES = ("64B", "IMIX", "1518B")
@@ -415,6 +414,10 @@ class LabTestbed:
                                      "threads": len(self.cores.workers)}
         if self.telemetry and ndr > 0:
             telemetry.update(self._telemetry_at(gen, ndr))
+            if pdr > ndr:
+                telemetry.update(self._telemetry_at(gen, pdr, suffix="_pdr"))
+            elif pdr == ndr:
+                telemetry["telemetry_pdr"] = "PDR = NDR: one capture, see the NDR values"
         out = NdrPdrResult(
             nf=self.nf or "?", frame_size=frame_size_tag(parse_frame_size(frame_size)),
             ndr_pps=ndr, pdr_pps=pdr,
@@ -434,47 +437,43 @@ class LabTestbed:
             logger.warn(f"{'/'.join(at_max)} reached the TG line rate {format_pps(hi)}: "
                         "the SUT may be faster than these ports can show")
         topo = self._topo()
+        latency, note = self._latency_after(gen, pdr)
         record(metrics=out.metrics(), nf=out.nf, sut_version=self.sut_version(), testbed=topo.name,
                prefix=topo.prefix, dut_cores={"tag": self.cores.tag, "main": self.cores.main,
-                                              "workers": list(self.cores.workers), "numa": self.cores.numa})
+                                              "workers": list(self.cores.workers), "numa": self.cores.numa},
+               profile=profile, trials=trial_dicts(res), latency=latency, latency_note=note)
         return out
 
-    def _telemetry_at(self, gen, load: float, duration: float = 3.0) -> Dict[str, Any]:
-        """perf/pcm on the DUT worker CPUs (run through the DUT's node) during a trial at ``load``; on DUTs without
-        counters the tools' reasons, without running a trial. Failures are reported, not fatal."""
-        from .telemetry import TelemetryRecord
-        from .telemetry.collector import TelemetryCollector
+    def _latency_after(self, gen, pdr: float) -> Tuple[Optional[Dict[str, Any]], str]:
+        """CSIT's latency trials after the search: 5 s at 90, 50 and 10 % of PDR with the TRex
+        latency streams; per load the per-direction min/avg/max and hdrh percentiles (us)."""
+        if self.latency_pps <= 0:
+            return None, "not measured: import LabTestbed with latency_pps=<pps per direction> (LATENCY_PPS)"
+        if pdr <= 0:
+            return None, "not measured: PDR is 0"
+        from .search.latency import latency_trials
+
+        def one(load: float, duration: float):
+            return self._measure(gen, load, duration).details.get("latency")
+
+        out = {f"{round(load / pdr * 100)}% PDR": {"load_pps": round(load, 1), "directions": lat}
+               for load, lat in latency_trials(one, pdr)}
+        return out, (f"TRex latency streams at {self.latency_pps:g} pps per direction, 5 s trials at "
+                     "90/50/10 % of PDR (CSIT)")
+
+    def _telemetry_at(self, gen, load: float, suffix: str = "") -> Dict[str, Any]:
+        """perf/pcm on the DUT worker CPUs (run through the DUT's node) during a trial at
+        ``load`` (NDR; PDR with ``_pdr`` keys), see
+        ``dpgate.telemetry.collector.capture_during_trial``: reasons without a trial on DUTs
+        without counters; a telemetry failure is reported, not fatal."""
+        from .telemetry.collector import TelemetryCollector, capture_during_trial
 
         workers = list(self.cores.workers)
-        try:
-            if self._collector is None or self._collector_cpus != workers:
-                self._collector = TelemetryCollector(workers, node=self._dut())  # perf and pcm on the DUT
-                self._collector_cpus = workers
-            perf, pcm = self._collector.probe()
-        except Exception as err:  # telemetry never fails the test by itself
-            logger.warn(f"telemetry probe on the DUT failed: {err}")
-            return {"telemetry_error": f"probe failed: {err}"}
-        if perf is not None and pcm is not None:
-            return TelemetryRecord.unsupported(perf, pcm).to_metrics()
-        box: Dict[str, Any] = {}
-
-        def trial() -> None:
-            try:
-                box["result"] = gen.measure(load, duration)
-            except BaseException as err:  # re-raised below: a TRex failure is not a telemetry one
-                box["error"] = err
-
-        runner = threading.Thread(target=trial)
-        runner.start()
-        try:
-            time.sleep(0.5)  # steady state first; stop counting before traffic ends
-            rec = self._collector.measure(duration - 1.0, packets=load * (duration - 1.0))
-            metrics = rec.to_metrics()
-        except Exception as err:
-            logger.warn(f"telemetry on the DUT failed: {err}")
-            metrics = {"telemetry_error": str(err)}
-        finally:
-            runner.join()
-        if "error" in box:
-            raise box["error"]
+        if self._collector is None or self._collector_cpus != workers:
+            self._collector = TelemetryCollector(workers, node=self._dut())  # perf and pcm on the DUT
+            self._collector_cpus = workers
+        metrics = capture_during_trial(self._collector, gen.measure, load, suffix)
+        for key, value in metrics.items():
+            if key.startswith("telemetry_error"):
+                logger.warn(f"telemetry on the DUT failed: {value}")
         return metrics

@@ -252,47 +252,15 @@ class EmbeddedTestbed:
                               f"(prepared: {', '.join(self.generators)})", path="frame_size")
         return self.generators[tag]
 
-    #: Telemetry trial: traffic for 5 s; counters over 2 s of it after 1 s of steady state,
-    #: which leaves 2 s for the tools' own start-up (pcm programs the uncore before sampling).
-    TELEMETRY_TRIAL_S, TELEMETRY_SETTLE_S, TELEMETRY_WINDOW_S = 5.0, 1.0, 2.0
-
     def _telemetry_at(self, gen, load: float, suffix: str = "") -> Dict[str, Any]:
         """perf/pcm on the SUT cores during a trial at ``load``: the found NDR, and the PDR
-        with keys suffixed ``_pdr``, as CSIT captures both. On hosts without counters, the
-        tools' reasons without running a trial (at PDR one line: the reasons are NDR's)."""
-        import threading
-
-        from .telemetry.collector import TelemetryCollector
+        with keys suffixed ``_pdr``, as CSIT captures both (see
+        ``dpgate.telemetry.collector.capture_during_trial``)."""
+        from .telemetry.collector import TelemetryCollector, capture_during_trial
 
         if self._collector is None:
             self._collector = TelemetryCollector(self.session.testbed.sut_cpus)
-        window = self.TELEMETRY_WINDOW_S
-        if not self._collector.supported:
-            if suffix:
-                return {f"telemetry{suffix}": "not supported (same reasons as the NDR values)"}
-            return self._collector.measure(window, 0.0).to_metrics()
-        box: Dict[str, Any] = {}
-
-        def trial() -> None:
-            try:
-                box["result"] = gen.measure(load, self.TELEMETRY_TRIAL_S)
-            except BaseException as err:  # re-raised below, in the keyword's thread
-                box["error"] = err
-
-        runner = threading.Thread(target=trial, name="telemetry-trial", daemon=True)
-        runner.start()
-        time.sleep(self.TELEMETRY_SETTLE_S)  # steady state first; the window ends before traffic does
-        try:
-            capture = self._collector.capture(window)
-        finally:
-            runner.join()
-        if "error" in box:
-            raise box["error"]
-        res = box["result"]
-        # packets forwarded during the window: the trial's received rate over the window
-        packets = res.rx_packets * window / (res.actual_duration_s or self.TELEMETRY_TRIAL_S)
-        rec = capture.record(packets)
-        return (rec.with_suffix(suffix) if suffix else rec).to_metrics()
+        return capture_during_trial(self._collector, gen.measure, load, suffix)
 
     def _on_trial(self, result) -> None:
         suite, test = _current_test()

@@ -294,3 +294,53 @@ def test_a_sut_that_died_fails_the_search_with_its_log_and_is_restarted_next(in_
     lab.fake_node.dead = False
     lab.bring_up_lab_testbed("vpp-l2patch", "64B", cores=1, ht="off")  # same config, but restarted
     assert sum(1 for c in lab.fake_node.calls if c[0] == "systemd-run") == 2
+
+
+class LatencyCapacityClient(CapacityTrexClient):
+    """FAKE TRex client: capacity-limited forwarding plus TRex-shaped latency stats per pg_id."""
+
+    def remove_all_streams(self, ports):
+        self._rec("remove_all_streams", ports=ports)
+
+    def get_stats(self):
+        from test_trex_latency import _hdrh
+
+        out = super().get_stats()
+        lat = {"latency": {"total_min": 5, "average": 6.5, "total_max": 300, "hdrh": _hdrh()},
+               "err_cntrs": {"dropped": 0}}
+        out["latency"] = {1: lat, 2: lat}
+        return out
+
+
+class LatencyLab(FakeLab):
+    def _make_generator(self, profile):
+        client = LatencyCapacityClient(self.capacity)
+        self.clients.append(client)
+        return TrexGenerator(self._topo(), profile, client=client, api=fake_api(), settle_s=0.0, rx_delay_ms=0,
+                             latency_pps=self.latency_pps)
+
+
+def test_latency_trials_at_fractions_of_pdr_and_telemetry_at_pdr(in_test, tmp_path):
+    lab = LatencyLab(capacity_pps=10e6, latency_pps=1000)
+    lab.bring_up_lab_testbed("vpp-ip4", "64B", cores=2, ht="on")
+    res = lab.find_ndr_and_pdr("64B", profile="per-commit")
+    rec = json.load(open(ResultStore(str(tmp_path)).record_path("Lab.Vpp-Ip4.64B-4t2c-ethip4-ip4base-ndrpdr")))
+    assert sorted(rec["latency"]) == ["10% PDR", "50% PDR", "90% PDR"]
+    assert rec["latency"]["90% PDR"]["load_pps"] == pytest.approx(0.9 * res.pdr_pps, rel=1e-6)
+    assert rec["latency"]["10% PDR"]["directions"]["1->0"]["p99_us"] == 8  # hdrh decoded per direction
+    assert "5 s trials at 90/50/10 % of PDR" in rec["latency_note"]
+    assert rec["profile"] == "per-commit" and len(rec["trials"]) == res.trials
+    # telemetry: a 2 s counting window inside the trial, and PDR captured too (or noted = NDR)
+    perf = [c for c in lab.fake_node.calls if c[:2] == ["perf", "stat"] and "-C" in c]
+    assert perf[-1][-2:] == ["sleep", "2"]
+    assert "ipc_pdr" in res.telemetry or res.telemetry["telemetry_pdr"].startswith("PDR = NDR")
+    lab.tear_down_lab_testbed()
+
+
+def test_without_latency_streams_the_record_says_why(in_test, tmp_path):
+    lab = FakeLab(capacity_pps=10e6, telemetry=False)
+    lab.bring_up_lab_testbed("vpp-ip4", "64B", cores=1, ht="off")
+    lab.find_ndr_and_pdr("64B", profile="per-commit")
+    rec = json.load(open(ResultStore(str(tmp_path)).record_path("Lab.Vpp-Ip4.64B-4t2c-ethip4-ip4base-ndrpdr")))
+    assert rec["latency"] is None and "latency_pps" in rec["latency_note"]
+    lab.tear_down_lab_testbed()

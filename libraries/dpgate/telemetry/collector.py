@@ -289,3 +289,60 @@ class TelemetryCollector:
         if not self.supported:
             return Capture(self.plan(), float(duration_s)).record(packets)
         return self.capture(duration_s).record(packets)
+
+
+#: Telemetry trial: traffic for 5 s; counters over 2 s of it after 1 s of steady state,
+#: which leaves 2 s for the tools' own start-up (pcm programs the uncore before sampling).
+TRIAL_S, SETTLE_S, WINDOW_S = 5.0, 1.0, 2.0
+
+
+def capture_during_trial(collector: "TelemetryCollector", measure: Any, load: float, suffix: str = "",
+                         trial_s: float = TRIAL_S, settle_s: float = SETTLE_S,
+                         window_s: float = WINDOW_S) -> Dict[str, Any]:
+    """Telemetry metrics of one trial at ``load`` (``measure(load, duration)``, any generator).
+
+    The trial runs in a thread; counting starts ``settle_s`` into it (steady state) and lasts
+    ``window_s``, ending before the traffic does. Packets in the window come from the
+    trial's *received* count, not the intended load. Keys get ``suffix`` (``_pdr``).
+    A host that cannot count runs no trial: the tools' reasons (with a suffix, one line
+    pointing at the unsuffixed values). A telemetry tool failing is reported under
+    ``telemetry_error`` (the test's gates then see "not supported"), never fatal; a
+    failing trial is re-raised, since that is the generator's or the SUT's failure.
+    """
+    import threading
+    import time
+
+    try:
+        supported = collector.supported
+    except Exception as err:  # probing runs tools on the (remote) node
+        return {f"telemetry_error{suffix}": f"probe failed: {err}"}
+    if not supported:
+        if suffix:
+            return {f"telemetry{suffix}": "not supported (same reasons as the NDR values)"}
+        return collector.measure(window_s, 0.0).to_metrics()
+    box: Dict[str, Any] = {}
+
+    def trial() -> None:
+        try:
+            box["result"] = measure(load, trial_s)
+        except BaseException as err:  # re-raised below, in the caller's thread
+            box["error"] = err
+
+    runner = threading.Thread(target=trial, name="telemetry-trial", daemon=True)
+    runner.start()
+    time.sleep(settle_s)
+    capture = None
+    try:
+        capture = collector.capture(window_s)
+    except Exception as err:
+        box["telemetry_error"] = err
+    finally:
+        runner.join()
+    if "error" in box:
+        raise box["error"]
+    if capture is None:
+        return {f"telemetry_error{suffix}": str(box["telemetry_error"])}
+    res = box["result"]
+    packets = res.rx_packets * window_s / (res.actual_duration_s or trial_s)
+    rec = capture.record(packets)
+    return (rec.with_suffix(suffix) if suffix else rec).to_metrics()
