@@ -51,6 +51,7 @@ class Case:
     status: str
     message: str
     metrics: Dict[str, Any]
+    latency: Optional[Dict[str, Any]] = None
 
     @property
     def tag(self) -> str:
@@ -85,7 +86,8 @@ def case_of(rec: Dict[str, Any]) -> Case:
     else:
         size, cores, threads = str(metrics.get("frame_size", "?")), int(metrics.get("cores", 1) or 1), None
         nf = rec.get("nf", "?")
-    return Case(name, nf, size, threads, cores, rec.get("status", "?"), rec.get("message", ""), metrics)
+    return Case(name, nf, size, threads, cores, rec.get("status", "?"), rec.get("message", ""), metrics,
+                rec.get("latency") if isinstance(rec.get("latency"), dict) else None)
 
 
 def _cases(outdir: str) -> List[Case]:
@@ -258,6 +260,22 @@ def _tmam(cases: List[Case], dest: str) -> str:
             + _table(["test", "Retiring", "Bad Speculation", "Frontend Bound", "Backend Bound"], rows))
 
 
+def _latency(cases: List[Case]) -> str:
+    """Latency trials (lab runs with TRex latency streams): per test, load and direction."""
+    rows = []
+    for c in cases:
+        for label, entry in sorted((c.latency or {}).items(), key=lambda kv: -kv[1].get("load_pps", 0)):
+            for direction, lat in sorted((entry.get("directions") or {}).items()):
+                if isinstance(lat, dict):
+                    rows.append([f"{c.name} {label}", f"{entry.get('load_pps', 0) / 1e6:.3f}", direction,
+                                 *(str(lat.get(k, "-")) for k in ("min_us", "avg_us", "p50_us", "p99_us",
+                                                                   "p99.9_us", "max_us"))])
+    if not rows:
+        return ""
+    return ("<h2>Latency (us)</h2>" + _table(["test, load", "Mpps", "direction", "min", "avg", "p50", "p99",
+                                              "p99.9", "max"], rows))
+
+
 def _regression_verdicts(outdir: str, history: str) -> Dict[str, str]:
     from .compare import compare
 
@@ -286,7 +304,7 @@ def build_report(outdir: str, dest: str, baseline: Optional[str] = None, history
              + (f"<br>history: {_e(os.path.abspath(history))}" if history else "")
              + f"<br>{passed} of {len(cases)} tests passed their gates</p>",
              _verdicts(cases, base, regress), _efficiency(cases, dest), _per_nf(cases, dest),
-             _speedups(cases, dest), _tmam(cases, dest), "</body></html>"]
+             _speedups(cases, dest), _tmam(cases, dest), _latency(cases), "</body></html>"]
     path = os.path.join(dest, "index.html")
     with open(path, "w") as fh:
         fh.write("\n".join(parts))

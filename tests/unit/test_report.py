@@ -43,7 +43,10 @@ def lab_run(tmp_path, name):
     s = ResultStore(str(out))
     for i, (tag, ndr) in enumerate(LAB.items()):
         test = f"64B-{tag}-eth-l2patch-ndrpdr"
+        lat = {"directions": {"0->1": {"min_us": 5, "avg_us": 6.5, "p50_us": 5, "p99_us": 8, "p99.9_us": 300,
+                                       "max_us": 300}}, "load_pps": 0.9 * ndr}
         s.update(f"L.V.{test}", suite="L.V", name=test, nf="vpp-l2patch", status="PASS", started=i, testbed="lab",
+                 latency={"90% PDR": lat} if tag == "1t1c" else None,
                  metrics={"ndr_pps": ndr, "pdr_pps": ndr * 1.01, "cpp": 180.0, "ipc": 2.61, "ipp": 470.0,
                           "cpp_measured": 180.1, "tmam_retiring": 0.52, "tmam_bad_speculation": 0.01,
                           "tmam_frontend_bound": 0.07, "tmam_backend_bound": 0.40})
@@ -76,6 +79,7 @@ def test_embedded_report_has_plots_baseline_and_reasons(tmp_path):
     assert "no CPU PMU on this host" in text                      # IPC/TMAM reason, not a number
     assert "<td>n/s [1]</td>" in text and "n/s [1]: not supported (perf:" in text  # once, as a note
     assert "Speedups" in text and "Not applicable" in text        # one SUT core: no speedup plots
+    assert "Latency" not in text                                  # tcpreplay measures none
     assert "2 of 3 tests passed" in text
 
 
@@ -89,6 +93,7 @@ def test_lab_report_has_speedups_tmam_and_efficiency(tmp_path):
     assert "no HT 4C</td><td>3.64x</td><td>4x</td><td>-9.1 %" in cells   # 40 / 11 vs perfect 4
     assert ">vpp-l2patch 64B HT 2C</td><td>1.89x</td><td>2x</td><td>-5.3 %" in cells  # 25 / 13.2 vs 2
     assert "52.0 %" in text and "40.0 %" in text      # TMAM table
+    assert "64B-1t1c-eth-l2patch-ndrpdr 90% PDR</td><td>9.900</td><td>0-&gt;1</td><td>5</td><td>6.5" in cells
     assert "<td>470</td><td>2.61</td>" in cells       # IPP, IPC in the efficiency table
 
 
