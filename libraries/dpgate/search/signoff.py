@@ -40,16 +40,33 @@ How it works
    * loss tail, NDR: at the answer a full trial loses Poisson(ln 2) frames, so up to
      ``tail_accept`` lost frames confirm it; more mean the load is
      ``ln(lost / ln 2) / slope`` too high (slope of the fitted tail): step there.
-   * otherwise the loss depends on duration. If a full trial of a SUT whose samples
-     agree forwards less than they do, more samples are taken; if they still agree,
-     loss grows with duration (rare stalls) and the NDR is searched with full trials
-     directly: step down (``long_step``, doubling; PDR: the forwarded-rate
-     correction, then small steps), then narrow the bracket between the highest pass
-     and the lowest failure to ``signoff_width``, by regula falsi on the loss counts
-     of the failed full trials (their loss grows about linearly with load above the
-     answer) or by bisection. Because a pass there can be luck (no stall happened),
-     the answer must either agree with the failures' zero-loss extrapolation or pass
-     a second full trial; a failed confirmation resumes from the earlier passes.
+   * otherwise the loss depends on duration (a full trial of a SUT whose samples agree
+     forwarded less than they do; more samples are taken first if the shortfall
+     exceeds ``width``, as per-trial variation they missed could explain it): rare
+     loss events, such as stalls, see *event search* below.
+
+3. *Event search* (NDR when loss grows with duration). An event (a stall of the SUT)
+   at load L loses what arrives during it beyond what the ring absorbs, about
+   ``s x (L - theta)`` frames: zero below the event's own ``theta``, then growing
+   linearly with load. Short *event probes* (``event_probe_duration``) at one load,
+   repeated until one loses frames (or until they add up to one full trial: clean),
+   catch single events and measure that line directly, free of how many events a
+   full trial happens to meet:
+
+   * one event just under the capacity, one ``long_step`` lower (clean there: one
+     between), then one a little above the line's zero (``event_near``), at most
+     ``2 x long_step`` below the lowest event so far, until the lowest event is
+     within ``2 x event_near`` of the zero. A probe may catch two events: the fit
+     (:func:`_event_line`) tries halving losses, believing a halving only if it cuts
+     the residual 20-fold. The slope comes from all events (far apart: the spread of
+     the events' own zero-loss loads hardly moves it); ``theta`` is the lowest
+     event's load less its loss over the slope (a short way to zero, so the slope's
+     error matters little);
+   * full trials decide, from ``theta x (1 - event_margin)``. A pass is the answer.
+     A failure whose loss puts its event's zero within ``event_accept`` under the
+     load is the coin flip expected at the answer and confirms it too. Otherwise the
+     failure is read as one event, ``lost / s`` above its own zero, and the next full
+     trial goes under that (at least ``event_margin`` lower, with growing steps).
 
    At most ``max_long_trials`` full-length trials are spent (NDR and PDR together).
 
@@ -57,7 +74,8 @@ Parameters (overrides) and defaults: ``trial_duration`` 60, ``probe_duration`` 1
 ``width`` 0.005 (probe resolution, relative), ``signoff_width`` 0.01 (full-trial
 bracket), ``samples_min`` 5, ``samples_max`` 15, ``long_step`` 0.08,
 ``max_long_trials`` 10, ``tail_accept`` 3, ``tail_probe_duration`` 10,
-``pdr_margin`` 0.001.
+``pdr_margin`` 0.001, ``event_probe_duration`` 2, ``event_near`` 0.04,
+``event_margin`` 0.005, ``event_accept`` 0.01.
 
 ``ndr_upper``/``pdr_upper`` are the lowest loads whose full-length trial failed
 (``None`` if none did). Measured on the simulated SUTs of ``benchmarks/search.py``:
@@ -88,6 +106,10 @@ DEFAULTS: Dict[str, Any] = {
     "tail_accept": 3,
     "pdr_margin": 0.001,
     "tail_probe_duration": 10.0,
+    "event_probe_duration": 2.0,
+    "event_near": 0.04,
+    "event_margin": 0.005,
+    "event_accept": 0.01,
 }
 
 
@@ -128,6 +150,41 @@ def _loss_intercept(fails: List[Tuple[float, float]], use: int = 4) -> Optional[
     return None if fit is None else -fit[0] / fit[1]
 
 
+def _event_line(events: List[Tuple[float, float]], double_odds: float = 20.0) -> Optional[Tuple[float, float]]:
+    """Per-event fit: (slope, zero) of ``loss = slope x (load - zero)`` through the
+    losses of caught events, allowing that a probe caught two events (its loss is then
+    twice one event's).
+
+    Every way of halving some of the losses is fitted by least squares; one that rises
+    and reaches zero below every event's load is kept, the one with the smallest
+    residual, where each halving must cut the residual ``double_odds``-fold (two events
+    in one short probe are that much rarer than one). None if no line qualifies. The
+    zero returned is that of the lowest-load event along the fitted slope: being
+    nearest, its own zero-loss load depends least on the slope's error.
+
+    >>> s, z = _event_line([(1000.0, 500.0), (900.0, 600.0), (800.0, 100.0)])
+    >>> round(z), round(s, 3)
+    (750, 2.0)
+    """
+    lowest = min(x for x, _ in events)
+    best = None
+    for mask in range(1 << len(events)):
+        if len(events) > 1 and mask == (1 << len(events)) - 1:
+            continue  # halving all of them gives the same zero as halving none
+        pts = [(x, g / 2 if mask >> i & 1 else g) for i, (x, g) in enumerate(events)]
+        fit = _line(pts)
+        if fit is None or not 0 < -fit[0] / fit[1] < lowest:
+            continue
+        a, b = fit
+        scale = sum(g for _, g in pts) / len(pts)
+        rss = sum((g - a - b * x) ** 2 for x, g in pts) / scale ** 2
+        cost = (rss + 1e-9) * double_odds ** bin(mask).count("1")
+        if best is None or cost < best[0]:
+            x, g = min(pts)
+            best = (cost, b, x - g / b)
+    return None if best is None else (best[1], best[2])
+
+
 @dataclass
 class _Search:
     log: TrialLog
@@ -144,6 +201,8 @@ class _Search:
     tail_below: float = float("inf")
     #: a full trial forwarded less than short probes could explain
     duration_dependent: bool = False
+    #: lowest load whose full trial lost frames once loss was found to grow with duration
+    dd_upper: Optional[float] = None
     #: (ndr_loss, pdr_loss)
     goals: Tuple[float, float] = (0.0, 0.005)
 
@@ -312,21 +371,35 @@ class _Search:
         if self.duration_dependent and loss == 0.0:
             # An earlier full trial forwarded less than every short probe at the same
             # overload: loss grows with duration, the short-trial NDR is too high.
-            return self._step_down(candidate, None, loss, floor)
+            return self._event_search(candidate, floor, self.dd_upper)
         c = self.long(candidate)
         fwd = c.rx / T
         if capacity_limited and not varies and self.samples and fwd < _median(self.samples) * (1 - 1e-6):
             # The full trial forwarded less than the agreeing short samples: per-trial
-            # variation the samples missed, or loss that grows with duration. More
-            # samples tell them apart.
-            if self._sample(max(self.samples), self.goals[0], self.goals[1], more=True) is not None:
-                varies = max(self.samples) > min(self.samples) * (1 + self.s["width"])
+            # variation the samples missed, or loss that grows with duration. A deficit
+            # larger than the samples' agreement (``width``) may be variation they
+            # missed: more samples tell them apart. A smaller one they cannot resolve.
+            if fwd < _median(self.samples) * (1 - self.s["width"]):
+                if self._sample(max(self.samples), self.goals[0], self.goals[1], more=True) is not None:
+                    varies = max(self.samples) > min(self.samples) * (1 + self.s["width"])
             if not (varies and fwd >= min(self.samples) * (1 - 1e-9)):
                 self.duration_dependent = True
+                if c.loss:
+                    # This full trial lost frames: it bounds the NDR from above.
+                    self.dd_upper = min(self.dd_upper or candidate, candidate)
         if c.loss_ratio <= loss:
             return candidate, None
+        if self.duration_dependent and loss == 0.0:
+            return self._event_search(candidate, floor, candidate)
         lowest = min(self.samples) - 0.5 * (max(self.samples) - min(self.samples)) if self.samples else 0.0
         if capacity_limited and varies and fwd >= lowest:
+            below = [candidate - x for x in self.samples if x < candidate]
+            if loss == 0.0 and below and candidate - fwd < min(below) / 100:
+                # Far less loss than any lower capacity sample would give: not a low
+                # capacity draw but a rare event (e.g. one stall in a sample made them
+                # look varied). Search for it.
+                self.duration_dependent = True
+                return self._event_search(candidate, floor, candidate)
             # A coin flip at the median of the per-trial capacity: keep it as a sample.
             median = _median(self.samples + [fwd]) / (1.0 - loss)
             return max(floor, min(candidate, median)), candidate
@@ -335,6 +408,111 @@ class _Search:
             if fit is not None:
                 return self._follow_tail(candidate, c, fit[1], floor)
         return self._step_down(candidate, c, loss, floor)
+
+    def _hunt(self, load: float) -> Tuple[float, int]:
+        """Event probes (``event_probe_duration``) at ``load`` until one loses frames or
+        they add up to one full trial; return (load, frames lost by that probe or 0).
+
+        A probe much shorter than the time between loss events sees at most one event,
+        so its loss is the loss of one event at this load.
+        """
+        load = self._clip(load)
+        d, T = self.s["event_probe_duration"], self.s["trial_duration"]
+        spent = 0.0
+        while spent < T * (1 - 1e-9):
+            c = self.probe(load, min(d, T - spent))
+            spent += min(d, T - spent)
+            if c.loss:
+                return load, c.loss
+        return load, 0
+
+    def _event_search(
+        self, candidate: float, floor: float, upper: Optional[float]
+    ) -> Tuple[Optional[float], Optional[float]]:
+        """NDR when loss grows with trial duration: rare loss events (stalls).
+
+        An event at load L loses ``s x (L - theta)`` frames: what arrives during the
+        stall beyond what the ring absorbs, so it grows linearly with load above the
+        event's zero-loss load ``theta``. Event probes at two loads well above theta give
+        that line (slope ``s``, zero ``theta``); one more event a little above theta
+        (``event_near``) pins theta, since the slope's error then matters little. Full
+        trials decide: the first one ``event_margin`` under theta; a failure is read as
+        one event, ``lost / s`` above its own theta, and the next trial goes under it.
+        """
+        w, step = self.s["width"], self.s["long_step"]
+        margin, near = self.s["event_margin"], self.s["event_near"]
+        accept = self.s["event_accept"]
+        la, ga = self._hunt(candidate * (1 - 2 * w))
+        if not ga:
+            # No event in a full trial's worth of probing: events are rare, or lose
+            # nothing at this load. A full trial there decides.
+            c = self.long(la)
+            if c.loss == 0:
+                return la, upper
+            upper = min(upper or la, la)
+            la, ga = self._hunt(la)
+            if not ga:  # loss that short probes never see: search with full trials
+                return self._step_down(la, c, 0.0, floor)
+        events: List[Tuple[float, float]] = [(la, float(ga))]
+
+        def catch(load: float, above: float) -> bool:
+            """An event at ``load``, or, if none comes in a full trial's time (theta is
+            above ``load``), one between it and ``above``. True if one was caught."""
+            for x in (load, math.sqrt(load * above)):
+                x, g = self._hunt(x)
+                if g:
+                    events.append((x, float(g)))
+                    return True
+            return False
+
+        def locate() -> Tuple[Optional[float], float]:
+            """(slope, theta) from the events caught, catching more as needed."""
+            fit: Optional[Tuple[float, float]] = None
+            for _ in range(4):
+                lowest = min(x for x, _ in events)
+                fit = _event_line(events) if len(events) > 1 else None
+                if fit is not None and len(events) > 2 and lowest <= fit[1] * (1 + 2 * near):
+                    break  # the lowest event is near theta: its short way to zero fixes it
+                if fit is None or lowest > la * (1 - step):
+                    target = lowest * (1 - step)  # first a lever for the slope
+                else:
+                    # One more event just above theta: its short way to zero makes the
+                    # slope's error matter little, and it lengthens the slope's lever.
+                    target = min(fit[1] * (1 + near), lowest * (1 - near))
+                target = max(target, lowest * (1 - 2 * step))  # no leap on a poor fit
+                if not catch(target, lowest):
+                    # No event for two full trials' time: theta is above these loads.
+                    return (fit[0] if fit else None), math.sqrt(target * lowest)
+            if fit is None:
+                return None, min(x for x, _ in events) * (1 - step)
+            return fit
+
+        slope, theta = locate()
+        load = max(theta * (1 - margin), floor)
+        fails = 0
+        while self.budget_left():
+            c = self.long(load)
+            if c.loss == 0:
+                return load, upper
+            if slope is not None and c.loss <= slope * load * accept:
+                # The coin flip expected at the answer: one event, barely lossy here.
+                return load, upper
+            upper = min(upper or load, load)
+            fails += 1
+            if slope is None and catch(load, load):
+                # No line to read the loss with (no events caught lower): events do
+                # happen here, so catch one and locate again.
+                slope, theta = locate()
+                load = max(min(theta * (1 - margin), load * (1 - margin)), floor)
+                continue
+            nxt = load * (1 - margin * 2 ** (fails - 1))
+            if slope is not None:
+                own = load - c.loss / slope  # zero-loss load of the event it met, if one
+                nxt = min(nxt, max(own * (1 - margin / 2), load * (1 - 4 * margin * fails)))
+            if load <= floor:
+                break
+            load = max(nxt, floor)
+        return None, upper
 
     def _follow_tail(self, hi: float, counts: Counts, slope: float, floor: float) -> Tuple[float, Optional[float]]:
         """Loss tail: step down by the fitted slope until a full trial is consistent.
