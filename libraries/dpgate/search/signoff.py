@@ -228,6 +228,13 @@ class _Search:
             self.lossy.append((load, c.loss / d))
         return c
 
+    @staticmethod
+    def _marginal(c: Counts, loss: float) -> bool:
+        """Lost more than ``loss`` allows, but by less than one Poisson standard
+        deviation of the allowed count."""
+        allowed = loss * max(c.tx, c.intended or 0)
+        return allowed > 0 and c.loss <= allowed + math.sqrt(allowed)
+
     def budget_left(self) -> bool:
         return self.long_trials < self.s["max_long_trials"]
 
@@ -304,10 +311,15 @@ class _Search:
             if not above:
                 break
             hi = min(above)
+            # Probes under the lowest lossy one only: over it, a pass is Poisson luck.
+            below = [b for b in below if b[0] < hi[0]]
             if below:
                 lo = max(below)
                 if hi[0] - lo[0] <= width * hi[0]:
                     pdr = lo[0]
+                    if lo[1] > 0:  # the crossing of the secant on ln(loss ratio)
+                        t = (math.log(pdr_loss) - math.log(lo[1])) / (math.log(hi[1]) - math.log(lo[1]))
+                        pdr = lo[0] + min(max(t, 0.0), 1.0) * (hi[0] - lo[0])
                     break
                 if lo[1] > 0:
                     t = (math.log(pdr_loss) - math.log(lo[1])) / (math.log(hi[1]) - math.log(lo[1]))
@@ -388,6 +400,10 @@ class _Search:
                     # This full trial lost frames: it bounds the NDR from above.
                     self.dd_upper = min(self.dd_upper or candidate, candidate)
         if c.loss_ratio <= loss:
+            return candidate, None
+        if loss > 0.0 and self._marginal(c, loss):
+            # Over the goal by less than the count's own Poisson noise: the coin flip
+            # expected at the answer, which confirms it.
             return candidate, None
         if self.duration_dependent and loss == 0.0:
             return self._event_search(candidate, floor, candidate)
