@@ -410,7 +410,7 @@ class _Search:
         lowest = min(self.samples) - 0.5 * (max(self.samples) - min(self.samples)) if self.samples else 0.0
         if capacity_limited and varies and fwd >= lowest:
             below = [candidate - x for x in self.samples if x < candidate]
-            if loss == 0.0 and below and candidate - fwd < min(below) / 100:
+            if loss == 0.0 and below and candidate - fwd < min(below) / 30:
                 # Far less loss than any lower capacity sample would give: not a low
                 # capacity draw but a rare event (e.g. one stall in a sample made them
                 # look varied). Search for it.
