@@ -93,18 +93,21 @@ def test_per_commit_reports_capacity_on_stalls():
 
 def test_sign_off_finds_60s_ndr_on_stalls():
     ndr60, pdr60 = truths("stalls")
-    errors = []
+    errors, full = [], []
     for seed in range(2001, 2011):
         r = find_ndr_pdr(make_sut("stalls", seed=seed).measure, MIN_RATE, MAX_RATE, profile="sign-off")
         errors.append(r.ndr / ndr60 - 1)
         assert abs(r.pdr / pdr60 - 1) <= 0.005
         long_loads = [load for load, d, _ in r.trials if d == 60.0]
+        full.append(len(long_loads))
         # Full-length trials decided it: the reported NDR was measured at 60 s.
         assert r.ndr in long_loads
         assert r.ndr_upper is not None and r.ndr_upper > r.ndr
     errors.sort()
     assert abs(errors[len(errors) // 2]) <= 0.015  # median error
-    assert all(abs(e) <= 0.06 for e in errors)  # never the 1 s answer (+28 %)
+    assert all(abs(e) <= 0.04 for e in errors)  # never the 1 s answer (+28 %)
+    # Event probes locate it; full trials only decide: PDR + under two NDR on average.
+    assert sum(full) / len(full) <= 3.0
 
 
 def test_sign_off_respects_long_trial_budget():
