@@ -12,7 +12,8 @@ question. Every search of repetition ``r`` faces a SUT built with the same seed,
 all searches see the same random stream.
 
 Error = found / truth - 1 in %; the table shows its median and its p10..p90 spread
-(p90 - p10, percentage points). Simulated time = trial durations + 0.5 s per trial
+(p90 - p10, percentage points). ``trials`` counts all trials, ``full`` those of 60 s
+(the full length) or more. Simulated time = trial durations + 0.5 s per trial
 (MLRsearch's ``search_duration_max`` is wall clock and is set out of the way; it
 plays no part here). ``x floor`` divides the mean time by the floor of one 60 s
 trial per bound (2 x 60.5 s = 121 s).
@@ -51,23 +52,28 @@ def _quantile(values: Sequence[float], q: float) -> float:
     return v[lo] + (v[hi] - v[lo]) * (pos - lo)
 
 
-def run_kind(kind: str, reps: int, seed0: int) -> Dict[str, List[Tuple[float, float, int, float]]]:
-    """Return search name -> [(ndr, pdr, trials, sim_time)] over repetitions."""
-    out: Dict[str, List[Tuple[float, float, int, float]]] = {name: [] for name in SEARCHES}
+Run = Tuple[float, float, int, float, int]
+
+
+def run_kind(kind: str, reps: int, seed0: int) -> Dict[str, List[Run]]:
+    """Return search name -> [(ndr, pdr, trials, sim_time, full_trials)] over repetitions."""
+    out: Dict[str, List[Run]] = {name: [] for name in SEARCHES}
     for rep in range(reps):
         seed = seed0 + rep
         for name, (profile, overrides) in SEARCHES.items():
             sut = make_sut(kind, seed=seed)
             r = find_ndr_pdr(sut.measure, MIN_RATE, MAX_RATE, profile=profile, **overrides)
-            out[name].append((r.ndr or 0.0, r.pdr or 0.0, r.trial_count, r.total_time_s))
+            full = sum(1 for _, d, _ in r.trials if d >= 60.0)
+            out[name].append((r.ndr or 0.0, r.pdr or 0.0, r.trial_count, r.total_time_s, full))
     return out
 
 
-def _row(label: str, kind: str, runs: List[Tuple[float, float, int, float]], t_ndr: float, t_pdr: float) -> List[str]:
-    ndr_err = [(n / t_ndr - 1) * 100 for n, _, _, _ in runs]
-    pdr_err = [(p / t_pdr - 1) * 100 for _, p, _, _ in runs]
-    trials = [t for _, _, t, _ in runs]
-    times = [s for _, _, _, s in runs]
+def _row(label: str, kind: str, runs: List[Run], t_ndr: float, t_pdr: float) -> List[str]:
+    ndr_err = [(n / t_ndr - 1) * 100 for n, _, _, _, _ in runs]
+    pdr_err = [(p / t_pdr - 1) * 100 for _, p, _, _, _ in runs]
+    trials = [t for _, _, t, _, _ in runs]
+    times = [s for _, _, _, s, _ in runs]
+    full = [f for _, _, _, _, f in runs]
     return [
         kind,
         label,
@@ -76,6 +82,7 @@ def _row(label: str, kind: str, runs: List[Tuple[float, float, int, float]], t_n
         f"{statistics.median(pdr_err):+.2f}",
         f"{_quantile(pdr_err, 0.9) - _quantile(pdr_err, 0.1):.2f}",
         f"{statistics.mean(trials):.1f}",
+        f"{statistics.mean(full):.1f}",
         f"{statistics.mean(times):.0f}",
         f"{statistics.mean(times) / FLOOR_S:.2f}",
     ]
@@ -93,7 +100,7 @@ def main(argv: Sequence[str] = ()) -> int:
         ap.error(f"unknown kind(s) {', '.join(unknown)}; accepted: {', '.join(KINDS)}")
 
     started = time.monotonic()
-    header = ["kind", "search", "NDR med%", "NDR p10-90", "PDR med%", "PDR p10-90", "trials", "time s", "x floor"]
+    header = ["kind", "search", "NDR med%", "NDR p10-90", "PDR med%", "PDR p10-90", "trials", "full", "time s", "x floor"]
     rows: List[List[str]] = []
     total_time: Dict[str, float] = {name: 0.0 for name in SEARCHES}
     truth_lines: List[str] = []
@@ -107,7 +114,7 @@ def main(argv: Sequence[str] = ()) -> int:
         )
         for name, runs in results.items():
             rows.append(_row(name, kind, runs, *t60))
-            total_time[name] += statistics.mean(s for _, _, _, s in runs)
+            total_time[name] += statistics.mean(s for _, _, _, s, _ in runs)
         rows.append(_row("per-commit@1s", kind, results["per-commit"], *t1))
         so = rows[-2]  # sign-off row: kind, name, ndr med, ndr spread, pdr med, pdr spread
         for label, value, limit in (
