@@ -600,6 +600,8 @@ class _Search:
             first = False
             nxt = max(nxt, bottom)
             c = self.long(nxt)
+            if loss > 0.0 and c.loss_ratio > loss and self._marginal(c, loss):
+                return nxt, hi  # the coin flip expected at the answer confirms it
             if c.loss_ratio <= loss:
                 lo = nxt
                 passes.append(nxt)
