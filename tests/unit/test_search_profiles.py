@@ -102,7 +102,9 @@ def test_sign_off_finds_60s_ndr_on_stalls():
         full.append(len(long_loads))
         # Full-length trials decided it: the reported NDR was measured at 60 s.
         assert r.ndr in long_loads
-        assert r.ndr_upper is not None and r.ndr_upper > r.ndr
+        # The lowest failed full trial; equal to the NDR when that trial failed by one
+        # barely lossy stall (the coin flip expected at the answer, which confirms it).
+        assert r.ndr_upper is not None and r.ndr_upper >= r.ndr
     errors.sort()
     assert abs(errors[len(errors) // 2]) <= 0.015  # median error
     assert all(abs(e) <= 0.04 for e in errors)  # never the 1 s answer (+28 %)

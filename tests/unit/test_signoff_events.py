@@ -101,10 +101,11 @@ def test_event_line_does_not_halve_for_ordinary_spread():
 def test_event_line_needs_loss_rising_with_load():
     # Loss falling with load is no stall line, whatever losses are halved.
     assert _event_line([(990e3, 100.0), (900e3, 500.0), (800e3, 900.0)]) is None
-    # Two equal losses: the lower-load one can only be two events (its half makes a
-    # line whose zero lies below both loads).
-    slope, zero = _event_line([(990e3, 500.0), (900e3, 500.0)])
-    assert zero < 900e3 and slope * (900e3 - zero) == pytest.approx(250.0)
+    # Two equal losses make no line either: the lowest event is never halved (the
+    # search catches one more, lower, instead).
+    assert _event_line([(990e3, 500.0), (900e3, 500.0)]) is None
+    slope, zero = _event_line([(990e3, 500.0), (900e3, 500.0), (850e3, 125.0)])
+    assert zero == pytest.approx(800e3, rel=0.01)  # with a third, the 900 kpps one was two
 
 
 # -- event probes and the decisions on full trials --------------------------------------

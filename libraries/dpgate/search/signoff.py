@@ -150,7 +150,7 @@ def _loss_intercept(fails: List[Tuple[float, float]], use: int = 4) -> Optional[
     return None if fit is None else -fit[0] / fit[1]
 
 
-def _event_line(events: List[Tuple[float, float]], double_odds: float = 20.0) -> Optional[Tuple[float, float]]:
+def _event_line(events: List[Tuple[float, float]], double_odds: float = 8.0) -> Optional[Tuple[float, float]]:
     """Per-event fit: (slope, zero) of ``loss = slope x (load - zero)`` through the
     losses of caught events, allowing that a probe caught two events (its loss is then
     twice one event's).
@@ -166,11 +166,10 @@ def _event_line(events: List[Tuple[float, float]], double_odds: float = 20.0) ->
     >>> round(z), round(s, 3)
     (750, 2.0)
     """
-    lowest = min(x for x, _ in events)
+    events = sorted(events, reverse=True)  # the lowest load last
+    lowest = events[-1][0]
     best = None
-    for mask in range(1 << len(events)):
-        if len(events) > 1 and mask == (1 << len(events)) - 1:
-            continue  # halving all of them gives the same zero as halving none
+    for mask in range(1 << (len(events) - 1)):  # the lowest event is never halved
         pts = [(x, g / 2 if mask >> i & 1 else g) for i, (x, g) in enumerate(events)]
         fit = _line(pts)
         if fit is None or not 0 < -fit[0] / fit[1] < lowest:
@@ -403,17 +402,18 @@ class _Search:
             return candidate, None
         if loss > 0.0 and self._marginal(c, loss):
             # Over the goal by less than the count's own Poisson noise: the coin flip
-            # expected at the answer, which confirms it.
-            return candidate, None
+            # expected at the answer, which confirms it (and is its upper bound too).
+            return candidate, candidate
         if self.duration_dependent and loss == 0.0:
             return self._event_search(candidate, floor, candidate)
         lowest = min(self.samples) - 0.5 * (max(self.samples) - min(self.samples)) if self.samples else 0.0
         if capacity_limited and varies and fwd >= lowest:
             below = [candidate - x for x in self.samples if x < candidate]
-            if loss == 0.0 and below and candidate - fwd < min(below) / 30:
-                # Far less loss than any lower capacity sample would give: not a low
-                # capacity draw but a rare event (e.g. one stall in a sample made them
-                # look varied). Search for it.
+            share = len(below) / len(self.samples) if self.samples else 0.0
+            if loss == 0.0 and below and share * (candidate - fwd) / min(below) < 1 / 60:
+                # A capacity draw this close under the load is unlikely: few samples
+                # lie under it (``share``), none this close. Far more likely a rare
+                # event (a stall in a sample made the samples look varied): search it.
                 self.duration_dependent = True
                 return self._event_search(candidate, floor, candidate)
             # A coin flip at the median of the per-trial capacity: keep it as a sample.
@@ -484,7 +484,7 @@ class _Search:
         def locate() -> Tuple[Optional[float], float]:
             """(slope, theta) from the events caught, catching more as needed."""
             fit: Optional[Tuple[float, float]] = None
-            for _ in range(4):
+            for _ in range(6):
                 lowest = min(x for x, _ in events)
                 fit = _event_line(events) if len(events) > 1 else None
                 if fit is not None and len(events) > 2 and lowest <= fit[1] * (1 + 2 * near):
@@ -499,6 +499,8 @@ class _Search:
                 if not catch(target, lowest):
                     # No event for two full trials' time: theta is above these loads.
                     return (fit[0] if fit else None), math.sqrt(target * lowest)
+            else:
+                fit = _event_line(events)  # with the last event caught
             if fit is None:
                 return None, min(x for x, _ in events) * (1 - step)
             return fit
@@ -510,10 +512,10 @@ class _Search:
             c = self.long(load)
             if c.loss == 0:
                 return load, upper
+            upper = min(upper or load, load)
             if slope is not None and c.loss <= slope * load * accept:
                 # The coin flip expected at the answer: one event, barely lossy here.
                 return load, upper
-            upper = min(upper or load, load)
             fails += 1
             if slope is None and catch(load, load):
                 # No line to read the loss with (no events caught lower): events do
@@ -601,7 +603,7 @@ class _Search:
             nxt = max(nxt, bottom)
             c = self.long(nxt)
             if loss > 0.0 and c.loss_ratio > loss and self._marginal(c, loss):
-                return nxt, hi  # the coin flip expected at the answer confirms it
+                return nxt, nxt  # the coin flip expected at the answer confirms it
             if c.loss_ratio <= loss:
                 lo = nxt
                 passes.append(nxt)
