@@ -25,63 +25,78 @@ How it works
      low capacity: it is retried lower, and more samples are taken.) Loss there: a
      *loss tail* (soft knee). ``ln(lost frames per second)`` is fitted against load
      from probes with measurable loss, plus one ``tail_probe_duration`` probe low in
-     the tail; PDR is where probes' loss ratio crosses ``pdr_loss`` (secant on its
-     log), NDR where a full trial is expected to lose ``ln 2`` frames (Poisson: zero
-     loss with probability one half).
+     the tail; PDR is where the probes' loss ratio crosses ``pdr_loss`` (secant on
+     its log, down to ``width``, between the highest passing probe under the lowest
+     failing one and that one), NDR where a full trial is expected to lose ``ln 2``
+     frames (Poisson: zero loss with probability one half).
 
 2. *Decide with full-length trials*, only where they decide; PDR first, then NDR (at
-   most the PDR). One full trial at the candidate; a pass accepts it. A failure is
-   read by its counts:
+   most the PDR). One full trial at the candidate; a pass accepts it. So does a PDR
+   trial over the goal by at most one Poisson standard deviation of the allowed count
+   (``sqrt(pdr_loss x frames)``): that is the coin flip expected at the answer. A
+   failure is read by its counts:
 
    * capacity-limited SUT whose samples vary (per-trial noise, bimodal) and the
      trial's forwarded rate lies within their range (widened below by half of it):
      the expected coin flip at the median. Its forwarded rate joins the samples and
-     the median is recomputed; no further full trial.
+     the median is recomputed; no further full trial. Unless, for the NDR, a
+     capacity draw that close under the load is implausible (share of samples under
+     the load x this trial's shortfall / the nearest such sample's shortfall < 1/60):
+     then a rare event, e.g. a stall, made a sample look low; see *event search*;
    * loss tail, NDR: at the answer a full trial loses Poisson(ln 2) frames, so up to
      ``tail_accept`` lost frames confirm it; more mean the load is
-     ``ln(lost / ln 2) / slope`` too high (slope of the fitted tail): step there.
-   * otherwise the loss depends on duration (a full trial of a SUT whose samples agree
-     forwarded less than they do; more samples are taken first if the shortfall
-     exceeds ``width``, as per-trial variation they missed could explain it): rare
-     loss events, such as stalls, see *event search* below.
+     ``ln(lost / ln 2) / slope`` too high (slope of the fitted tail): step there;
+   * a full trial of a SUT whose samples agree forwarded less than they do (more
+     samples are taken first if the shortfall exceeds ``width``, as per-trial
+     variation they missed could explain that): the loss grows with duration. The NDR
+     is found by *event search*; a PDR miss steps down with full trials (the
+     forwarded-rate correction, then ``2 x width`` steps and bisection).
 
-3. *Event search* (NDR when loss grows with duration). An event (a stall of the SUT)
-   at load L loses what arrives during it beyond what the ring absorbs, about
-   ``s x (L - theta)`` frames: zero below the event's own ``theta``, then growing
-   linearly with load. Short *event probes* (``event_probe_duration``) at one load,
-   repeated until one loses frames (or until they add up to one full trial: clean),
-   catch single events and measure that line directly, free of how many events a
-   full trial happens to meet:
+3. *Event search*: NDR when loss comes from rare events (stalls). A stall at load L
+   loses what arrives during it beyond what the ring absorbs, about
+   ``s x (L - theta)`` frames: nothing below the event's own zero-loss load
+   ``theta``, then linear in load. A full trial meets a random number of stalls, so
+   its loss count is that line times an unknown count. Short *event probes*
+   (``event_probe_duration``, 2 s) repeated at one load until one loses frames
+   (*catching* an event), or until they add up to one full trial (clean), measure one
+   event at a time:
 
-   * one event just under the capacity, one ``long_step`` lower (clean there: one
-     between), then one a little above the line's zero (``event_near``), at most
-     ``2 x long_step`` below the lowest event so far, until the lowest event is
-     within ``2 x event_near`` of the zero. A probe may catch two events: the fit
-     (:func:`_event_line`) tries halving losses, believing a halving only if it cuts
-     the residual 20-fold. The slope comes from all events (far apart: the spread of
-     the events' own zero-loss loads hardly moves it); ``theta`` is the lowest
-     event's load less its loss over the slope (a short way to zero, so the slope's
+   * catch one event just under ``C``, one ``long_step`` lower (clean: theta lies
+     above; one between instead), then, while the lowest event is more than
+     ``2 x event_near`` above the fitted zero, one ``event_near`` above it (never
+     more than ``2 x long_step`` under the lowest so far; at most six catches). Two
+     stalls in one probe lose twice one's: the per-event fit (:func:`_event_line`)
+     tries halving losses other than the lowest one and believes a halving only if it
+     cuts the residual eight-fold. The slope comes from all events, far apart, so the
+     spread of the events' own zero-loss loads hardly moves it; ``theta`` is the
+     lowest event's load less its loss over that slope (a short way, so the slope's
      error matters little);
-   * full trials decide, from ``theta x (1 - event_margin)``. A pass is the answer.
-     A failure whose loss puts its event's zero within ``event_accept`` under the
-     load is the coin flip expected at the answer and confirms it too. Otherwise the
-     failure is read as one event, ``lost / s`` above its own zero, and the next full
-     trial goes under that (at least ``event_margin`` lower, with growing steps).
+   * full trials decide, from ``theta x (1 - event_margin)`` down. A pass is the
+     answer. A failure whose loss over the slope puts the stall it met within
+     ``event_accept`` (relative) under the load is the coin flip expected at the
+     answer and confirms it too. Otherwise the next trial goes under that stall's
+     own zero-loss load (``load - lost / s``; at least ``event_margin`` lower, with
+     growing steps). If no event is ever caught at the first load although a full
+     trial there fails, the loss is one short probes cannot see: the NDR is then
+     searched with full trials alone (steps of ``long_step``, regula falsi on the
+     failures' loss counts, a second pass required unless those counts agree).
 
    At most ``max_long_trials`` full-length trials are spent (NDR and PDR together).
 
 Parameters (overrides) and defaults: ``trial_duration`` 60, ``probe_duration`` 1,
 ``width`` 0.005 (probe resolution, relative), ``signoff_width`` 0.01 (full-trial
-bracket), ``samples_min`` 5, ``samples_max`` 15, ``long_step`` 0.08,
-``max_long_trials`` 10, ``tail_accept`` 3, ``tail_probe_duration`` 10,
-``pdr_margin`` 0.001, ``event_probe_duration`` 2, ``event_near`` 0.04,
-``event_margin`` 0.005, ``event_accept`` 0.01.
+bracket of the full-trial-only search), ``samples_min`` 5, ``samples_max`` 15,
+``long_step`` 0.08, ``max_long_trials`` 10, ``tail_accept`` 3,
+``tail_probe_duration`` 10, ``pdr_margin`` 0.001, ``event_probe_duration`` 2,
+``event_near`` 0.04, ``event_margin`` 0.005, ``event_accept`` 0.01.
 
 ``ndr_upper``/``pdr_upper`` are the lowest loads whose full-length trial failed
-(``None`` if none did). Measured on the simulated SUTs of ``benchmarks/search.py``:
-hard capacity, noise, knee and bimodal take 1.1-1.5x the time of one 60 s trial per
-bound; rare stalls take ~4x (pass/fail of 60 s trials near the answer is a coin flip,
-so several full trials are needed there).
+(``None`` if none did; equal to the answer when its trial failed by the coin flip that
+confirms it). Measured on the simulated SUTs of ``benchmarks/search.py`` (100 seeds
+each, simulated time with 0.5 s per trial, against one 60 s trial per bound =
+121 s): hard capacity 130 s (1.07x), per-trial noise 149 s (1.23x), rare stalls
+265 s (2.19x: the PDR trial, about 3 caught events and 1.6 NDR trials), soft knee
+163 s (1.35x), bimodal 144 s (1.19x); 851 s in all, 1.41x.
 """
 
 from __future__ import annotations
@@ -447,13 +462,10 @@ class _Search:
     ) -> Tuple[Optional[float], Optional[float]]:
         """NDR when loss grows with trial duration: rare loss events (stalls).
 
-        An event at load L loses ``s x (L - theta)`` frames: what arrives during the
-        stall beyond what the ring absorbs, so it grows linearly with load above the
-        event's zero-loss load ``theta``. Event probes at two loads well above theta give
-        that line (slope ``s``, zero ``theta``); one more event a little above theta
-        (``event_near``) pins theta, since the slope's error then matters little. Full
-        trials decide: the first one ``event_margin`` under theta; a failure is read as
-        one event, ``lost / s`` above its own theta, and the next trial goes under it.
+        A stall at load L loses ``s x (L - theta)`` frames, what arrives during it
+        beyond what the ring absorbs. Event probes catch single stalls down to near
+        theta (:meth:`_hunt`, :func:`_event_line`); full trials decide from
+        ``theta x (1 - event_margin)`` down. See the module docstring.
         """
         w, step = self.s["width"], self.s["long_step"]
         margin, near = self.s["event_margin"], self.s["event_near"]
