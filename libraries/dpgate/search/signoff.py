@@ -76,10 +76,12 @@ How it works
      ``event_accept`` (relative) under the load is the coin flip expected at the
      answer and confirms it too. Otherwise the next trial goes under that stall's
      own zero-loss load (``load - lost / s``; at least ``event_margin`` lower, with
-     growing steps). If no event is ever caught at the first load although a full
-     trial there fails, the loss is one short probes cannot see: the NDR is then
-     searched with full trials alone (steps of ``long_step``, regula falsi on the
-     failures' loss counts, a second pass required unless those counts agree).
+     growing steps). If event probes stay clean just under ``C`` for a full trial's
+     time, a full trial there decides: a pass is the answer; a failure means events
+     do happen, and one is caught there or ``long_step`` lower. If none is, the loss
+     is one short probes cannot see: the NDR is then searched with full trials alone
+     (steps of ``long_step``, regula falsi on the failures' loss counts, a second pass
+     required unless those counts agree).
 
    At most ``max_long_trials`` full-length trials are spent (NDR and PDR together).
 
@@ -95,8 +97,8 @@ bracket of the full-trial-only search), ``samples_min`` 5, ``samples_max`` 15,
 confirms it). Measured on the simulated SUTs of ``benchmarks/search.py`` (100 seeds
 each, simulated time with 0.5 s per trial, against one 60 s trial per bound =
 121 s): hard capacity 130 s (1.07x), per-trial noise 149 s (1.23x), rare stalls
-265 s (2.19x: the PDR trial, about 3 caught events and 1.6 NDR trials), soft knee
-163 s (1.35x), bimodal 144 s (1.19x); 851 s in all, 1.41x.
+264 s (2.18x: the PDR trial, about 3 caught events and 1.6 NDR trials), soft knee
+163 s (1.35x), bimodal 144 s (1.19x); 850 s in all, 1.41x.
 """
 
 from __future__ import annotations
@@ -478,8 +480,12 @@ class _Search:
             if c.loss == 0:
                 return la, upper
             upper = min(upper or la, la)
-            la, ga = self._hunt(la)
-            if not ga:  # loss that short probes never see: search with full trials
+            for x in (la, la * (1 - step)):  # events do happen: catch one
+                x, g = self._hunt(x)
+                if g:
+                    la, ga = x, g
+                    break
+            else:  # loss that short probes never see: search with full trials
                 return self._step_down(la, c, 0.0, floor)
         events: List[Tuple[float, float]] = [(la, float(ga))]
 
