@@ -191,12 +191,21 @@ def add_to_history(outdir: str, store: str, commit: Optional[str] = None, only_p
     return n
 
 
-def verdicts_for(rec: Dict, store: str, min_change: float = 0.03, noise: Optional[float] = None) -> List[Verdict]:
-    """Every metric of one record against its history; ``noise`` defaults to the record's
-    ``regression_noise`` (the case's declared noise, recorded by the gate)."""
+def verdicts_for(rec: Dict, store: str, min_change: float = 0.03, noise: Optional[float] = None,
+                 mrr_noise: Optional[float] = None) -> List[Verdict]:
+    """Every metric of one record against its history. ``noise`` (NDR/PDR) and ``mrr_noise``
+    default to the record's ``regression_noise``/``regression_mrr_noise`` (the case's declared
+    noise, recorded by the gate); MRR without its own falls back to ``noise``."""
     m = rec.get("metrics", {})
-    if noise is None and isinstance(m.get("regression_noise"), (int, float)):
-        noise = float(m["regression_noise"])
+
+    def recorded(key: str) -> Optional[float]:
+        v = m.get(key)
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+    noise = noise if noise is not None else recorded("regression_noise")
+    mrr_noise = mrr_noise if mrr_noise is not None else recorded("regression_mrr_noise")
+    if mrr_noise is None:
+        mrr_noise = noise
     hist = read_history(store, rec.get("testbed", ""), rec["longname"])
     if rec.get("started") is not None:
         # the gate adds a run to the history as it ends: never compare a run with itself
@@ -207,7 +216,8 @@ def verdicts_for(rec: Dict, store: str, min_change: float = 0.03, noise: Optiona
         if cur is None:
             continue
         past = [v for v in (run_value(h, metric) for h in hist) if v is not None]
-        v = classify_current(past, cur if isinstance(cur, list) else [cur], min_change, noise)
+        declared = mrr_noise if metric == "mrr_pps" else noise
+        v = classify_current(past, cur if isinstance(cur, list) else [cur], min_change, declared)
         limited = m.get("mrr_limited_by" if metric == "mrr_pps" else "limited_by")
         if limited == "generator" and v.verdict == "regression":
             # at the generator's ceiling the number measures the generator, not the SUT: the

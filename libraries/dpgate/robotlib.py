@@ -510,15 +510,16 @@ class Gates:
 
     @keyword
     def throughput_should_not_regress(self, result: NdrPdrResult, history: str, min_change: str = "3%",
-                                      noise: Optional[str] = None) -> List[str]:
+                                      noise: Optional[str] = None, mrr_noise: Optional[str] = None) -> List[str]:
         """Compare this test's NDR, PDR and MRR with the history of the same test on the same
         testbed (``dpgate compare`` rules: jumpavg plus an allowance of at least ``min_change``
         and the case's run-to-run ``noise``); fail on a regression. Returns the verdict lines.
 
         The history is a directory written by ``dpgate history add`` or ``dpgate gate``
-        (which adds each passing run). ``noise`` is the case's declared noise from the
-        thresholds file (``Thresholds For`` ... ``noise``); it is recorded as
-        ``regression_noise`` so an offline ``dpgate compare`` applies the same allowance.
+        (which adds each passing run). ``noise`` and ``mrr_noise`` are the case's declared
+        run-to-run noise of NDR/PDR and of MRR from the thresholds file; they are recorded
+        as ``regression_noise``/``regression_mrr_noise`` so an offline ``dpgate compare``
+        applies the same allowance.
 
         | ${t}= | `Thresholds For` | testpmd-io | 64B |
         | `Throughput Should Not Regress` | ${result} | results/history | min_change=3% | noise=${t.noise} |
@@ -533,11 +534,15 @@ class Gates:
             raise ConfigError("Throughput Should Not Regress reads this test's result record: "
                               "call Find NDR And PDR first in the same test", path="Throughput Should Not Regress")
         change = parse_ratio(min_change, "min_change")
-        declared = parse_ratio(noise, "noise", upper_inclusive=True) if noise not in (None, "", "None") else None
-        if declared is not None:
-            record(metrics={"regression_noise": declared})
-            rec.setdefault("metrics", {})["regression_noise"] = declared
-        verdicts = verdicts_for(rec, history, change, declared)
+        declared: Dict[str, float] = {}
+        for key, text in (("regression_noise", noise), ("regression_mrr_noise", mrr_noise)):
+            if text not in (None, "", "None"):
+                declared[key] = parse_ratio(text, key.replace("regression_", ""), upper_inclusive=True)
+        if declared:
+            record(metrics=declared)
+            rec.setdefault("metrics", {}).update(declared)
+        verdicts = verdicts_for(rec, history, change, declared.get("regression_noise"),
+                                declared.get("regression_mrr_noise"))
         lines = [v.line() for v in verdicts]
         bad = [v for v in verdicts if v.verdict == "regression"]
         for v in verdicts:

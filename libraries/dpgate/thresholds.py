@@ -12,8 +12,9 @@ Format::
 
 Keys of a case: ndr_min, pdr_min (rates: "0.15 Mpps", "150kpps", 150000), cpp_max (cycles
 per packet at NDR), ipc_min, ipp_max, ddio_miss_max (ratio or "5%"), mem_bytes_per_packet_max,
-tmam_retiring_min, noise (run-to-run noise of the case on a healthy testbed, ratio or "15%":
-the regression check's allowance until the history has 5 runs). Frame-size keys: 64B, 1518B,
+tmam_retiring_min, noise and mrr_noise (run-to-run noise of the case's NDR/PDR and of its MRR
+on a healthy testbed, ratio or "15%": the regression check's allowance until the history has
+5 runs). Frame-size keys: 64B, 1518B,
 IMIX ... (any case), or "all".
 
 Lab cases also differ in cores: a key may end with a core tag (threads T physical cores C,
@@ -93,6 +94,8 @@ class CaseThresholds:
     #: run-to-run noise of this case on a healthy testbed (largest change seen between
     #: baseline runs, e.g. "15%"): the regression check's allowance while the history is short (< 5 runs)
     noise: Optional[str] = field(default=None, metadata={"check": _ratio_check})
+    #: the same for MRR (several trials at the ceiling per run: usually far steadier than NDR)
+    mrr_noise: Optional[str] = field(default=None, metadata={"check": _ratio_check})
 
     def merged(self, other: "CaseThresholds") -> "CaseThresholds":
         vals = {f.name: getattr(other, f.name) if getattr(other, f.name) is not None else getattr(self, f.name)

@@ -6,7 +6,8 @@ import random
 
 import pytest
 
-from dpgate.compare import add_to_history, classify_current, compare, read_history, write_csv, write_openmetrics
+from dpgate.compare import (add_to_history, classify_current, compare, read_history, verdicts_for, write_csv,
+                            write_openmetrics)
 from dpgate.errors import ConfigError
 from dpgate.results import ResultStore, load_records
 
@@ -180,3 +181,14 @@ def test_a_run_already_in_the_history_is_not_compared_with_itself(tmp_path):
     add_to_history(slow, store)  # as 'dpgate gate' does at the end of a run
     v = compare(slow, store)
     assert {x.history_len for x in v} == {1} and {x.verdict for x in v} == {"regression"}
+
+
+def test_mrr_has_its_own_declared_noise(tmp_path):
+    store = str(tmp_path / "h")
+    add_to_history(mrr_run(tmp_path, "base", 4.0e5), store)
+    out = mrr_run(tmp_path, "cur", 3.6e5)  # -10 % on every metric
+    rec = load_records(out)[0]
+    v = {x.metric: x.verdict for x in verdicts_for(rec, store, noise=0.30, mrr_noise=0.05)}
+    assert v == {"ndr_pps": "normal", "pdr_pps": "normal", "mrr_pps": "regression"}
+    # without its own, MRR falls back to the NDR/PDR noise
+    assert {x.verdict for x in verdicts_for(rec, store, noise=0.30)} == {"normal"}
