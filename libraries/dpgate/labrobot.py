@@ -28,16 +28,15 @@ recording node (tests/unit/test_labrobot.py) and, for SSH, a private sshd on 127
 
 from __future__ import annotations
 
-import time
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from robot.api import logger
 from robot.api.deco import keyword, library
 
 from .errors import ConfigError, DpgateError, SutError
-from .robotlib import (NdrPdrResult, _bounds_from_trials, _current_test, _measured_cpp_near, _opt,
-                       _override_value, _store, _TimeUp, record, trial_dicts)
-from .units import Rate, format_pps, frame_size_tag, parse_frame_size, parse_rate, parse_ratio
+from .robotlib import (NdrPdrResult, _current_test, _measured_cpp_near, _store, ndrpdr_result, record,
+                       search_ndr_pdr, telemetry_at_goals, trial_dicts)
+from .units import Rate, format_pps, frame_size_tag, parse_frame_size, parse_rate
 
 DEFAULT_SIZES = ("64B", "IMIX", "1518B")
 _TRUE = ("on", "true", "yes", "1", "ht")
@@ -375,73 +374,31 @@ class LabTestbed:
         | ${r}= | `Find NDR And PDR` | 64B | profile=per-commit |
         | ${r}= | `Find NDR And PDR` | IMIX | profile=sign-off | trial_duration=30 |
         """
-        from .metrics import cycles_per_packet
-        from .search import SearchAborted, find_ndr_pdr
-
         if self.sut is None:
             raise ConfigError("lab testbed is not up: call 'Bring Up Lab Testbed' first")
         gen = self._gen(frame_size)
         self._active(gen)
         lo, hi = min_rate.resolve(gen.max_pps), max_rate.resolve(gen.max_pps)
-        nl, pl = parse_ratio(ndr_loss, "ndr_loss"), parse_ratio(pdr_loss, "pdr_loss")
-        conv = {k: _override_value(v) for k, v in overrides.items()}
-        limit = float(time_limit or 0)
-        t0 = time.monotonic()
-
-        def measure(load: float, duration: float):
-            if limit and time.monotonic() - t0 > limit:
-                raise _TimeUp(f"search time limit {limit:g} s reached")
-            return self._measure(gen, load, duration)
-
-        complete = True
         self._check_sut_alive()
-        try:
-            res = find_ndr_pdr(measure, lo, hi, ndr_loss=nl, pdr_loss=pl, profile=profile, **conv)
-        except SearchAborted as err:
-            if not isinstance(err.__cause__, _TimeUp):
-                raise
-            complete = False
-            res = _bounds_from_trials(err.partial, nl, pl)
-            logger.warn(f"{err.__cause__}: NDR/PDR taken from the {res.trial_count} trials measured so far")
+        run = search_ndr_pdr(lambda load, duration: self._measure(gen, load, duration), lo, hi, ndr_loss,
+                             pdr_loss, profile, overrides, time_limit)
         self._check_sut_alive()
         hz, source = self.cpu_freq()
-        cores = self.cores.phy_cores
-        ndr, pdr = float(res.ndr or 0.0), float(res.pdr or 0.0)
-        at_max = [g for g, v in (("NDR", ndr), ("PDR", pdr)) if v >= 0.97 * hi]
-        limited = "generator" if at_max else None
-        sut_cpp, _ = _measured_cpp_near(res, ndr, hz)
-        telemetry: Dict[str, Any] = {"search_complete": complete, "core_tag": self.cores.tag,
+        sut_cpp, _ = _measured_cpp_near(run.res, run.ndr, hz)
+        telemetry: Dict[str, Any] = {"search_complete": run.complete, "core_tag": self.cores.tag,
                                      "threads": len(self.cores.workers)}
-        if self.telemetry and ndr > 0:
-            telemetry.update(self._telemetry_at(gen, ndr))
-            if pdr > ndr:
-                telemetry.update(self._telemetry_at(gen, pdr, suffix="_pdr"))
-            elif pdr == ndr:
-                telemetry["telemetry_pdr"] = "PDR = NDR: one capture, see the NDR values"
-        out = NdrPdrResult(
-            nf=self.nf or "?", frame_size=frame_size_tag(parse_frame_size(frame_size)),
-            ndr_pps=ndr, pdr_pps=pdr,
-            ndr_upper_pps=_opt(getattr(res, "ndr_upper", None)), pdr_upper_pps=_opt(getattr(res, "pdr_upper", None)),
-            ndr_loss=nl, pdr_loss=pl, profile=profile, trials=int(res.trial_count),
-            search_s=time.monotonic() - t0, cores=cores, cpu_hz=hz, freq_source=source,
-            cpp_ndr=cycles_per_packet(ndr, hz, cores) if ndr > 0 else float("inf"),
-            cpp_pdr=cycles_per_packet(pdr, hz, cores) if pdr > 0 else float("inf"),
-            generator_max_pps=gen.max_pps, limited_by=limited, sut_cpp_measured=sut_cpp,
-            telemetry=telemetry,
-        )
-        if res.ndr is None or res.pdr is None:
-            logger.warn(f"even the minimum rate {format_pps(lo)} failed a loss goal: reported as 0")
-        logger.info(f"NDR {format_pps(out.ndr_pps)}  PDR {format_pps(out.pdr_pps)}  CPP {out.cpp_ndr:.0f} "
-                    f"({out.trials} trials, {out.search_s:.1f} s)")
-        if limited:
-            logger.warn(f"{'/'.join(at_max)} reached the TG line rate {format_pps(hi)}: "
-                        "the SUT may be faster than these ports can show")
+        if self.telemetry:
+            telemetry.update(telemetry_at_goals(lambda load, sfx: self._telemetry_at(gen, load, sfx), run))
+        out = ndrpdr_result(run, nf=self.nf or "?", frame_size=frame_size, profile=profile, lo=lo, hi=hi,
+                            cores=self.cores.phy_cores, hz=hz, source=source, generator_max_pps=gen.max_pps,
+                            sut_cpp=sut_cpp, telemetry=telemetry,
+                            ceiling_note="TG line rate {hi}: the SUT may be faster than these ports can show")
         topo = self._topo()
-        latency, note = self._latency_after(gen, pdr)
+        latency, note = self._latency_after(gen, run.pdr)
         record(metrics=out.metrics(), nf=out.nf, sut_version=self.sut_version(), testbed=topo.name,
                prefix=topo.prefix, dut_cores={"tag": self.cores.tag, "main": self.cores.main,
                                               "workers": list(self.cores.workers), "numa": self.cores.numa},
-               profile=profile, trials=trial_dicts(res), latency=latency, latency_note=note)
+               profile=profile, trials=trial_dicts(run.res), latency=latency, latency_note=note)
         return out
 
     def _latency_after(self, gen, pdr: float) -> Tuple[Optional[Dict[str, Any]], str]:

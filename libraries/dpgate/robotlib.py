@@ -22,9 +22,8 @@ Example suite::
 
 from __future__ import annotations
 
-import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from robot.api import Failure, SkipExecution, logger
@@ -34,7 +33,7 @@ from robot.libraries.BuiltIn import BuiltIn
 from .errors import ConfigError
 from .results import ResultStore
 from .thresholds import CaseThresholds, load_thresholds
-from .units import Rate, UnitError, format_pps, frame_size_tag, parse_frame_size, parse_rate, parse_ratio
+from .units import Rate, format_pps, frame_size_tag, parse_frame_size, parse_rate, parse_ratio
 
 TELEMETRY_POLICIES = ("skip", "fail")
 
@@ -302,73 +301,28 @@ class EmbeddedTestbed:
         | ${r}= | `Find NDR And PDR` | 64B | profile=per-commit |
         | ${r}= | `Find NDR And PDR` | IMIX | mrr_trials=3 |
         """
-        from .metrics import cycles_per_packet
-        from .search import find_ndr_pdr
-
         gen = self._gen(frame_size)
         lo, hi = min_rate.resolve(gen.max_pps), max_rate.resolve(gen.max_pps)
-        nl, pl = parse_ratio(ndr_loss, "ndr_loss"), parse_ratio(pdr_loss, "pdr_loss")
-        conv = {k: _override_value(v) for k, v in overrides.items()}
-        t0 = time.monotonic()
         gen.sut.check_alive()
-        limit = float(time_limit or 0)
-
-        def measure(load: float, duration: float):
-            if limit and time.monotonic() - t0 > limit:
-                raise _TimeUp(f"search time limit {limit:g} s reached")
-            return gen.measure(load, duration)
-
-        from .search import SearchAborted
-
-        complete = True
-        try:
-            res = find_ndr_pdr(measure, lo, hi, ndr_loss=nl, pdr_loss=pl, profile=profile, **conv)
-        except SearchAborted as err:
-            if not isinstance(err.__cause__, _TimeUp):
-                raise
-            complete = False
-            res = _bounds_from_trials(err.partial, nl, pl)
-            logger.warn(f"{err.__cause__}: NDR/PDR taken from the {res.trial_count} trials measured so far")
+        run = search_ndr_pdr(gen.measure, lo, hi, ndr_loss, pdr_loss, profile, overrides, time_limit)
         gen.sut.check_alive()
         mrr = tuple(gen.measure(gen.max_pps, float(mrr_duration)).rx_rate_pps for _ in range(int(mrr_trials)))
         hz, source = self.session.cpu_freq()
-        cores = len(self.session.testbed.sut_cpus)
-        ndr, pdr = float(res.ndr or 0.0), float(res.pdr or 0.0)
-        at_max = [g for g, v in (("NDR", ndr), ("PDR", pdr)) if v >= 0.97 * hi]
-        limited = "generator" if at_max else None
-        sut_cpp, busy_cpp = _measured_cpp_near(res, ndr, hz)
+        sut_cpp, busy_cpp = _measured_cpp_near(run.res, run.ndr, hz)
         telemetry: Dict[str, Any] = {"cpp_busy": round(busy_cpp, 1)} if busy_cpp else {}
-        telemetry["search_complete"] = complete
-        if self.telemetry and ndr > 0:
-            telemetry.update(self._telemetry_at(gen, ndr))
-            if pdr > ndr:
-                telemetry.update(self._telemetry_at(gen, pdr, suffix="_pdr"))
-            elif pdr == ndr:
-                telemetry["telemetry_pdr"] = "PDR = NDR: one capture, see the NDR values"
-        out = NdrPdrResult(
-            nf=self.nf or "?", frame_size=frame_size_tag(parse_frame_size(frame_size)),
-            ndr_pps=ndr, pdr_pps=pdr,
-            ndr_upper_pps=_opt(getattr(res, "ndr_upper", None)), pdr_upper_pps=_opt(getattr(res, "pdr_upper", None)),
-            ndr_loss=nl, pdr_loss=pl, profile=profile, trials=int(res.trial_count),
-            search_s=time.monotonic() - t0, cores=cores, cpu_hz=hz, freq_source=source,
-            cpp_ndr=cycles_per_packet(ndr, hz, cores) if ndr > 0 else float("inf"),
-            cpp_pdr=cycles_per_packet(pdr, hz, cores) if pdr > 0 else float("inf"),
-            generator_max_pps=gen.max_pps, limited_by=limited, sut_cpp_measured=sut_cpp,
-            telemetry=telemetry, mrr_samples=mrr,
-        )
-        if res.ndr is None or res.pdr is None:
-            logger.warn(f"even the minimum rate {format_pps(lo)} failed a loss goal: reported as 0")
-        logger.info(f"NDR {format_pps(out.ndr_pps)}  PDR {format_pps(out.pdr_pps)}  CPP {out.cpp_ndr:.0f} "
-                    f"({out.trials} trials, {out.search_s:.1f} s)")
-        if limited:
-            logger.warn(f"{'/'.join(at_max)} reached the generator ceiling {format_pps(hi)}: "
-                        "the SUT may be faster than this testbed can show")
+        telemetry["search_complete"] = run.complete
+        if self.telemetry:
+            telemetry.update(telemetry_at_goals(lambda load, sfx: self._telemetry_at(gen, load, sfx), run))
+        out = ndrpdr_result(run, nf=self.nf or "?", frame_size=frame_size, profile=profile, lo=lo, hi=hi,
+                            cores=len(self.session.testbed.sut_cpus), hz=hz, source=source,
+                            generator_max_pps=gen.max_pps, sut_cpp=sut_cpp, telemetry=telemetry, mrr=mrr,
+                            ceiling_note="generator ceiling {hi}: the SUT may be faster than this testbed can show")
         metrics = out.metrics()
         if self._steal is not None:
             metrics["injected_sut_cpu_steal"] = self._steal.share
         record(metrics=metrics, nf=out.nf, sut_version=self.sut_version(),
                testbed=self.session.topology.name, prefix=self.session.topology.prefix, profile=profile,
-               trials=trial_dicts(res), latency=None, samples={"mrr_pps": list(mrr)} if mrr else {},
+               trials=trial_dicts(run.res), latency=None, samples={"mrr_pps": list(mrr)} if mrr else {},
                latency_note="not measured: the embedded generator (tcpreplay) sends no timestamped latency "
                             "streams; lab runs with TRex report latency")
         return out
@@ -376,6 +330,127 @@ class EmbeddedTestbed:
 
 class _TimeUp(Exception):
     pass
+
+
+@dataclass(frozen=True)
+class SearchRun:
+    """One search of `Find NDR And PDR` (either testbed): its result and how it ended."""
+
+    res: Any
+    ndr_loss: float
+    pdr_loss: float
+    complete: bool
+    started: float
+
+    @property
+    def ndr(self) -> float:
+        return float(self.res.ndr or 0.0)
+
+    @property
+    def pdr(self) -> float:
+        return float(self.res.pdr or 0.0)
+
+
+def search_ndr_pdr(measure, lo: float, hi: float, ndr_loss: str, pdr_loss: str, profile: str,
+                   overrides: Dict[str, str], time_limit: float) -> SearchRun:
+    """``find_ndr_pdr`` over ``measure`` with the keyword's arguments; a ``time_limit`` (s, 0 =
+    none) that runs out ends the search with bounds from the trials so far (complete=False)."""
+    from .search import SearchAborted, find_ndr_pdr
+
+    nl, pl = parse_ratio(ndr_loss, "ndr_loss"), parse_ratio(pdr_loss, "pdr_loss")
+    conv = {k: _override_value(v) for k, v in overrides.items()}
+    limit = float(time_limit or 0)
+    t0 = time.monotonic()
+
+    def bounded(load: float, duration: float):
+        if limit and time.monotonic() - t0 > limit:
+            raise _TimeUp(f"search time limit {limit:g} s reached")
+        return measure(load, duration)
+
+    try:
+        return SearchRun(find_ndr_pdr(bounded, lo, hi, ndr_loss=nl, pdr_loss=pl, profile=profile, **conv),
+                         nl, pl, True, t0)
+    except SearchAborted as err:
+        if not isinstance(err.__cause__, _TimeUp):
+            raise
+        res = _bounds_from_trials(err.partial, nl, pl)
+        logger.warn(f"{err.__cause__}: NDR/PDR taken from the {res.trial_count} trials measured so far")
+        return SearchRun(_rescue_lower_bounds(measure, res, nl, pl, lo, hi), nl, pl, False, t0)
+
+
+#: Loads (fractions of the lowest failing load) of the trials that find a lower bound when a
+#: time-limited search ended before any load passed a goal.
+RESCUE_STEPS = (0.95, 0.9, 0.8, 0.65, 0.5)
+RESCUE_TRIAL_S = 1.0
+
+
+def _rescue_lower_bounds(measure, res: "_PartialBounds", ndr_loss: float, pdr_loss: float, lo: float,
+                         hi: float) -> "_PartialBounds":
+    """A time-limited search can end with every load it tried failing a goal (an erratic SUT
+    near its limit): there is then no measured lower bound, and reporting 0 would be a
+    number nobody measured. Step down from the lowest failing load with 1 s trials until
+    one meets the goal (``RESCUE_STEPS``, not below ``lo``) and take the bounds again."""
+    trials = list(res.trials)
+    for goal, name in ((ndr_loss, "NDR"), (pdr_loss, "PDR")):
+        if getattr(res, name.lower()) is not None:
+            continue
+        top = getattr(res, f"{name.lower()}_upper") or hi
+        for frac in RESCUE_STEPS:
+            load = max(lo, top * frac)
+            result = measure(load, RESCUE_TRIAL_S)
+            trials.append((load, RESCUE_TRIAL_S, result))
+            if result.loss_ratio <= goal or load <= lo:
+                break
+        res = _bounds_from_trials(_Trials(tuple(trials)), ndr_loss, pdr_loss)
+        found = getattr(res, name.lower())
+        logger.warn(f"no load passed the {name} goal before the time limit: stepping down from "
+                    f"{format_pps(top)} found {format_pps(found) if found else 'none above ' + format_pps(lo)}")
+    return res
+
+
+@dataclass(frozen=True)
+class _Trials:
+    trials: tuple
+
+
+def telemetry_at_goals(capture, run: SearchRun) -> Dict[str, Any]:
+    """``capture(load, suffix)`` at the NDR and, when higher, at the PDR (``_pdr`` keys), as
+    CSIT does; nothing when NDR is 0."""
+    out: Dict[str, Any] = {}
+    if run.ndr > 0:
+        out.update(capture(run.ndr, ""))
+        if run.pdr > run.ndr:
+            out.update(capture(run.pdr, "_pdr"))
+        elif run.pdr == run.ndr:
+            out["telemetry_pdr"] = "PDR = NDR: one capture, see the NDR values"
+    return out
+
+
+def ndrpdr_result(run: SearchRun, *, nf: str, frame_size: str, profile: str, lo: float, hi: float, cores: int,
+                  hz: float, source: str, generator_max_pps: Optional[float], sut_cpp: Optional[float],
+                  telemetry: Dict[str, Any], ceiling_note: str, mrr: Tuple[float, ...] = ()) -> NdrPdrResult:
+    """The keyword's result from a search, with CPP and the generator-ceiling marking; logged."""
+    from .metrics import cycles_per_packet
+
+    ndr, pdr, res = run.ndr, run.pdr, run.res
+    at_max = [g for g, v in (("NDR", ndr), ("PDR", pdr)) if v >= 0.97 * hi]
+    out = NdrPdrResult(
+        nf=nf, frame_size=frame_size_tag(parse_frame_size(frame_size)), ndr_pps=ndr, pdr_pps=pdr,
+        ndr_upper_pps=_opt(getattr(res, "ndr_upper", None)), pdr_upper_pps=_opt(getattr(res, "pdr_upper", None)),
+        ndr_loss=run.ndr_loss, pdr_loss=run.pdr_loss, profile=profile, trials=int(res.trial_count),
+        search_s=time.monotonic() - run.started, cores=cores, cpu_hz=hz, freq_source=source,
+        cpp_ndr=cycles_per_packet(ndr, hz, cores) if ndr > 0 else float("inf"),
+        cpp_pdr=cycles_per_packet(pdr, hz, cores) if pdr > 0 else float("inf"),
+        generator_max_pps=generator_max_pps, limited_by="generator" if at_max else None, sut_cpp_measured=sut_cpp,
+        telemetry=telemetry, mrr_samples=tuple(mrr),
+    )
+    if res.ndr is None or res.pdr is None:
+        logger.warn(f"even the minimum rate {format_pps(lo)} failed a loss goal: reported as 0")
+    logger.info(f"NDR {format_pps(out.ndr_pps)}  PDR {format_pps(out.pdr_pps)}  CPP {out.cpp_ndr:.0f} "
+                f"({out.trials} trials, {out.search_s:.1f} s)")
+    if at_max:
+        logger.warn(f"{'/'.join(at_max)} reached the " + ceiling_note.format(hi=format_pps(hi)))
+    return out
 
 
 @dataclass(frozen=True)
