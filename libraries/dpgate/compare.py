@@ -7,19 +7,24 @@ History: one JSON line per run and test in ``<store>/<testbed>/<test-id>.jsonl``
 commit (``--commit``, else DPGATE_COMMIT / CI_COMMIT_SHA / GIT_COMMIT / GITHUB_SHA), time,
 NDR, PDR, MRR and the run's samples of each (e.g. every MRR trial's rx rate).
 
-Verdict per test and metric (NDR, PDR, MRR):
+Verdict per test and metric (NDR, PDR, MRR), with the *allowance* = the largest of
+``min_change`` (default 3 %) and the test's run-to-run noise:
 
-1. jumpavg classifies the history runs plus the current run into groups of similar
-   averages; a run with several samples enters as a list, so jumpavg sees the noise
-   within a run (as in CSIT's MRR trending).
-2. The current run is a ``regression``/``progression`` only when jumpavg starts a new
-   group with it, with that comment, **and** it moved from the previous group's average
-   by at least the *allowance*: the largest of ``min_change`` (default 3 %) and the
-   test's run-to-run noise. The noise is 3 robust standard deviations (1.4826 x MAD) of
-   the history's run averages once there are ``NOISE_RUNS`` (5) runs; before that, the
-   larger of the case's declared ``noise`` (thresholds file: the largest change seen
-   between healthy baseline runs) and the spread already seen in the short history.
-   So a single noisy run does not flap, and a noisy test needs a larger step.
+1. History of ``NOISE_RUNS`` (5) runs or more: jumpavg (CSIT's trending library)
+   classifies the history runs plus the current run into groups of similar averages; a run
+   with several samples (the MRR trials) enters as a list, so jumpavg sees the noise within
+   a run. The current run is a ``regression``/``progression`` only when jumpavg starts a
+   new group with it, with that comment, **and** it moved from the previous group's
+   average by at least the allowance, whose noise part is 3 robust standard deviations
+   (1.4826 x MAD) of the history's run averages.
+2. Shorter history (1-4 runs): too few runs for jumpavg to tell drift between runs from a
+   step (it compares a step with the noise *within* runs, which on a shared VM is far
+   smaller than the drift *between* them). The current run is compared with the history's
+   mean: a ``regression``/``progression`` when it moved by at least the allowance, whose
+   noise part is the larger of the case's declared ``noise``/``mrr_noise`` (thresholds
+   file: the largest change seen between healthy baseline runs) and the spread the short
+   history already shows. This is the tolerance rule of DPDK DTS and NFVbench, with the
+   tolerance measured instead of guessed.
 3. Otherwise ``normal``; ``no history`` when the test has none. A drop of a result at
    the generator's ceiling (``limited_by=generator``) is ``generator-limited``: the SUT
    kept up with everything the generator could send, so it is not a SUT regression.
@@ -113,10 +118,16 @@ def classify_current(history: Sequence[RunValue], current: Sequence[float], min_
     if not history:
         return Verdict("", "", "no history", cur, None, None, 0)
     hist = [list(map(float, h)) if isinstance(h, list) else float(h) for h in history]
+    means = [_mean(h) for h in hist]
+    allow, source = allowance(means, min_change, noise)
+    if len(hist) < NOISE_RUNS:
+        baseline = sum(means) / len(means)
+        change = (cur - baseline) / baseline if baseline else 0.0
+        verdict = "regression" if change <= -allow else ("progression" if change >= allow else "normal")
+        return Verdict("", "", verdict, cur, baseline, change * 100, len(history), allow * 100, source)
     values: List = hist + [list(current) if len(current) > 1 else current[0]]
     groups = jumpavg.classify(values)
     last = groups[-1]
-    means = [_mean(h) for h in hist]
     if len(groups) == 1 or len(last) > 1:
         # the current run joined an existing group: compare with the group without it
         base_vals = means[-(len(last) - 1):] if len(last) > 1 else means
@@ -126,7 +137,6 @@ def classify_current(history: Sequence[RunValue], current: Sequence[float], min_
         baseline = groups[-2].stats.avg
         comment = last.comment
     change = (cur - baseline) / baseline if baseline else 0.0
-    allow, source = allowance(means, min_change, noise)
     verdict = comment if comment in ("regression", "progression") and abs(change) >= allow else "normal"
     return Verdict("", "", verdict, cur, baseline, change * 100, len(history), allow * 100, source)
 

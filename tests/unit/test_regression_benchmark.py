@@ -17,7 +17,7 @@ def load_bench():
 
 def test_issue_scenario_detects_ten_percent_without_false_alarms():
     bench = load_bench()
-    runs, samples, noise, declared = bench.SCENARIOS["A"]
+    runs, samples, noise, declared, _ = bench.SCENARIOS["A"]
     rates = dict(bench.flag_rates(40, runs, samples, noise, declared, seed=11))
     assert rates[0.0] == 0.0 and rates[-0.10] == 1.0
 
