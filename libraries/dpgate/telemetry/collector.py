@@ -73,33 +73,28 @@ class Capture:
         if p.tmam_method and ("toplev" in self.outputs or ("perf" in self.outputs and p.tmam_method != "toplev")):
             info["tmam_source"] = p.tmam_method
         if "pcm-pcie" in self.outputs:
-            out = self.outputs["pcm-pcie"]
-            pcie_keys = [k for k in METRIC_KEYS if k.startswith(("ddio", "pcie", "wil"))]
-            reason = out if isinstance(out, NotSupported) else reason_from_output(
-                (out.stdout or "") + (out.stderr or ""), out.returncode, "pcm-pcie")
-            if reason is None and not pps > 0:
-                reason = no_pkts
-            if reason is None:
-                try:
-                    values.update(pcie_per_packet(parse_pcie(out.stdout, interval_s=self.duration_s), pps))
-                except TelemetryError as err:
-                    reason = NotSupported(f"pcm-pcie output not understood: {err}")
-            if reason is not None:
-                values.update({k: reason for k in pcie_keys})
+            values.update(self._pcm("pcm-pcie", [k for k in METRIC_KEYS if k.startswith(("ddio", "pcie", "wil"))],
+                                    lambda text: pcie_per_packet(parse_pcie(text, interval_s=self.duration_s), pps),
+                                    pps, no_pkts))
         if "pcm-memory" in self.outputs:
-            out = self.outputs["pcm-memory"]
-            reason = out if isinstance(out, NotSupported) else reason_from_output(
-                (out.stdout or "") + (out.stderr or ""), out.returncode, "pcm-memory")
-            if reason is None and not pps > 0:
-                reason = no_pkts
-            if reason is None:
-                try:
-                    values["mem_bytes_per_packet"] = mem_bytes_per_packet(parse_memory(out.stdout), pps)
-                except TelemetryError as err:
-                    reason = NotSupported(f"pcm-memory output not understood: {err}")
-            if reason is not None:
-                values["mem_bytes_per_packet"] = reason
+            values.update(self._pcm("pcm-memory", ["mem_bytes_per_packet"],
+                                    lambda text: {"mem_bytes_per_packet": mem_bytes_per_packet(parse_memory(text), pps)},
+                                    pps, no_pkts))
         return TelemetryRecord(values, info)
+
+    def _pcm(self, tool: str, keys: List[str], derive: Any, pps: float, no_pkts: NotSupported) -> Dict[str, Any]:
+        """Values of one pcm tool's output, or its reason (tool's own, no packets, unparsable) for ``keys``."""
+        out = self.outputs[tool]
+        reason = out if isinstance(out, NotSupported) else reason_from_output(
+            (out.stdout or "") + (out.stderr or ""), out.returncode, tool)
+        if reason is None and not pps > 0:
+            reason = no_pkts
+        if reason is None:
+            try:
+                return dict(derive(out.stdout))
+            except TelemetryError as err:
+                reason = NotSupported(f"{tool} output not understood: {err}")
+        return {k: reason for k in keys}
 
     def _perf(self, out: Any, packets: float) -> Dict[str, Any]:
         keys = ["ipc", "ipp", "cpp_measured", "cache_misses_per_packet", "llc_load_misses_per_packet"]
