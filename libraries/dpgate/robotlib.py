@@ -581,6 +581,8 @@ class Gates:
         ok = value >= limit
         msg = (f"{goal} {format_pps(value)} {'>=' if ok else '<'} floor {format_pps(limit)} "
                f"({_pct(value, limit)})")
+        if not ok and _at_ceiling(result, value):
+            self._inconclusive(f"{goal.lower()}_min", msg, value, limit, result)
         self._gate(f"{goal.lower()}_min", ok, msg, value, limit)
 
     @keyword
@@ -639,6 +641,8 @@ class Gates:
         value, limit = result.cpp_ndr, float(ceiling)
         ok = value <= limit
         msg = f"CPP {value:.0f} {'<=' if ok else '>'} ceiling {limit:.0f} ({_pct(value, limit)})"
+        if not ok and _at_ceiling(result, result.ndr_pps):
+            self._inconclusive("cpp_max", msg, value, limit, result)
         self._gate("cpp_max", ok, msg, value, limit)
 
     @keyword
@@ -734,6 +738,16 @@ class Gates:
             logger.warn(f"gate skipped: {text}")
 
     # -- helpers -------------------------------------------------------------------
+    def _inconclusive(self, name: str, msg: str, value: Any, limit: Any, result: NdrPdrResult) -> None:
+        """A failed floor/ceiling whose value sits at the generator's ceiling: the SUT kept up
+        with everything the generator could send, so the testbed cannot tell whether the SUT
+        meets the threshold. Skipped with that reason, never a SUT failure."""
+        text = (f"{msg}, but at the generator's ceiling {format_pps(result.generator_max_pps)}: this testbed "
+                "cannot show whether the SUT meets it (the SUT forwarded all the generator sent)")
+        record(gates=[{"name": name, "passed": True, "skipped": True, "message": text, "value": value,
+                       "threshold": limit}])
+        raise SkipExecution(f"{name} inconclusive: {text}")
+
     def _gate(self, name: str, ok: bool, msg: str, value: Any, limit: Any) -> None:
         record(gates=[{"name": name, "passed": ok, "message": msg, "value": value, "threshold": limit}])
         if ok:
@@ -760,6 +774,11 @@ class Gates:
         show = fmt if callable(fmt) else fmt.format
         msg = f"{label} {show(value)} {op} {word} {show(limit)} ({_pct(value, limit)})"
         self._gate(key, ok, msg, value, limit)
+
+
+def _at_ceiling(result: NdrPdrResult, value: float) -> bool:
+    """``value`` (pps) is at the generator's ceiling (within 3 %, as ``limited_by`` uses)."""
+    return bool(result.generator_max_pps) and value >= 0.97 * float(result.generator_max_pps)
 
 
 def _fine_pct(ratio: float) -> str:

@@ -282,3 +282,44 @@ def test_junit_shows_skipped_gate(tmp_path):
     path = write_junit(load_records(str(tmp_path)), str(tmp_path / "j.xml"))
     out = ET.parse(path).getroot().find(".//system-out").text
     assert "gate.ipc=SKIP: IPC not supported (x)" in out and "ipc=not supported (x)" in out
+
+
+# -- results at the generator's ceiling ---------------------------------------------
+def test_a_failed_floor_at_the_generator_ceiling_is_inconclusive_not_a_sut_failure():
+    g = Gates()
+    at_ceiling = result(ndr=277_252.0, pdr=277_252.0, max_pps=277_252.0)
+    with pytest.raises(SkipExecution, match=r"ndr_min inconclusive: NDR 0.277 Mpps < floor 0.325 Mpps .*"
+                                            r"at the generator's ceiling 0.277 Mpps"):
+        g.throughput_should_be_at_least(at_ceiling, parse_rate("0.325 Mpps"), "NDR")
+    with pytest.raises(SkipExecution, match="cpp_max inconclusive"):
+        g.cycles_per_packet_should_be_at_most(at_ceiling, 7700)
+    # below the ceiling the SUT itself was the limit: a real failure
+    with pytest.raises(Failure, match=r"NDR 0.212 Mpps < floor 0.325 Mpps"):
+        g.throughput_should_be_at_least(result(max_pps=277_252.0), parse_rate("0.325 Mpps"), "NDR")
+    # a passing value at the ceiling simply passes
+    g.throughput_should_be_at_least(at_ceiling, parse_rate("0.2 Mpps"), "NDR")
+
+
+def test_check_gates_skips_a_case_whose_every_failure_is_the_generators(tmp_path):
+    th = load_thresholds(write(tmp_path, "nfs: {linux-bridge: {1518B: {ndr_min: 0.325 Mpps, pdr_min: 0.33 Mpps, "
+                                         "cpp_max: 7700}}}")).lookup("linux-bridge", "1518B")
+    with pytest.raises(SkipExecution, match="inconclusive"):
+        Gates().check_gates(result(ndr=277_252.0, pdr=277_252.0, max_pps=277_252.0), th)
+
+
+def test_calibration_replaces_a_hiccup_probe_but_keeps_a_slow_generator():
+    from dpgate.traffic.tcpreplay import EXTRA_PROBES, ceiling_from_probes
+
+    rates = iter([700e3, 280e3, 690e3, 705e3])
+    assert ceiling_from_probes(lambda: next(rates)) == (690e3, [700e3, 280e3, 690e3, 705e3])
+    steady = iter([300e3, 310e3, 305e3])
+    assert ceiling_from_probes(lambda: next(steady))[0] == 300e3   # lowest of consistent probes
+    calls = []
+    low = iter([700e3, 100e3, 690e3] + [90e3] * 10)
+
+    def probe():
+        calls.append(1)
+        return next(low)
+
+    best, probes = ceiling_from_probes(probe)
+    assert len(calls) == 3 + EXTRA_PROBES and best == 90e3  # bounded retakes; a persistently slow one stays
