@@ -27,7 +27,9 @@ Verdict per test and metric (NDR, PDR, MRR), with the *allowance* = the largest 
    tolerance measured instead of guessed.
 3. Otherwise ``normal``; ``no history`` when the test has none. A drop of a result at
    the generator's ceiling (``limited_by=generator``) is ``generator-limited``: the SUT
-   kept up with everything the generator could send, so it is not a SUT regression.
+   kept up with everything the generator could send, so it is not a SUT regression; and
+   so is a rise over a history that was mostly at the generator's ceiling: those runs
+   measured the generator, so the rise is not a SUT progression.
 
 Runs with injected faults (``injected_sut_cpu_steal``) are compared but never added to
 the history.
@@ -191,6 +193,7 @@ def add_to_history(outdir: str, store: str, commit: Optional[str] = None, only_p
         os.makedirs(os.path.dirname(path), exist_ok=True)
         entry = {"commit": rec.get("commit") or commit, "time": rec.get("started", time.time()),
                  "sut_version": rec.get("sut_version"), "limited_by": m.get("limited_by"),
+                 "mrr_limited_by": m.get("mrr_limited_by"),
                  **{k: m[k] for k in METRICS if isinstance(m.get(k), (int, float))}}
         samples = {k: v for k, v in (rec.get("samples") or {}).items() if k in METRICS}
         if samples:
@@ -228,10 +231,13 @@ def verdicts_for(rec: Dict, store: str, min_change: float = 0.03, noise: Optiona
         past = [v for v in (run_value(h, metric) for h in hist) if v is not None]
         declared = mrr_noise if metric == "mrr_pps" else noise
         v = classify_current(past, cur if isinstance(cur, list) else [cur], min_change, declared)
-        limited = m.get("mrr_limited_by" if metric == "mrr_pps" else "limited_by")
-        if limited == "generator" and v.verdict == "regression":
-            # at the generator's ceiling the number measures the generator, not the SUT: the
-            # SUT kept up with everything sent, so this cannot be a SUT regression.
+        lim_key = "mrr_limited_by" if metric == "mrr_pps" else "limited_by"
+        base = [h.get(lim_key) for h in hist if run_value(h, metric) is not None]
+        base_at_ceiling = bool(base) and sum(b == "generator" for b in base) > len(base) / 2
+        if (v.verdict == "regression" and m.get(lim_key) == "generator") or \
+                (v.verdict == "progression" and base_at_ceiling):
+            # at the generator's ceiling a number measures the generator, not the SUT: a drop
+            # there is not a SUT regression, nor a rise over such a history a SUT progression
             v = Verdict("", "", "generator-limited", v.current, v.baseline, v.change_pct, v.history_len,
                         v.allowance_pct, v.noise_source)
         out.append(Verdict(rec.get("name", rec["longname"]), metric, v.verdict, v.current, v.baseline,

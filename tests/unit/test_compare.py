@@ -192,3 +192,16 @@ def test_mrr_has_its_own_declared_noise(tmp_path):
     assert v == {"ndr_pps": "normal", "pdr_pps": "normal", "mrr_pps": "regression"}
     # without its own, MRR falls back to the NDR/PDR noise
     assert {x.verdict for x in verdicts_for(rec, store, noise=0.30)} == {"normal"}
+
+
+def test_a_rise_over_a_history_at_the_generator_ceiling_is_not_a_sut_progression(tmp_path):
+    store = str(tmp_path / "h")
+    add_to_history(mrr_run(tmp_path, "low-ceiling", 4.68e5, limited="generator"), store)
+    v = {x.metric: x.verdict for x in compare(mrr_run(tmp_path, "high-ceiling", 6.4e5, limited="generator"), store)}
+    assert v["mrr_pps"] == "generator-limited"
+    assert read_history(store, "embedded", "S.64B-1c-x-ndrpdr")[0]["mrr_limited_by"] == "generator"
+    # over a SUT-limited history the same rise is a progression
+    store2 = str(tmp_path / "h2")
+    add_to_history(mrr_run(tmp_path, "sut", 4.68e5, limited="sut"), store2)
+    v = {x.metric: x.verdict for x in compare(mrr_run(tmp_path, "faster", 6.4e5, limited="sut"), store2)}
+    assert v["mrr_pps"] == "progression"
