@@ -32,6 +32,9 @@ def test_two_embedded_testbeds_in_parallel(tmp_path):
     recs = [json.load(open(f)) for f in glob.glob(str(out / "pabot_results" / "*" / "dpgate" / "tests" / "*.json"))]
     assert len(recs) == 2, res.stdout[-2000:]
     assert {r["prefix"] for r in recs} == {"dpg1-", "dpg2-"}  # one testbed each
-    assert all(r["metrics"]["ndr_pps"] > 0 and r["status"] in ("PASS", "FAIL") for r in recs)
+    # two testbeds share the 2 cores, so a generator's ceiling can fall below a floor: that
+    # gate is then inconclusive and the case SKIP, still with its measured NDR
+    assert all(r["metrics"]["ndr_pps"] > 0 and r["status"] in ("PASS", "FAIL", "SKIP") for r in recs), \
+        [(r["name"], r["status"], r.get("message"), r["metrics"].get("ndr_pps")) for r in recs]
     left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert "dpg1-" not in left and "dpg2-" not in left
