@@ -53,22 +53,6 @@ def test_embedded_file_still_loads_and_looks_up_the_same_way():
     assert f.lookup("linux-ip4", "64B").rate("ndr_min") > 0
 
 
-@pytest.mark.parametrize("key, words", [
-    ("64B-2X1C", ["nfs.x.64B-2X1C", "'2X1C'", "like 1T1C or 2T1C"]),
-    ("64B-1T2C", ["nfs.x.64B-1T2C", "threads T physical cores C"]),   # fewer threads than cores
-    ("63B-1T1C", ["nfs.x.63B-1T1C", "out of range"]),
-    ("all-", ["nfs.x.all-", "like 1T1C"]),
-])
-def test_bad_core_tag_keys_are_one_clear_error(tmp_path, key, words):
-    p = tmp_path / "bad.yaml"
-    p.write_text(f"nfs: {{x: {{{key}: {{ndr_min: 1 Mpps}}}}}}")
-    with pytest.raises(ConfigError) as err:
-        load_thresholds(str(p))
-    msg = str(err.value)
-    assert str(p) in msg
-    for w in words:
-        assert w in msg, (w, msg)
-
 
 def test_bad_cores_argument_names_it(th):
     with pytest.raises(ConfigError, match="core tag '2 cores' is not like 1T1C"):
