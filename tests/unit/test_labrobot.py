@@ -303,12 +303,10 @@ class LatencyCapacityClient(CapacityTrexClient):
         self._rec("remove_all_streams", ports=ports)
 
     def get_stats(self):
-        from test_trex_latency import _hdrh
+        from test_trex_latency import latency_stats
 
         out = super().get_stats()
-        lat = {"latency": {"total_min": 5, "average": 6.5, "total_max": 300, "hdrh": _hdrh()},
-               "err_cntrs": {"dropped": 0}}
-        out["latency"] = {1: lat, 2: lat}
+        out["latency"] = latency_stats()
         return out
 
 

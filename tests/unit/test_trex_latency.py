@@ -21,6 +21,13 @@ def _hdrh():
     return h.encode()
 
 
+def latency_stats(**errors):
+    """TRex-shaped ``stats["latency"]`` for pg_ids 1 and 2 (min 5, avg 6.5, max 300 us, hdrh)."""
+    lat = {"latency": {"total_min": 5, "average": 6.5, "total_max": 300, "hdrh": _hdrh()},
+           "err_cntrs": {"dropped": 0, **errors}}
+    return {1: lat, 2: lat}
+
+
 class FakeTrexClientWithLatency(FakeTrexClient):
     """Fake client that also returns TRex-shaped ``stats["latency"][pg_id]``."""
 
@@ -29,9 +36,7 @@ class FakeTrexClientWithLatency(FakeTrexClient):
 
     def get_stats(self):
         out = super().get_stats()
-        lat = {"latency": {"total_min": 5, "average": 6.5, "total_max": 300, "hdrh": _hdrh()},
-               "err_cntrs": {"dropped": 0, "out_of_order": 2}}
-        out["latency"] = {1: lat, 2: lat}
+        out["latency"] = latency_stats(out_of_order=2)
         return out
 
 
