@@ -31,9 +31,6 @@ def latency_stats(**errors):
 class FakeTrexClientWithLatency(FakeTrexClient):
     """Fake client that also returns TRex-shaped ``stats["latency"][pg_id]``."""
 
-    def remove_all_streams(self, ports):
-        self._rec("remove_all_streams", ports=ports)
-
     def get_stats(self):
         out = super().get_stats()
         out["latency"] = latency_stats(out_of_order=2)

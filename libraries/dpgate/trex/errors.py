@@ -39,8 +39,9 @@ def explain_trex_error(err: Exception, server: str) -> Exception:
         held = ", ".join(f"port {p} is held by {who!r}" for p, who in taken)
         return EnvironmentProblem(f"TRex port busy on {server}: {held} (another client acquired it). "
                                   "dpgate never takes ports by force: wait for that user or ask them to release it")
-    # common/trex_psv.py: "port(s) [0]: must be acquired" (another client forced the port away)
-    if "must be acquired" in low:
+    # common/trex_psv.py "port(s) [0]: must be acquired", common/trex_port.py "start - port is not
+    # owned": another client forced the port away from us
+    if "must be acquired" in low or "port is not owned" in low:
         return EnvironmentProblem(f"TRex port busy on {server}: {one_line}: another client took the port "
                                   "while dpgate held it")
     # common/trex_psv.py: "port(s) [1]: link is DOWN - check the connection or specify 'force'"

@@ -23,6 +23,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Callable, Dict, Mapping, Optional
 
@@ -97,7 +98,9 @@ def import_trex_api(client_path: Optional[str] = None, importer: Callable = impo
             sys.path.insert(0, client_path)
     before = _swapped(dict(sys.modules))
     try:
-        return importer("trex.stl.api")
+        with warnings.catch_warnings():  # the bundled scapy 2.4.3 / zmq warn on Python 3.11
+            warnings.simplefilter("ignore")
+            return importer("trex.stl.api")
     except ImportError as first:
         err: ImportError = first
     finally:

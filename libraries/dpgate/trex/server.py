@@ -19,7 +19,7 @@ Example::
     >>> p = TrexPort("af_packet", "02:00:00:00:00:01", "02:00:00:00:00:02", iface="tg0")
     >>> p.interface_arg(0)
     '--vdev=net_af_packet0,iface=tg0,blocksz=4096,framesz=2048,framecnt=8192,qdisc_bypass=1'
-    >>> print(render_config([p], core=1).splitlines()[3])
+    >>> print(render_config([p], core=1).splitlines()[4])
       low_end: true
 
 The server command is an argv list, run as
