@@ -55,7 +55,8 @@ def _get(d: Dict[Any, Any], key: Any, default: Any = None) -> Any:
 class TrexGenerator:
     def __init__(self, topology, profile: Profile, client: Any = None, api: Any = None,
                  settle_s: float = 0.5, rx_delay_ms: int = 100, max_retries: int = 2,
-                 stretch_tolerance: float = 0.01, latency_pps: float = 0.0, per_direction: Optional[bool] = None):
+                 stretch_tolerance: float = 0.01, latency_pps: float = 0.0, per_direction: Optional[bool] = None,
+                 trex_server: Any = None):
         self.topology = topology
         self.profile = profile
         tg = topology.tg
@@ -75,6 +76,9 @@ class TrexGenerator:
         #: count rx per direction with flow stats (default: bidirectional profiles)
         self.per_direction = profile.bidirectional if per_direction is None else per_direction
         self.builder = StreamBuilder(self.api)
+        #: the ``TrexServer`` we started, if any: its death ends a trial at once (else the client
+        #: notices a dead server only after its ~12 s heartbeat timeout)
+        self.trex_server = trex_server
         self.connected = False
         self.version: Optional[str] = None
         self.promiscuous: Optional[bool] = None
@@ -192,6 +196,7 @@ class TrexGenerator:
             self.client.start(ports=tx_ports, mult=f"{clamped:.3f}pps", duration=duration_s)
             deadline = t0 + duration_s * 4 + 30
             while self.client.is_traffic_active(ports=tx_ports):
+                self._check_server(load_pps)
                 if time.monotonic() > deadline:
                     raise TrialError(f"TRex still sending {duration_s * 4 + 30:g} s after a {duration_s:g} s trial")
                 time.sleep(0.01)
@@ -202,8 +207,16 @@ class TrexGenerator:
         except (EnvironmentProblem, TrialError):
             raise
         except Exception as err:
+            self._check_server(load_pps)
             raise explain_trex_error(err, self.server) from None
         return self._result(load_pps, duration_s, attempt, dirs, stats, elapsed, per_port, clamped, lat_pps, lat_pgs)
+
+    def _check_server(self, load_pps: float) -> None:
+        srv = self.trex_server
+        if srv is not None and not srv.alive():
+            self.connected = False
+            raise TrialError(f"TRex server {self.server} died during the trial at {load_pps:.0f} pps "
+                             f"({srv.describe_exit()})")
 
     def _result(self, load_pps, duration_s, attempt, dirs, stats, elapsed, per_port, clamped, lat_pps, lat_pgs):
         tx_ports = [self.ports[d.tx_port] for d in dirs]

@@ -33,6 +33,10 @@ def explain_trex_error(err: Exception, server: str) -> Exception:
         return EnvironmentProblem(f"TRex server {server} unreachable: {one_line}. Is the TRex server running "
                                   "(trex-sw-server -i / t-rex-64 -i), and are its RPC/publisher ports "
                                   "(trex.sync_port/async_port, 4501/4500) reachable from here?")
+    # common/trex_client.py when the async heartbeat was lost: "'<cmd>' - is not valid while disconnected"
+    if "while disconnected" in low:
+        return TrialError(f"TRex server {server} lost (the client disconnected: {one_line}): did the server "
+                          "die? See its log")
     # server acquire RPC: "Port N : *** port is already taken by '<user>'"
     taken = _TAKEN.findall(text)
     if taken:

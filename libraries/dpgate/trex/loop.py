@@ -134,7 +134,7 @@ class TrexLoop:
     def generator(self, profile: Any, **kw: Any) -> Any:
         from .driver import TrexGenerator
 
-        return TrexGenerator(self.topology, profile, **kw)
+        return TrexGenerator(self.topology, profile, trex_server=self.server, **kw)
 
     # -- teardown -----------------------------------------------------------------------
     def down(self) -> None:

@@ -32,6 +32,7 @@ of the TG namespace; see /work/coord/trex-interface.md and docs/lab.md).
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -113,13 +114,18 @@ def ports_from_topology(topo: Any) -> List[TrexPort]:
     return out
 
 
-def render_config(ports: Sequence[TrexPort], core: int, low_end: Optional[bool] = None) -> str:
-    """The TRex config file (YAML) for these ports; ``low_end`` defaults to "all ports virtual"."""
+def render_config(ports: Sequence[TrexPort], core: int, low_end: Optional[bool] = None,
+                  file_prefix: Optional[str] = None) -> str:
+    """The TRex config file (YAML) for these ports; ``low_end`` defaults to "all ports virtual".
+    ``file_prefix``: TRex's ``prefix`` (DPDK ``--file-prefix``): without it every TRex and DPDK
+    app on the machine shares /var/run/dpdk/rte and the second one fails "Cannot create lock"."""
     if not ports:
         raise ConfigError("TRex needs at least one TG port", path="nodes.TG.interfaces")
     low_end = all(p.virtual for p in ports) if low_end is None else low_end
     cfg: dict = {"version": 2, "port_limit": len(ports),
                  "interfaces": [p.interface_arg(i) for i, p in enumerate(ports)]}
+    if file_prefix:
+        cfg["prefix"] = file_prefix
     if low_end:
         cfg.update({"low_end": True, "low_end_core": int(core)})
     cfg["port_info"] = [{"src_mac": p.src_mac, "dest_mac": p.dest_mac} for p in ports]
@@ -147,6 +153,8 @@ class TrexServer:
         self.hdrh = hdrh
         self.client_path = client_path
         self.cfg_path = self.dir / "trex_cfg.yaml"
+        #: DPDK file prefix, unique per TG namespace (TRex's default "rte" collides with any other DPDK app)
+        self.file_prefix = f"{namespace or 'dpgate'}-trex"
         self.log_path = self.dir / "server.log"
         self.proc: Optional[subprocess.Popen] = None
         self.version: Optional[str] = None
@@ -174,7 +182,7 @@ class TrexServer:
         if self.trex is None:
             self.trex = trex_dir()
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.cfg_path.write_text(render_config(self.ports, self.core))
+        self.cfg_path.write_text(render_config(self.ports, self.core, file_prefix=self.file_prefix))
         for p in self.ports:
             if p.kind == "memif" and p.memif_socket:
                 Path(p.memif_socket).parent.mkdir(parents=True, exist_ok=True)
@@ -249,6 +257,13 @@ class TrexServer:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def describe_exit(self) -> str:
+        """``pid 123 exited with code -9; log: ...`` for error messages."""
+        code = self.proc.poll() if self.proc is not None else None
+        how = f"killed by signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
+        pid = self.proc.pid if self.proc is not None else "?"
+        return f"pid {pid} {how}; log {self.log_path}: {self.log_tail(3)}"
+
     def stop(self, timeout_s: float = 15.0) -> None:
         """SIGINT (TRex exits cleanly), SIGKILL after ``timeout_s``; by pid only. Then checks that
         no process runs our config file and removes the memif sockets TRex leaves behind."""
@@ -272,6 +287,7 @@ class TrexServer:
         for p in self.ports:
             if p.kind == "memif" and p.memif_socket and os.path.exists(p.memif_socket):
                 os.unlink(p.memif_socket)
+        shutil.rmtree(f"/var/run/dpdk/{self.file_prefix}", ignore_errors=True)  # DPDK runtime dir of ours
         if left and self.leftovers():
             raise EnvironmentProblem(f"TRex server processes {left} survived SIGKILL")
 
