@@ -42,3 +42,22 @@ def latency_summary(lat: Dict[str, Any]) -> Dict[str, Any]:
         for q in PERCENTILES:
             out[f"p{q:g}_us"] = h.get_value_at_percentile(q)
     return out
+
+
+def latency_metrics(latency: Dict[str, Any]) -> Dict[str, Any]:
+    """Flat JUnit/record metrics from ``{"90% PDR": {"load_pps", "directions": {"0->1": summary}}}``:
+    ``latency_<load>_<dir>_<stat>_us``.
+
+    >>> latency_metrics({"90% PDR": {"load_pps": 9e5, "directions": {"0->1": {"min_us": 5, "p99.9_us": 40,
+    ...                                                                       "errors": {}}}}})
+    {'latency_90pdr_0to1_min_us': 5, 'latency_90pdr_0to1_p999_us': 40}
+    """
+    out: Dict[str, Any] = {}
+    for load, entry in (latency or {}).items():
+        tag = load.replace("% PDR", "pdr").replace(" ", "")
+        for direction, summary in ((entry or {}).get("directions") or {}).items():
+            d = direction.replace("->", "to")
+            for key, value in (summary or {}).items():
+                if key.endswith("_us") and value is not None:
+                    out[f"latency_{tag}_{d}_{key[:-3].replace('.', '')}_us"] = value
+    return out

@@ -262,7 +262,8 @@ class TrexServer:
         code = self.proc.poll() if self.proc is not None else None
         how = f"killed by signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
         pid = self.proc.pid if self.proc is not None else "?"
-        return f"pid {pid} {how}; log {self.log_path}: {self.log_tail(3)}"
+        tail = "" if code is not None and code < 0 else f": {self.log_tail(3)}"
+        return f"pid {pid} {how}; log {self.log_path}{tail}"
 
     def stop(self, timeout_s: float = 15.0) -> None:
         """SIGINT (TRex exits cleanly), SIGKILL after ``timeout_s``; by pid only. Then checks that
