@@ -115,5 +115,6 @@ def test_link_down_before_trials_is_one_clear_error():
     c = FakeTrexClient()
     c.get_port_attr = lambda p: {"link": "DOWN" if p == 1 else "UP"}
     with pytest.raises(EnvironmentProblem, match=r"link down.*\[1\]"):
-        _gen(c, latency_pps=0).measure(1e6, 1.0)
+        TrexGenerator(load_topology(TOPO), make_profile("ip4", 64, bidirectional=True), client=c, api=fake_api(),
+                      settle_s=0.0, rx_delay_ms=0, link_wait_s=0.6).measure(1e6, 1.0)
     assert "start" not in [n for n, _ in c.calls]

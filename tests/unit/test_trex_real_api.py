@@ -82,3 +82,34 @@ def test_importing_trex_leaves_dpgate_its_pyyaml(api, tmp_path):
     f = tmp_path / "x.yaml"
     f.write_text("a: [1, 2]\n")
     assert schema.read_yaml(str(f), "fix") == {"a": [1, 2]}
+
+
+@pytest.mark.parametrize("kind, bidir, lat", [("l2", True, 0), ("ip4", False, 1000), ("ip4", True, 0)])
+def test_every_client_call_of_the_driver_binds_to_the_real_stlclient(api, kind, bidir, lat):
+    """The calls the driver makes on the fake (names and keywords) bind to the REAL
+    STLClient methods' signatures: the fake cannot accept a call the real client refuses."""
+    import inspect
+
+    calls = []
+
+    class Spy(FakeTrexClient):
+        def __getattribute__(self, name):
+            attr = object.__getattribute__(self, name)
+            if callable(attr) and not name.startswith("_") and hasattr(api.STLClient, name):
+                def wrapped(*a, **k):
+                    calls.append((name, a, k))
+                    return attr(*a, **k)
+                return wrapped
+            return attr
+
+    g = TrexGenerator(load_topology(TOPO), make_profile(kind, 64, bidirectional=bidir), client=Spy(), api=api,
+                      settle_s=0.0, rx_delay_ms=0, latency_pps=lat)
+    g.measure(1e5, 1.0)
+    g.disconnect()
+    names = {n for n, _, _ in calls}
+    assert {"connect", "acquire", "reset", "start", "is_traffic_active", "wait_on_traffic", "get_stats"} <= names
+    assert ("set_port_attr" in names) == (kind == "l2")
+    for name, a, k in calls:
+        inspect.signature(getattr(api.STLClient, name)).bind(None, *a, **k)  # raises TypeError on a mismatch
+    start = next(k for n, _, k in calls if n == "start")
+    assert "force" not in start and next(k for n, _, k in calls if n == "acquire")["force"] is False

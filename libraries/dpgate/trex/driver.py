@@ -56,7 +56,7 @@ class TrexGenerator:
     def __init__(self, topology, profile: Profile, client: Any = None, api: Any = None,
                  settle_s: float = 0.5, rx_delay_ms: int = 100, max_retries: int = 2,
                  stretch_tolerance: float = 0.01, latency_pps: float = 0.0, per_direction: Optional[bool] = None,
-                 trex_server: Any = None):
+                 trex_server: Any = None, link_wait_s: float = 10.0):
         self.topology = topology
         self.profile = profile
         tg = topology.tg
@@ -79,6 +79,8 @@ class TrexGenerator:
         #: the ``TrexServer`` we started, if any: its death ends a trial at once (else the client
         #: notices a dead server only after its ~12 s heartbeat timeout)
         self.trex_server = trex_server
+        #: how long a down TG link may take to come up at connect (memif: the SUT connects after TRex)
+        self.link_wait_s = link_wait_s
         self.connected = False
         self.version: Optional[str] = None
         self.promiscuous: Optional[bool] = None
@@ -134,11 +136,18 @@ class TrexGenerator:
         self.promiscuous = len(able) == len(self.ports)
 
     def _check_links(self) -> None:
-        """Fail before any trial if a TG port's link is down (``get_port_attr(port)["link"]``)."""
-        down = [p for p in self.ports if str((self.client.get_port_attr(p) or {}).get("link", "UP")).upper() == "DOWN"]
-        if down:
-            raise EnvironmentProblem(f"TRex port link down on {self.server}: ports {down}. Check cabling, the "
-                                     "DUT NIC (is the SUT started and its ports up?) and transceivers")
+        """Fail before any trial if a TG port's link stays down (``get_port_attr(port)["link"]``)
+        for ``link_wait_s`` (a memif peer connects a moment after it starts)."""
+        deadline = time.monotonic() + self.link_wait_s
+        while True:
+            down = [p for p in self.ports
+                    if str((self.client.get_port_attr(p) or {}).get("link", "UP")).upper() == "DOWN"]
+            if not down:
+                return
+            if time.monotonic() >= deadline:
+                raise EnvironmentProblem(f"TRex port link down on {self.server}: ports {down}. Check cabling, the "
+                                         "DUT NIC (is the SUT started and its ports up?) and transceivers")
+            time.sleep(0.5)
 
     def disconnect(self) -> None:
         if self.connected:
