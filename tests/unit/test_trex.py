@@ -219,3 +219,20 @@ def test_the_generator_names_itself_from_the_server_version():
     assert g.tg_name == "TRex"
     r = g.measure(1e5, 1.0)
     assert g.tg_name == "TRex v3.08" and r.details["tg"] == "TRex v3.08"
+
+
+def test_late_frames_are_waited_for_until_the_rx_counters_stop_moving():
+    class Late(FakeTrexClient):
+        reads = 0
+
+        def get_stats(self):
+            out = super().get_stats()
+            self.reads += 1
+            late = max(0, 3 - self.reads) * 1000  # 2000, 1000, then 0 frames still in flight
+            out[1]["ipackets"] -= late
+            return out
+
+    c = Late()
+    r = TrexGenerator(load_topology(TOPO), make_profile("ip4", 64), client=c, api=fake_api(), settle_s=2.0,
+                      rx_delay_ms=0).measure(1e5, 1.0)
+    assert r.rx_packets == 100_000 and r.loss_packets == 0 and c.reads == 4  # 3rd and 4th read agree
