@@ -236,3 +236,14 @@ def test_late_frames_are_waited_for_until_the_rx_counters_stop_moving():
     r = TrexGenerator(load_topology(TOPO), make_profile("ip4", 64), client=c, api=fake_api(), settle_s=2.0,
                       rx_delay_ms=0).measure(1e5, 1.0)
     assert r.rx_packets == 100_000 and r.loss_packets == 0 and c.reads == 4  # 3rd and 4th read agree
+
+
+def test_a_second_session_on_the_same_ports_waits_for_the_first_to_disconnect():
+    server: dict = {}
+    first = gen(FakeTrexClient(shared=server))
+    first.measure(1e5, 1.0)
+    second = gen(FakeTrexClient(shared=server))
+    with pytest.raises(EnvironmentProblem, match="port 0 is held by 'root'"):
+        second.measure(1e5, 1.0)
+    first.disconnect()
+    assert second.measure(1e5, 1.0).loss_packets == 0
