@@ -13,6 +13,10 @@ Part 1b, per-trial framework overhead: wall time of ``measure()`` minus the tria
 for TRex (clear stats, start, poll, rx delay, settle, stats) and for the embedded path's
 tcpreplay (``--tcpreplay``, linux-xconnect SUT) at the same rate.
 
+Part 1c (``--parts loop``), the latency path end to end: NDR/PDR of the loop itself through
+TRex (per-commit search, bidirectional 64 B IPv4), then latency streams at 90/50/10 % of PDR:
+min/avg/p50/p99/max (us) of the worse direction.
+
 Part 2 (per NF and frame size NDR/PDR/latency through TRex) plugs in as ``PARTS["nf"]``:
 a function ``(args) -> rows`` like the two here; the lab-local bring-up belongs to it.
 
@@ -93,6 +97,37 @@ def overhead(args: argparse.Namespace) -> List[Dict[str, Any]]:
     return rows
 
 
+def loop_ndrpdr(args: argparse.Namespace) -> List[Dict[str, Any]]:
+    """NDR/PDR of the loop itself (tc mirred over veth, testpmd io over memif) by the per-commit
+    search through TRex, then TRex latency streams at 90/50/10 % of PDR (the lab keywords' flow)."""
+    from dpgate.search import find_ndr_pdr
+    from dpgate.search.latency import latency_trials
+
+    rows = []
+    for mode in args.modes:
+        with TrexLoop(PREFIX, mode, tg_cpu=0, loop_cpu=1, mgmt_net=MGMT) as loop:
+            gen = loop.generator(make_profile("ip4", 64, bidirectional=True), latency_pps=1000)
+            gen.measure(10_000, 1.0)
+            t0 = time.monotonic()
+            res = find_ndr_pdr(gen.measure, 10_000, 1_000_000, ndr_loss=0.0, pdr_loss=0.005, profile="per-commit",
+                               trial_duration=args.duration)
+            search_s = time.monotonic() - t0
+            row: Dict[str, Any] = {"loop": mode, "ndr_pps": round(res.ndr or 0), "pdr_pps": round(res.pdr or 0),
+                                   "trials": res.trial_count, "search_s": round(search_s, 1)}
+            if res.pdr:
+                for load, lat in latency_trials(lambda ld, d: gen.measure(ld, d).details.get("latency"), res.pdr,
+                                                duration=args.duration):
+                    tag = f"{round(100 * load / res.pdr)}%"
+                    worst = max((v for v in lat.values() if "p99_us" in v), key=lambda v: v["p99_us"], default={})
+                    row[f"lat{tag}_min/avg/p50/p99/max_us"] = "/".join(
+                        str(round(worst.get(k) or 0)) for k in ("min_us", "avg_us", "p50_us", "p99_us", "max_us"))
+            gen.disconnect()
+            row["load"] = load_avg()
+            rows.append(row)
+            print_row(row)
+    return rows
+
+
 def _overhead_row(label: str, trial: Callable[[], Any], duration: float, n: int) -> Dict[str, Any]:
     walls = []
     for _ in range(n):
@@ -121,7 +156,7 @@ def table(rows: List[Dict[str, Any]]) -> str:
 
 #: name -> part; part 2 ("nf": NDR/PDR/latency per NF and frame size) registers here.
 PARTS: Dict[str, Callable[[argparse.Namespace], List[Dict[str, Any]]]] = {
-    "rates": rate_accuracy, "overhead": overhead}
+    "rates": rate_accuracy, "overhead": overhead, "loop": loop_ndrpdr}
 
 
 def main(argv=None) -> int:
