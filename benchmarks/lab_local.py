@@ -109,8 +109,7 @@ def loop_ndrpdr(args: argparse.Namespace) -> List[Dict[str, Any]]:
             gen = loop.generator(make_profile("ip4", 64, bidirectional=True), latency_pps=1000)
             gen.measure(10_000, 1.0)
             t0 = time.monotonic()
-            res = find_ndr_pdr(gen.measure, 10_000, 1_000_000, ndr_loss=0.0, pdr_loss=0.005, profile="per-commit",
-                               trial_duration=args.duration)
+            res = find_ndr_pdr(gen.measure, 10_000, 1_000_000, ndr_loss=0.0, pdr_loss=0.005, profile="per-commit")
             search_s = time.monotonic() - t0
             row: Dict[str, Any] = {"loop": mode, "ndr_pps": round(res.ndr or 0), "pdr_pps": round(res.pdr or 0),
                                    "trials": res.trial_count, "search_s": round(search_s, 1)}
