@@ -159,6 +159,10 @@ class TrexGenerator:
             finally:
                 self.connected = False
 
+    def close(self) -> None:
+        """The TrafficGenerator seam's end: release the ports and the TRex session."""
+        self.disconnect()
+
     def _dirs(self):
         return directions_for(self.topology, self.profile)
 
