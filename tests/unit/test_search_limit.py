@@ -29,7 +29,7 @@ def test_a_cut_search_with_lower_bounds_needs_no_rescue(monkeypatch):
     MLRsearch has passed loads under the capacity, so no rescue trial runs."""
     import types
 
-    from dpgate import robotlib
+    from dpgate.robot import embedded as robotlib
 
     clock = iter(range(10_000))
     monkeypatch.setattr(robotlib, "time", types.SimpleNamespace(monotonic=lambda: float(next(clock))))

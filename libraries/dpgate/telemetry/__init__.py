@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, Optional, Union
 
-from ..errors import DpgateError
+from dpgate.model.errors import DpgateError
 
 
 class TelemetryError(DpgateError):

@@ -1,6 +1,6 @@
 """Capture telemetry on the SUT cores during a trial: perf stat (IPC, IPP, CPP, cache
 misses, TMAM level 1), pcm-pcie (DDIO, PCIe bytes, MMIO writes) and pcm-memory, all over
-the same window, on this machine or on a lab DUT through a dpgate.remote node.
+the same window, on this machine or on a lab DUT through a dpgate.exec.remote node.
 
     c = TelemetryCollector([2, 3])                   # this machine (LocalNode)
     c = TelemetryCollector([2, 3], node=SshNode(..)) # a lab DUT

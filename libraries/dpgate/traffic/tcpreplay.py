@@ -24,9 +24,9 @@ import re
 import time
 from typing import Callable, Dict, List, Optional
 
-from ..errors import ConfigError, TrialError
-from ..runner import ns_argv, spawn, stop_process, tail
-from ..trial import LIMITED_BY_GENERATOR, TrialResult
+from dpgate.model.errors import ConfigError, TrialError
+from dpgate.exec.runner import ns_argv, spawn, stop_process, tail
+from dpgate.model.trial import LIMITED_BY_GENERATOR, TrialResult
 from .pcap import frames, write_pcap
 from .profiles import Direction, Profile
 
