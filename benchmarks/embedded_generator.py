@@ -26,12 +26,11 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "libraries"))
 
+from dpgate.config.topology import load_topology  # noqa: E402
 from dpgate.testbeds.embedded.session import EmbeddedSession  # noqa: E402
 from dpgate.testbeds.embedded.suts.base import sut_names  # noqa: E402
 from dpgate.testbeds.embedded.testbed import EmbeddedTestbed  # noqa: E402
-from dpgate.config.topology import load_topology  # noqa: E402
 from dpgate.traffic.profiles import make_profile  # noqa: E402
 from dpgate.traffic.tcpreplay import TcpreplayGenerator  # noqa: E402
 

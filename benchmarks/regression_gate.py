@@ -23,13 +23,10 @@ Targets (issue 6) apply to A: false alarms < 1 % of checks, detection of -5 % >=
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import sys
 import time
 from typing import List, Optional, Tuple
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "libraries"))
 
 from dpgate.regression.compare import classify_current  # noqa: E402
 

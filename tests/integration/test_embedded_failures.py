@@ -11,9 +11,9 @@ import time
 
 import pytest
 
+from dpgate.config.topology import load_topology
 from dpgate.testbeds.embedded.session import EmbeddedSession
 from dpgate.testbeds.embedded.testbed import EmbeddedTestbed, run_dir
-from dpgate.config.topology import load_topology
 
 PREFIX = "it2-"
 CRASH_PREFIX = "it3-"

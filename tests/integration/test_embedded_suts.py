@@ -14,8 +14,8 @@ import threading
 
 import pytest
 
-from dpgate.testbeds.embedded.session import EmbeddedSession
 from dpgate.model.errors import SutError
+from dpgate.testbeds.embedded.session import EmbeddedSession
 from dpgate.testbeds.embedded.suts.base import sut_class, sut_names
 
 PREFIX = "it1-"

@@ -23,11 +23,11 @@ import time
 
 import pytest
 
-from dpgate.model.errors import DpgateError, EnvironmentProblem
-from dpgate.testbeds.lab.service import write_file
+from dpgate.config.topology import Ssh
 from dpgate.exec.remote import SshNode
 from dpgate.exec.runner import CommandError
-from dpgate.config.topology import Ssh
+from dpgate.model.errors import DpgateError, EnvironmentProblem
+from dpgate.testbeds.lab.service import write_file
 
 SSHD = "/usr/sbin/sshd"
 PW_ENV = "DPGATE_TEST_SSH_PW"
@@ -67,7 +67,7 @@ class Sshd:
         self.made_run_sshd = False
         self.home = os.path.join(tmp, "home")  # HOME of the client side (known_hosts)
 
-    def start(self) -> "Sshd":
+    def start(self) -> Sshd:
         for tool in (SSHD, "/usr/bin/sudo"):
             if not os.path.exists(tool):
                 pytest.fail(f"{tool} missing: run 'bash .ci/install' (installs openssh-server and sudo)")

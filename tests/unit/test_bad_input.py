@@ -5,8 +5,8 @@ import copy
 
 import pytest
 
-from dpgate.model.errors import ConfigError
 from dpgate.config.units import UnitError, parse_frame_size, parse_rate, parse_ratio
+from dpgate.model.errors import ConfigError
 
 GOOD_TOPO = {
     "name": "e", "kind": "embedded", "prefix": "dpg0-", "nodes": {

@@ -6,12 +6,20 @@ import shlex
 
 import pytest
 
+from dpgate.config.topology import load_topology
+from dpgate.exec.remote import Result
 from dpgate.model.errors import ConfigError, SutError
 from dpgate.testbeds.lab.cores import CoreAllocation
-from dpgate.testbeds.lab.vpp import (Neighbor, Route, Vpp, cli_lines, parse_show_interface, parse_show_runtime,
-                            parse_version, startup_conf)
-from dpgate.exec.remote import Result
-from dpgate.config.topology import load_topology
+from dpgate.testbeds.lab.vpp import (
+    Neighbor,
+    Route,
+    Vpp,
+    cli_lines,
+    parse_show_interface,
+    parse_show_runtime,
+    parse_version,
+    startup_conf,
+)
 
 TOPO = "topologies/lab-2node.example.yaml"
 CORES = CoreAllocation(main=1, workers=(2, 30), phy_cores=1, threads_per_core=2, numa=0)

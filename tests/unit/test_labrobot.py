@@ -17,16 +17,16 @@ import os
 import subprocess
 
 import pytest
+from test_trex import FakeTrexClient, fake_api
 
-from dpgate.robot import embedded as robotlib
-from dpgate.robot import lab as labrobot
+from dpgate.exec.remote import Result
+from dpgate.labrobot import LabTestbed, parse_ht
 from dpgate.model.errors import ConfigError, DpgateError, SutError
 from dpgate.outputs.junit import write_junit
-from dpgate.labrobot import LabTestbed, parse_ht
-from dpgate.exec.remote import Result
 from dpgate.outputs.results import ResultStore, load_records
+from dpgate.robot import embedded as robotlib
+from dpgate.robot import lab as labrobot
 from dpgate.traffic.trex.driver import TrexGenerator
-from test_trex import FakeTrexClient, fake_api
 
 TOPO = "topologies/lab-2node.example.yaml"
 

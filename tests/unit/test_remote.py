@@ -6,10 +6,10 @@ import shlex
 
 import pytest
 
-from dpgate.model.errors import EnvironmentProblem
+from dpgate.config.topology import Ssh
 from dpgate.exec.remote import LocalNode, SshNode, remote_command
 from dpgate.exec.runner import CommandError
-from dpgate.config.topology import Ssh
+from dpgate.model.errors import EnvironmentProblem
 
 SECRET = "s3cr3t-Pa55"
 

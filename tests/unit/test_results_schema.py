@@ -6,9 +6,9 @@ import json
 import pytest
 
 from dpgate.model.errors import ConfigError
+from dpgate.model.trial import TrialResult
 from dpgate.outputs.results import SCHEMA, ResultStore, load_record, load_records, run_commit
 from dpgate.outputs.results import test_id as make_test_id
-from dpgate.model.trial import TrialResult
 
 TRIAL = TrialResult.from_counts(100_000, 1.0, tx_packets=100_000, rx_packets=99_900).to_dict()
 

@@ -8,11 +8,11 @@ import threading
 
 import pytest
 
+from dpgate.config.topology import Ssh
 from dpgate.exec.remote import Result, SshNode
 from dpgate.telemetry import NotSupported, TelemetryError
 from dpgate.telemetry.collector import PERF_EVENTS, TelemetryCollector
 from dpgate.telemetry.perf import TMAM_RAW_EVENTS
-from dpgate.config.topology import Ssh
 
 HERE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "telemetry")
 

@@ -5,8 +5,8 @@ import types
 
 import pytest
 
-from dpgate.model.errors import EnvironmentProblem, TrialError
 from dpgate.config.topology import load_topology
+from dpgate.model.errors import EnvironmentProblem, TrialError
 from dpgate.traffic.profiles import make_profile
 from dpgate.traffic.trex.driver import TrexGenerator, explain_trex_error, import_trex_api, latency_summary
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 from hdrh.histogram import HdrHistogram
+from test_trex import FakeTrexClient, fake_api
 
 from dpgate.config.topology import load_topology
 from dpgate.traffic.profiles import make_profile
 from dpgate.traffic.trex.driver import TrexGenerator
-from test_trex import FakeTrexClient, fake_api
 
 TOPO = "topologies/lab-2node.example.yaml"
 

@@ -25,7 +25,7 @@ import subprocess
 import sys
 from typing import Dict, List, Optional
 
-from dpgate.model.errors import ConfigError, EnvironmentProblem
+from dpgate.model.errors import ConfigError
 from dpgate.outputs.junit import write_junit
 from dpgate.outputs.results import load_records
 
@@ -113,9 +113,9 @@ def robot_argv(args) -> List[str]:
 
 
 def preflight(args) -> None:
-    from dpgate.testbeds.embedded.testbed import check_environment
     from dpgate.config.thresholds import load_thresholds
     from dpgate.config.topology import load_topology
+    from dpgate.testbeds.embedded.testbed import check_environment
 
     for s in args.suites:
         if not os.path.exists(s):

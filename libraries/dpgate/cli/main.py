@@ -18,8 +18,8 @@ import signal
 import sys
 from typing import List, Optional
 
-from dpgate.model.errors import ConfigError, DpgateError, EnvironmentProblem
 from dpgate.config.units import UnitError, format_pps, parse_frame_size, parse_rate
+from dpgate.model.errors import ConfigError, DpgateError, EnvironmentProblem
 
 EXIT_BAD_INPUT, EXIT_ENV, EXIT_TRIAL = 2, 3, 4
 

@@ -36,10 +36,9 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import Dict, Optional, Tuple, Union
 
-
 from dpgate.config import schema
-from dpgate.model.errors import ConfigError
 from dpgate.config.units import UnitError, frame_size_tag, parse_frame_size, parse_rate, parse_ratio
+from dpgate.model.errors import ConfigError
 
 Number = Union[float, str]
 _CORE_TAG = re.compile(r"^(\d+)T(\d+)C$", re.I)
@@ -97,7 +96,7 @@ class CaseThresholds:
     #: the same for MRR (several trials at the ceiling per run: usually far steadier than NDR)
     mrr_noise: Optional[str] = field(default=None, metadata={"check": _ratio_check})
 
-    def merged(self, other: "CaseThresholds") -> "CaseThresholds":
+    def merged(self, other: CaseThresholds) -> CaseThresholds:
         vals = {f.name: getattr(other, f.name) if getattr(other, f.name) is not None else getattr(self, f.name)
                 for f in fields(self)}
         return CaseThresholds(**vals)

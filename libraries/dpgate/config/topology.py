@@ -19,9 +19,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Dict, List, Literal, Optional, Tuple
 
-
 from dpgate.config import schema
-from dpgate.model.errors import ConfigError
 from dpgate.config.schema import non_negative, positive
 
 #: RFC 2544 benchmarking range: the only addresses embedded traffic may use.

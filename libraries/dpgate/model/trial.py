@@ -50,7 +50,7 @@ class TrialResult:
         actual_duration_s: Optional[float] = None,
         intended_packets: Optional[int] = None,
         **extra: Any,
-    ) -> "TrialResult":
+    ) -> TrialResult:
         """Build a result, doing the loss arithmetic in one place.
 
         >>> r = TrialResult.from_counts(100_000, 2.0, tx_packets=199_000, rx_packets=198_000)

@@ -30,8 +30,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from dpgate.outputs import report_plots as plots
 from dpgate.model.errors import ConfigError
+from dpgate.outputs import report_plots as plots
 from dpgate.outputs.results import load_records
 
 _NAME = re.compile(r"^(?P<size>\d+B|IMIX)-(?:(?P<threads>\d+)t)?(?P<cores>\d+)c-(?P<rest>.+?)(?:-ndrpdr)?$", re.I)

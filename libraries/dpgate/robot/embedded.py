@@ -30,10 +30,10 @@ from robot.api import Failure, SkipExecution, logger
 from robot.api.deco import keyword, library
 from robot.libraries.BuiltIn import BuiltIn
 
-from dpgate.model.errors import ConfigError
-from dpgate.outputs.results import ResultStore
 from dpgate.config.thresholds import CaseThresholds, load_thresholds
 from dpgate.config.units import Rate, format_pps, frame_size_tag, parse_frame_size, parse_rate, parse_ratio
+from dpgate.model.errors import ConfigError
+from dpgate.outputs.results import ResultStore
 
 TELEMETRY_POLICIES = ("skip", "fail")
 
@@ -69,8 +69,8 @@ class NdrPdrResult:
     telemetry: Dict[str, Any] = field(default_factory=dict)
 
     def metrics(self) -> Dict[str, Any]:
-        from dpgate.metrics import line_rate_pps  # noqa: F401  (documented relation; gbps below)
         from dpgate.config.units import average_frame_size
+        from dpgate.metrics import line_rate_pps  # noqa: F401  (documented relation; gbps below)
 
         bits = (average_frame_size(parse_frame_size(self.frame_size)) + 20) * 8
         m: Dict[str, Any] = {
@@ -384,8 +384,8 @@ RESCUE_STEPS = (0.95, 0.9, 0.8, 0.65, 0.5)
 RESCUE_TRIAL_S = 1.0
 
 
-def _rescue_lower_bounds(measure, res: "_PartialBounds", ndr_loss: float, pdr_loss: float, lo: float,
-                         hi: float) -> "_PartialBounds":
+def _rescue_lower_bounds(measure, res: _PartialBounds, ndr_loss: float, pdr_loss: float, lo: float,
+                         hi: float) -> _PartialBounds:
     """A time-limited search can end with every load it tried failing a goal (an erratic SUT
     near its limit): there is then no measured lower bound, and reporting 0 would be a
     number nobody measured. Step down from the lowest failing load with 1 s trials until

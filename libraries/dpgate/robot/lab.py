@@ -33,10 +33,19 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 from robot.api import logger
 from robot.api.deco import keyword, library
 
-from dpgate.model.errors import ConfigError, DpgateError, SutError
-from dpgate.robot.embedded import (NdrPdrResult, _current_test, _measured_cpp_near, _store, ndrpdr_result, record,
-                       search_ndr_pdr, telemetry_at_goals, trial_dicts)
 from dpgate.config.units import Rate, format_pps, frame_size_tag, parse_frame_size, parse_rate
+from dpgate.model.errors import ConfigError, DpgateError, SutError
+from dpgate.robot.embedded import (
+    NdrPdrResult,
+    _current_test,
+    _measured_cpp_near,
+    _store,
+    ndrpdr_result,
+    record,
+    search_ndr_pdr,
+    telemetry_at_goals,
+    trial_dicts,
+)
 
 DEFAULT_SIZES = ("64B", "IMIX", "1518B")
 _TRUE = ("on", "true", "yes", "1", "ht")

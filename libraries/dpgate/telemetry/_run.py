@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Sequence, Union
 
 from dpgate.model.errors import DpgateError
+
 from . import NotSupported
 
 PACKAGES = {"perf": "linux-perf", "pcm-pcie": "pcm", "pcm-memory": "pcm", "toplev": "pmu-tools (git clone)",

@@ -31,7 +31,6 @@ are the same event. Events pcm counts only as misses (UCRdF, WiL, WCiL) have Hit
 from __future__ import annotations
 
 import csv
-import io
 import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple

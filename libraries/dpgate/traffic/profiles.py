@@ -21,8 +21,8 @@ import ipaddress
 from dataclasses import dataclass
 from typing import List, Literal, Optional, Tuple
 
-from dpgate.model.errors import ConfigError
 from dpgate.config.units import IMIX_V4_1, FrameSize, parse_frame_size
+from dpgate.model.errors import ConfigError
 
 MAX_PCAP_BYTES = 32 * 1024 * 1024
 DEFAULT_FLOWS = {"l2": 3125, "ip4": 62500}

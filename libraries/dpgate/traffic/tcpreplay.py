@@ -24,9 +24,10 @@ import re
 import time
 from typing import Callable, Dict, List, Optional
 
+from dpgate.exec.runner import ns_argv, stop_process, tail
 from dpgate.model.errors import ConfigError, TrialError
-from dpgate.exec.runner import ns_argv, spawn, stop_process, tail
 from dpgate.model.trial import LIMITED_BY_GENERATOR, TrialResult
+
 from .pcap import frames, write_pcap
 from .profiles import Direction, Profile
 
@@ -335,7 +336,7 @@ OUTLIER_SHARE = 0.85
 EXTRA_PROBES = 2
 
 
-def ceiling_from_probes(probe, repeats: int = 3) -> "tuple[float, list]":
+def ceiling_from_probes(probe, repeats: int = 3) -> tuple[float, list]:
     """(ceiling, every probe's rate): the lowest of ``repeats`` consistent probes.
 
     The lowest, not the best, so that rates up to 90 % of the ceiling are sent accurately;
@@ -402,7 +403,6 @@ class _Replay:
         return "cut"
 
     def kill(self) -> None:
-        import subprocess
 
         if self.proc.poll() is None:
             stop_process(self.proc, timeout=1.0)

@@ -48,7 +48,7 @@ class CpuSteal:
         self.period_ms = float(period_ms)
         self.procs: List[subprocess.Popen] = []
 
-    def start(self) -> "CpuSteal":
+    def start(self) -> CpuSteal:
         ncpu = os.cpu_count() or 1
         for cpu in self.cpus:
             if not 0 <= cpu < ncpu:
@@ -82,7 +82,7 @@ class CpuSteal:
     def pids(self) -> List[int]:
         return [p.pid for p in self.procs]
 
-    def __enter__(self) -> "CpuSteal":
+    def __enter__(self) -> CpuSteal:
         return self.start()
 
     def __exit__(self, *exc) -> None:

@@ -12,12 +12,12 @@ from __future__ import annotations
 import os
 from typing import Callable, Optional
 
+from dpgate.config.topology import Topology, load_topology
+from dpgate.model.trial import TrialResult
 from dpgate.testbeds.embedded.suts.base import sut_class
 from dpgate.testbeds.embedded.testbed import EmbeddedTestbed
-from dpgate.config.topology import Topology, load_topology
 from dpgate.traffic.profiles import make_profile
 from dpgate.traffic.tcpreplay import TcpreplayGenerator
-from dpgate.model.trial import TrialResult
 
 
 def detect_cpu_hz(cpu: int = 0) -> float:
@@ -53,7 +53,7 @@ class EmbeddedSession:
     def max_pps(self) -> Optional[float]:
         return self.generator.max_pps if self.generator else None
 
-    def up(self) -> "EmbeddedSession":
+    def up(self) -> EmbeddedSession:
         self.testbed.up()
         try:
             self.generator = TcpreplayGenerator(self.testbed, self.profile, on_trial=self.on_trial)
@@ -73,7 +73,7 @@ class EmbeddedSession:
         assert self.generator is not None, "session is not up"
         return self.generator.measure(load_pps, duration_s)
 
-    def cpu_freq(self) -> "tuple[float, str]":
+    def cpu_freq(self) -> tuple[float, str]:
         """(Hz, source) of the SUT core frequency used for CPP."""
         cf = self.topology.dut.cpu_freq
         if cf.source == "declared" and cf.hz:
@@ -90,7 +90,7 @@ class EmbeddedSession:
         finally:
             self.testbed.down()
 
-    def __enter__(self) -> "EmbeddedSession":
+    def __enter__(self) -> EmbeddedSession:
         return self.up()
 
     def __exit__(self, *exc) -> None:

@@ -23,9 +23,9 @@ import shutil
 import time
 from typing import Dict, List, Optional
 
-from dpgate.model.errors import EnvironmentProblem
-from dpgate.exec.runner import CommandError, kill_pids, require_tool, run
 from dpgate.config.topology import Topology
+from dpgate.exec.runner import CommandError, kill_pids, require_tool, run
+from dpgate.model.errors import EnvironmentProblem
 
 REQUIRED_TOOLS = ("ip", "ethtool", "taskset", "tcpreplay", "tee", "sysctl")
 
@@ -115,7 +115,7 @@ class EmbeddedTestbed:
         return list(self.topology.dut.cpus)
 
     # -- lifecycle ----------------------------------------------------------
-    def up(self) -> "EmbeddedTestbed":
+    def up(self) -> EmbeddedTestbed:
         check_environment()
         ncpu = os.cpu_count() or 1
         for role, cpus in (("TG", self.tg_cpus), ("DUT", self.sut_cpus)):
@@ -197,7 +197,7 @@ class EmbeddedTestbed:
         self.is_up = False
         return {"namespaces": removed}
 
-    def __enter__(self) -> "EmbeddedTestbed":
+    def __enter__(self) -> EmbeddedTestbed:
         return self.up()
 
     def __exit__(self, *exc) -> None:

@@ -18,9 +18,9 @@ from __future__ import annotations
 import ipaddress
 from typing import Any, List
 
+from dpgate.config.units import IMIX_V4_1
 from dpgate.traffic.pcap import build_frame
 from dpgate.traffic.profiles import Direction, Profile
-from dpgate.config.units import IMIX_V4_1
 
 ETH_DST_LOW, ETH_SRC_LOW = 2, 8  # offsets of the low 4 bytes of dst / src MAC
 IP_SRC, IP_DST = 26, 30

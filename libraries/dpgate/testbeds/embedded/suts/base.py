@@ -5,12 +5,11 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Dict, List, Optional, Type
 
-from dpgate.model.errors import ConfigError, SutError
 from dpgate.exec.runner import tail
+from dpgate.model.errors import ConfigError, SutError
 
 if TYPE_CHECKING:  # pragma: no cover
     from dpgate.testbeds.embedded.testbed import EmbeddedTestbed
-    from dpgate.traffic.profiles import Profile
 
 
 class EmbeddedSut:
@@ -26,7 +25,7 @@ class EmbeddedSut:
     #: True when the SUT's own process can die (kernel SUTs cannot).
     has_process = False
 
-    def __init__(self, testbed: "EmbeddedTestbed", flows: Optional[int] = None):
+    def __init__(self, testbed: EmbeddedTestbed, flows: Optional[int] = None):
         self.tb = testbed
         self.flows = flows
         self.started = False
@@ -46,7 +45,7 @@ class EmbeddedSut:
     def tg_ports(self):
         return [t for t, _ in self.tb.topology.pairs()]
 
-    def start(self) -> "EmbeddedSut":
+    def start(self) -> EmbeddedSut:
         try:
             self._start()
             self.tb.pin_napi_threads()

@@ -10,8 +10,8 @@ import json
 from typing import Optional
 
 from dpgate.exec.runner import run
-from dpgate.traffic.profiles import DEFAULT_FLOWS, ip_add
 from dpgate.testbeds.embedded.suts.base import EmbeddedSut, register
+from dpgate.traffic.profiles import DEFAULT_FLOWS, ip_add
 
 #: First address of the flows in each direction (profiles use the same bases).
 DIR0_SRC_IP, DIR0_DST_IP = "198.18.0.1", "198.19.0.1"

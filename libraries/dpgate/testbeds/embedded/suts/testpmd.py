@@ -14,8 +14,8 @@ import subprocess
 import time
 from typing import Dict, List, Optional
 
-from dpgate.model.errors import SutError
 from dpgate.exec.runner import ns_argv, require_tool, run, stop_process
+from dpgate.model.errors import SutError
 from dpgate.testbeds.embedded.suts.base import EmbeddedSut, register
 
 
