@@ -1,3 +1,8 @@
-"""Old public path of the lab keyword library (``Library dpgate.labrobot.LabTestbed``); see :mod:`dpgate.robot.lab`."""
-from dpgate.robot.lab import *  # noqa: F401,F403
-from dpgate.robot.lab import LabTestbed  # noqa: F401
+"""Old public path of the lab keyword library: ``Library dpgate.labrobot.LabTestbed`` keeps working.
+
+The code lives in :mod:`dpgate.robot.lab`.
+"""
+
+from dpgate.robot.lab import LabTestbed, parse_cores, parse_ht
+
+__all__ = ["LabTestbed", "parse_cores", "parse_ht"]

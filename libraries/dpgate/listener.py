@@ -1,3 +1,6 @@
-"""Old public path of the Robot listener (``--listener dpgate.listener.DpgateListener``); see :mod:`dpgate.robot.listener`."""
-from dpgate.robot.listener import *  # noqa: F401,F403
-from dpgate.robot.listener import DpgateListener  # noqa: F401
+"""Old public path of the Robot listener: ``--listener dpgate.listener.DpgateListener:junit.xml``
+keeps working. The code lives in :mod:`dpgate.robot.listener`."""
+
+from dpgate.robot.listener import DpgateListener
+
+__all__ = ["DpgateListener"]

@@ -184,7 +184,7 @@ def test_summary_table_lists_numbers_and_verdicts(tmp_path):
 
 # -- unfinished searches ------------------------------------------------------------------
 def test_time_limited_search_falls_back_to_bounds_of_measured_trials():
-    from dpgate.robot.embedded import _bounds_from_trials, _TimeUp
+    from dpgate.search.bounded import _bounds_from_trials, _TimeUp
     from dpgate.search import SearchAborted, find_ndr_pdr
     from dpgate.search.simulated import make_sut
 
@@ -213,7 +213,7 @@ def test_time_limited_search_falls_back_to_bounds_of_measured_trials():
 
 def test_partial_bounds_majority_rule_on_noisy_loads():
     from dpgate.model.trial import TrialResult
-    from dpgate.robot.embedded import _bounds_from_trials
+    from dpgate.search.bounded import _bounds_from_trials
 
     def t(load, lost):
         return (load, 1.0, TrialResult.from_counts(load, 1.0, tx_packets=int(load), rx_packets=int(load) - lost))

@@ -24,7 +24,7 @@ from dpgate.labrobot import LabTestbed, parse_ht
 from dpgate.model.errors import ConfigError, DpgateError, SutError
 from dpgate.outputs.junit import write_junit
 from dpgate.outputs.results import ResultStore, load_records
-from dpgate.robot import embedded as robotlib
+from dpgate.robot import base as robotlib
 from dpgate.robot import lab as labrobot
 from dpgate.traffic.trex.driver import TrexGenerator
 

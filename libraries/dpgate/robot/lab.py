@@ -33,19 +33,11 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 from robot.api import logger
 from robot.api.deco import keyword, library
 
-from dpgate.config.units import Rate, format_pps, frame_size_tag, parse_frame_size, parse_rate
+from dpgate.config.units import Rate, format_pps, frame_size_tag, parse_frame_size
 from dpgate.model.errors import ConfigError, DpgateError, SutError
-from dpgate.robot.embedded import (
-    NdrPdrResult,
-    _current_test,
-    _measured_cpp_near,
-    _store,
-    ndrpdr_result,
-    record,
-    search_ndr_pdr,
-    telemetry_at_goals,
-    trial_dicts,
-)
+from dpgate.model.ndrpdr import NdrPdrResult
+from dpgate.robot.base import _current_test, _store, ndrpdr_result, rate_arg, record, telemetry_at_goals
+from dpgate.search.bounded import _measured_cpp_near, search_ndr_pdr, trial_dicts
 
 DEFAULT_SIZES = ("64B", "IMIX", "1518B")
 _TRUE = ("on", "true", "yes", "1", "ht")
@@ -56,10 +48,6 @@ def _builtin():
     from robot.libraries.BuiltIn import BuiltIn
 
     return BuiltIn()
-
-
-def _rate(value: Union[str, int, float]) -> Rate:
-    return parse_rate(value)
 
 
 def parse_ht(value: Union[bool, str, int]) -> bool:
@@ -88,7 +76,7 @@ def parse_cores(value: Union[int, str]) -> int:
     return n
 
 
-@library(scope="SUITE", converters={Rate: _rate}, doc_format="ROBOT")
+@library(scope="SUITE", converters={Rate: rate_arg}, doc_format="ROBOT")
 class LabTestbed:
     """Lab testbed keywords: SUT over SSH pinned to allocated cores, TRex traffic, NDR/PDR.
 
@@ -390,7 +378,7 @@ class LabTestbed:
         lo, hi = min_rate.resolve(gen.max_pps), max_rate.resolve(gen.max_pps)
         self._check_sut_alive()
         run = search_ndr_pdr(lambda load, duration: self._measure(gen, load, duration), lo, hi, ndr_loss,
-                             pdr_loss, profile, overrides, time_limit)
+                             pdr_loss, profile, overrides, time_limit, logger.warn)
         self._check_sut_alive()
         hz, source = self.cpu_freq()
         sut_cpp, _ = _measured_cpp_near(run.res, run.ndr, hz)
