@@ -28,7 +28,7 @@ import sys
 import time
 from typing import List, Optional, Tuple
 
-from dpgate.regression.compare import classify_current  # noqa: E402
+from dpgate.regression.compare import classify_current
 
 SCENARIOS = {  # name: (history runs, samples per run, noise, declared noise, drift between runs)
     "A": (30, 3, 0.01, None, 0.0),

@@ -27,8 +27,8 @@ import sys
 import time
 from typing import Any, Dict, List, Sequence, Tuple
 
-from dpgate.search import find_ndr_pdr  # noqa: E402
-from dpgate.search.simulated import KINDS, MAX_RATE, MIN_RATE, make_sut, truths  # noqa: E402
+from dpgate.search import find_ndr_pdr
+from dpgate.search.simulated import KINDS, MAX_RATE, MIN_RATE, make_sut, truths
 
 FLOOR_S = 2 * (60.0 + 0.5)
 

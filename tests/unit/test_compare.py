@@ -7,16 +7,10 @@ import random
 import pytest
 
 from dpgate.model.errors import ConfigError
+from dpgate.outputs.exporters import write_csv, write_openmetrics
 from dpgate.outputs.results import ResultStore, load_records
-from dpgate.regression.compare import (
-    add_to_history,
-    classify_current,
-    compare,
-    read_history,
-    verdicts_for,
-    write_csv,
-    write_openmetrics,
-)
+from dpgate.regression.compare import classify_current, compare, verdicts_for
+from dpgate.regression.history import add_to_history, read_history
 
 
 def hist(n=30, avg=1.0e6, noise=0.01, seed=1):

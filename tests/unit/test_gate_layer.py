@@ -184,8 +184,8 @@ def test_summary_table_lists_numbers_and_verdicts(tmp_path):
 
 # -- unfinished searches ------------------------------------------------------------------
 def test_time_limited_search_falls_back_to_bounds_of_measured_trials():
-    from dpgate.search.bounded import _bounds_from_trials, _TimeUp
     from dpgate.search import SearchAborted, find_ndr_pdr
+    from dpgate.search.bounded import _bounds_from_trials, _TimeUp
     from dpgate.search.simulated import make_sut
 
     sut = make_sut("hard", seed=3)

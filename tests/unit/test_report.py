@@ -12,7 +12,7 @@ import pytest
 from dpgate.model.errors import ConfigError
 from dpgate.outputs.report import build_report, case_of, speedup_data
 from dpgate.outputs.results import ResultStore
-from dpgate.regression.compare import add_to_history
+from dpgate.regression.history import add_to_history
 
 NOT_SUPPORTED = "not supported (perf: cycles <not supported> (no CPU PMU on this host, e.g. a VM))"
 

@@ -20,14 +20,20 @@ Exit codes: 0 all gates passed (skips allowed), 1 a gate failed or a test errore
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
 from typing import Dict, List, Optional
 
+from dpgate.config.thresholds import load_thresholds
+from dpgate.config.topology import load_topology
 from dpgate.model.errors import ConfigError
+from dpgate.outputs.exporters import write_csv, write_openmetrics
 from dpgate.outputs.junit import write_junit
 from dpgate.outputs.results import load_records
+from dpgate.regression.history import add_to_history
+from dpgate.testbeds.embedded.testbed import check_environment
 
 PROFILES = ("per-commit", "sign-off", "rfc2544-binary")
 
@@ -113,10 +119,6 @@ def robot_argv(args) -> List[str]:
 
 
 def preflight(args) -> None:
-    from dpgate.config.thresholds import load_thresholds
-    from dpgate.config.topology import load_topology
-    from dpgate.testbeds.embedded.testbed import check_environment
-
     for s in args.suites:
         if not os.path.exists(s):
             raise ConfigError(f"suite path {s!r} does not exist", path="suites")
@@ -128,8 +130,6 @@ def preflight(args) -> None:
 
 def fresh_outdir(outdir: str) -> None:
     """Remove the dpgate records of an earlier run into ``outdir`` (not its history)."""
-    import shutil
-
     os.makedirs(outdir, exist_ok=True)
     old = os.path.join(outdir, "dpgate")
     if os.path.isdir(old):
@@ -177,8 +177,6 @@ def cmd_gate(args) -> int:
             rec["status"] = "ERROR"
             rec["message"] = "test did not finish (run interrupted)" if interrupted else "test did not finish"
     write_junit(records, junit)
-    from dpgate.regression.compare import write_csv, write_openmetrics
-
     write_openmetrics(records, os.path.join(args.outdir, "metrics.txt"))
     write_csv(records, os.path.join(args.outdir, "results.csv"))
     print(summary_table(records))
@@ -186,8 +184,6 @@ def cmd_gate(args) -> int:
     if hist:
         print("\n" + history_summary(records, hist))
         if not interrupted and not args.no_history_add:
-            from dpgate.regression.compare import add_to_history
-
             n = add_to_history(args.outdir, hist, args.commit, only_passed=True)
             print(f"history: added {n} passing test(s) of this run to {hist}"
                   + (" (runs with injected faults are never added)" if getattr(args, "sut_cpu_steal", 0) else ""))
@@ -244,8 +240,3 @@ def summary_table(records: List[Dict]) -> str:
         lines.append("(no test produced a result)")
     return "\n".join(lines)
 
-
-if __name__ == "__main__":  # pragma: no cover
-    from dpgate.cli.main import main
-
-    sys.exit(main(["gate"] + sys.argv[1:]))

@@ -1,11 +1,7 @@
-"""Regression check against history (jumpavg), history store, and CI metric files.
+"""Regression check of a run against its history (jumpavg): the statistics and the verdicts.
 
-    dpgate history add results/ --store history/ [--commit SHA]
-    dpgate compare results/ --history history/ [--min-change 3]   # exit 1 on regression
-
-History: one JSON line per run and test in ``<store>/<testbed>/<test-id>.jsonl`` with the
-commit (``--commit``, else DPGATE_COMMIT / CI_COMMIT_SHA / GIT_COMMIT / GITHUB_SHA), time,
-NDR, PDR, MRR and the run's samples of each (e.g. every MRR trial's rx rate).
+The history store is :mod:`dpgate.regression.history`; the commands ``dpgate compare`` and
+``dpgate history add`` are :mod:`dpgate.cli.compare` and :mod:`dpgate.cli.history`.
 
 Verdict per test and metric (NDR, PDR, MRR), with the *allowance* = the largest of
 ``min_change`` (default 3 %) and the test's run-to-run noise:
@@ -37,21 +33,16 @@ the history.
 
 from __future__ import annotations
 
-import csv
-import json
-import os
 import statistics
-import sys
-import time
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Tuple
 
-from dpgate.model.errors import ConfigError
-from dpgate.outputs.results import load_records, test_id
+import jumpavg
 
-METRICS = ("ndr_pps", "pdr_pps", "mrr_pps")
+from dpgate.outputs.results import load_records
+from dpgate.regression.history import METRICS, RunValue, read_history, run_value
+
 NOISE_RUNS = 5
-RunValue = Union[float, List[float]]
 
 
 @dataclass(frozen=True)
@@ -114,7 +105,6 @@ def classify_current(history: Sequence[RunValue], current: Sequence[float], min_
     >>> classify_current([10.0, 10.1, 9.9] * 7, [8.5, 8.6, 8.4]).verdict
     'regression'
     """
-    import jumpavg
 
     cur = sum(current) / len(current)
     if not history:
@@ -141,67 +131,6 @@ def classify_current(history: Sequence[RunValue], current: Sequence[float], min_
     change = (cur - baseline) / baseline if baseline else 0.0
     verdict = comment if comment in ("regression", "progression") and abs(change) >= allow else "normal"
     return Verdict("", "", verdict, cur, baseline, change * 100, len(history), allow * 100, source)
-
-
-def history_path(store: str, testbed: str, longname: str) -> str:
-    return os.path.join(store, testbed or "unknown", test_id(longname) + ".jsonl")
-
-
-def read_history(store: str, testbed: str, longname: str) -> List[Dict]:
-    path = history_path(store, testbed, longname)
-    if not os.path.exists(path):
-        return []
-    out = []
-    with open(path) as fh:
-        for n, line in enumerate(fh, 1):
-            if line.strip():
-                try:
-                    entry = json.loads(line)
-                except ValueError:
-                    raise ConfigError(f"line {n} is not JSON (corrupted history?)", path) from None
-                if not isinstance(entry, dict):
-                    raise ConfigError(f"line {n} is not a JSON object (corrupted history?)", path)
-                out.append(entry)
-    return out
-
-
-def run_value(entry: Dict, metric: str) -> Optional[RunValue]:
-    """The value of ``metric`` in one history entry or record: its samples when several."""
-    samples = (entry.get("samples") or {}).get(metric)
-    if samples and len(samples) > 1:
-        return [float(x) for x in samples]
-    m = entry.get("metrics", entry)
-    v = m.get(metric)
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-
-def injected(rec: Dict) -> bool:
-    return bool((rec.get("metrics") or {}).get("injected_sut_cpu_steal"))
-
-
-def add_to_history(outdir: str, store: str, commit: Optional[str] = None, only_passed: bool = False) -> int:
-    """Append the run's tests to the store (PASS and FAIL, or PASS only); never injected runs."""
-    commit = (commit or os.environ.get("DPGATE_COMMIT") or os.environ.get("CI_COMMIT_SHA")
-              or os.environ.get("GIT_COMMIT") or os.environ.get("GITHUB_SHA") or "unknown")
-    n = 0
-    for rec in load_records(outdir):
-        m = rec.get("metrics", {})
-        allowed = ("PASS",) if only_passed else ("PASS", "FAIL")
-        if rec.get("status") not in allowed or "ndr_pps" not in m or injected(rec):
-            continue
-        path = history_path(store, rec.get("testbed", ""), rec["longname"])
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        entry = {"commit": rec.get("commit") or commit, "time": rec.get("started", time.time()),
-                 "sut_version": rec.get("sut_version"), "limited_by": m.get("limited_by"),
-                 "mrr_limited_by": m.get("mrr_limited_by"),
-                 **{k: m[k] for k in METRICS if isinstance(m.get(k), (int, float))}}
-        samples = {k: v for k, v in (rec.get("samples") or {}).items() if k in METRICS}
-        if samples:
-            entry["samples"] = samples
-        with open(path, "a") as fh:
-            fh.write(json.dumps(entry) + "\n")
-        n += 1
-    return n
 
 
 def verdicts_for(rec: Dict, store: str, min_change: float = 0.03, noise: Optional[float] = None,
@@ -250,72 +179,3 @@ def compare(outdir: str, store: str, min_change: float = 0.03) -> List[Verdict]:
     for rec in load_records(outdir):
         out.extend(verdicts_for(rec, store, min_change))
     return out
-
-
-# -- CI metric files ------------------------------------------------------------------------
-def _num_metrics(rec: Dict) -> Dict[str, float]:
-    return {k: float(v) for k, v in sorted((rec.get("metrics") or {}).items())
-            if isinstance(v, (int, float)) and not isinstance(v, bool)}
-
-
-def write_openmetrics(records: Iterable[Dict], path: str) -> str:
-    """GitLab metrics report: ``dpgate_<metric>{test="...",suite="..."} <value>``."""
-    lines = []
-    for rec in records:
-        labels = f'test="{_esc(rec.get("name", ""))}",suite="{_esc(rec.get("suite", ""))}"'
-        for key, value in _num_metrics(rec).items():
-            lines.append(f"dpgate_{key}{{{labels}}} {value:.6g}")
-        lines.append(f'dpgate_passed{{{labels}}} {1 if rec.get("status") == "PASS" else 0}')
-    with open(path, "w") as fh:
-        fh.write("\n".join(lines) + "\n")
-    return path
-
-
-def _esc(s: str) -> str:
-    return s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ")
-
-
-def write_csv(records: Iterable[Dict], path: str) -> str:
-    """Jenkins Plot plugin CSV: a header of test names, one row of values per metric file."""
-    recs = list(records)
-    with open(path, "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(["test", "status", "ndr_pps", "pdr_pps", "cpp", "trials", "search_seconds"])
-        for r in recs:
-            m = r.get("metrics", {})
-            w.writerow([r.get("name", ""), r.get("status", ""), m.get("ndr_pps", ""), m.get("pdr_pps", ""),
-                        m.get("cpp", ""), m.get("trials", ""), m.get("search_seconds", "")])
-    return path
-
-
-# -- command line ------------------------------------------------------------------------------
-def add_parser(sub) -> None:
-    c = sub.add_parser("compare", help="compare a run with the history of the same tests (jumpavg)")
-    c.add_argument("outdir", help="output directory of the run (with dpgate/tests/)")
-    c.add_argument("--history", required=True, help="history store directory")
-    c.add_argument("--min-change", type=float, default=3.0, help="minimum relative change in %% (default 3)")
-    c.set_defaults(func=cmd_compare)
-    h = sub.add_parser("history", help="history store: 'add' a run's results")
-    h.add_argument("action", choices=("add",))
-    h.add_argument("outdir")
-    h.add_argument("--store", required=True)
-    h.add_argument("--commit", default=None)
-    h.set_defaults(func=cmd_history)
-
-
-def cmd_compare(args) -> int:
-    if not os.path.isdir(os.path.join(args.outdir, "dpgate", "tests")):
-        raise ConfigError(f"{args.outdir!r} has no dpgate/tests/ results: pass the --outdir of a dpgate gate run",
-                          path="outdir")
-    verdicts = compare(args.outdir, args.history, args.min_change / 100.0)
-    for v in verdicts:
-        print(v.line())
-    bad = [v for v in verdicts if v.verdict == "regression"]
-    print(f"{len(bad)} regression(s) in {len(verdicts)} checks", file=sys.stderr)
-    return 1 if bad else 0
-
-
-def cmd_history(args) -> int:
-    n = add_to_history(args.outdir, args.store, args.commit)
-    print(f"added {n} test result(s) to {args.store}")
-    return 0

@@ -7,9 +7,14 @@ load passed at all a few short trials step down from the lowest failing load
 (``RESCUE_STEPS``). Warnings go to ``warn`` (the Robot keyword passes Robot's logger).
 
 >>> from dpgate.search.simulated import make_sut
->>> run = search_ndr_pdr(make_sut("flat", seed=1), 1e4, 1e6, "0", "0.5%", "per-commit", {}, 0)
->>> run.complete, 0 < run.ndr <= run.pdr
-(True, True)
+>>> sut = make_sut("hard", seed=1)
+>>> run = search_ndr_pdr(sut.measure, 100_000, 1_500_000, "0", "0.5%", "per-commit", {}, 0)
+>>> run.complete, round(run.ndr / 1e6, 2)
+(True, 1.0)
+>>> cut = search_ndr_pdr(sut.measure, 100_000, 1_500_000, "0", "0.5%", "per-commit", {}, 1e-9,
+...                      warn=lambda msg: None)
+>>> cut.complete
+False
 """
 
 from __future__ import annotations

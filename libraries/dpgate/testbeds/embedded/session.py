@@ -15,7 +15,7 @@ from typing import Callable, Optional
 from dpgate.config.topology import Topology, load_topology
 from dpgate.model.trial import TrialResult
 from dpgate.testbeds.embedded.suts.base import sut_class
-from dpgate.testbeds.embedded.testbed import EmbeddedTestbed
+from dpgate.testbeds.embedded.testbed import NamespaceTestbed
 from dpgate.traffic.profiles import make_profile
 from dpgate.traffic.tcpreplay import TcpreplayGenerator
 
@@ -43,7 +43,7 @@ class EmbeddedSession:
         self.topology: Topology = topology if isinstance(topology, Topology) else load_topology(topology, prefix)
         self.sut_cls = sut_class(sut)
         self.profile = make_profile(self.sut_cls.traffic, frame_size, flows, bidirectional)
-        self.testbed = EmbeddedTestbed(self.topology)
+        self.testbed = NamespaceTestbed(self.topology)
         self.generator: Optional[TcpreplayGenerator] = None
         self.sut = None
         self.do_calibrate = calibrate

@@ -1,6 +1,6 @@
 """The embedded testbed: network namespaces and veth pairs on this machine.
 
-``EmbeddedTestbed(topology).up()`` removes leftovers of an earlier run with the same
+``NamespaceTestbed(topology).up()`` removes leftovers of an earlier run with the same
 prefix, creates the TG and SUT namespaces and the veth links, and applies the kernel
 settings that keep the SUT's work on the SUT core (see docs and the facts note):
 TSO off on TG ports, GRO on and threaded NAPI on SUT ports with the NAPI threads pinned
@@ -10,7 +10,7 @@ deletes the veths); it is safe to call twice and after a failure.
 
 Example::
 
-    with EmbeddedTestbed(load_topology("topologies/embedded.yaml")) as tb:
+    with NamespaceTestbed(load_topology("topologies/embedded.yaml")) as tb:
         print(tb.port_stats(tb.tg_ns, "tg0"))
 """
 
@@ -88,7 +88,7 @@ def run_dir(prefix: str) -> str:
     return os.path.join(os.environ.get("DPGATE_RUN_DIR", "/tmp"), f"dpgate-{prefix.rstrip('-')}")
 
 
-class EmbeddedTestbed:
+class NamespaceTestbed:
     def __init__(self, topology: Topology, napi_threaded: bool = True):
         if topology.kind != "embedded":
             raise EnvironmentProblem(f"topology {topology.name!r} is {topology.kind!r}, not embedded")
@@ -115,7 +115,7 @@ class EmbeddedTestbed:
         return list(self.topology.dut.cpus)
 
     # -- lifecycle ----------------------------------------------------------
-    def up(self) -> EmbeddedTestbed:
+    def up(self) -> NamespaceTestbed:
         check_environment()
         ncpu = os.cpu_count() or 1
         for role, cpus in (("TG", self.tg_cpus), ("DUT", self.sut_cpus)):
@@ -197,7 +197,7 @@ class EmbeddedTestbed:
         self.is_up = False
         return {"namespaces": removed}
 
-    def __enter__(self) -> EmbeddedTestbed:
+    def __enter__(self) -> NamespaceTestbed:
         return self.up()
 
     def __exit__(self, *exc) -> None:

@@ -9,7 +9,7 @@ from dpgate.exec.runner import tail
 from dpgate.model.errors import ConfigError, SutError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from dpgate.testbeds.embedded.testbed import EmbeddedTestbed
+    from dpgate.testbeds.embedded.testbed import NamespaceTestbed
 
 
 class EmbeddedSut:
@@ -25,7 +25,7 @@ class EmbeddedSut:
     #: True when the SUT's own process can die (kernel SUTs cannot).
     has_process = False
 
-    def __init__(self, testbed: EmbeddedTestbed, flows: Optional[int] = None):
+    def __init__(self, testbed: NamespaceTestbed, flows: Optional[int] = None):
         self.tb = testbed
         self.flows = flows
         self.started = False
