@@ -25,7 +25,6 @@ from dpgate.model.errors import ConfigError, DpgateError, SutError
 from dpgate.outputs.junit import write_junit
 from dpgate.outputs.results import ResultStore, load_records
 from dpgate.robot import base as robotlib
-from dpgate.robot import lab as labrobot
 from dpgate.traffic.trex.driver import TrexGenerator
 
 TOPO = "topologies/lab-2node.example.yaml"
@@ -108,9 +107,7 @@ def in_test(tmp_path, monkeypatch):
     monkeypatch.setattr(subprocess, "Popen", popen)
     name = {"test": "64B-4t2c-ethip4-ip4base-ndrpdr"}
     monkeypatch.setattr(robotlib, "_current_test", lambda: ("Lab.Vpp-Ip4", name["test"]))
-    monkeypatch.setattr(labrobot, "_current_test", lambda: ("Lab.Vpp-Ip4", name["test"]))
     monkeypatch.setattr(robotlib, "_store", lambda: ResultStore(str(tmp_path)))
-    monkeypatch.setattr(labrobot, "_store", lambda: ResultStore(str(tmp_path)))
     # what DpgateListener.start_test writes before the test body runs
     ResultStore(str(tmp_path)).update(f"Lab.Vpp-Ip4.{name['test']}", suite="Lab.Vpp-Ip4", name=name["test"],
                                       status="RUNNING")

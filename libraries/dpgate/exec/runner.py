@@ -15,27 +15,8 @@ import subprocess
 import time
 from typing import IO, List, Optional, Sequence
 
+from dpgate.exec.tools import PACKAGES
 from dpgate.model.errors import DpgateError, EnvironmentProblem
-
-#: Debian packages that provide the tools dpgate calls, for "how to fix it" messages.
-PACKAGES = {
-    "ip": "iproute2",
-    "ethtool": "ethtool",
-    "taskset": "util-linux",
-    "tcpreplay": "tcpreplay",
-    "tc": "iproute2",
-    "ss": "iproute2",
-    "ovs-vswitchd": "openvswitch-switch",
-    "ovsdb-server": "openvswitch-switch",
-    "ovs-vsctl": "openvswitch-switch",
-    "ovs-ofctl": "openvswitch-common",
-    "ovs-appctl": "openvswitch-common",
-    "ovsdb-tool": "openvswitch-common",
-    "dpdk-testpmd": "dpdk-dev",
-    "perf": "linux-perf",
-    "pcm-pcie": "pcm",
-    "pcm-memory": "pcm",
-}
 
 
 class CommandError(DpgateError):

@@ -7,11 +7,14 @@ import time
 from typing import Any, Dict, Optional, Tuple, Union
 
 from robot.api import logger
+from robot.api.deco import keyword
 from robot.libraries.BuiltIn import BuiltIn, RobotNotRunningError
 
 from dpgate.config.units import Rate, format_pps, frame_size_tag, parse_frame_size, parse_rate
 from dpgate.metrics import cycles_per_packet
+from dpgate.model.errors import ConfigError
 from dpgate.model.ndrpdr import CEILING_MARGIN, NdrPdrResult
+from dpgate.model.trial import TrialResult
 from dpgate.outputs.results import ResultStore
 from dpgate.search.bounded import SearchRun, _opt
 
@@ -83,3 +86,54 @@ def ndrpdr_result(run: SearchRun, *, nf: str, frame_size: str, profile: str, lo:
     if at_max:
         logger.warn(f"{'/'.join(at_max)} reached the " + ceiling_note.format(hi=format_pps(hi)))
     return out
+
+
+def trial_line(result: TrialResult) -> str:
+    """The console line of one trial, the same on both testbeds.
+
+    >>> from dpgate.model.trial import TrialResult
+    >>> trial_line(TrialResult.from_counts(1e6, 1.0, tx_packets=1_000_000, rx_packets=999_000))
+    '  trial 1.000 Mpps x 1 s: loss 0.100 %'
+    """
+    return (f"  trial {format_pps(result.intended_load_pps)} x {result.intended_duration_s:g} s: "
+            f"loss {result.loss_ratio * 100:.3f} %" + (f" [{result.limited_by}]" if result.limited_by else ""))
+
+
+class TestbedKeywords:
+    """What the embedded and the lab keyword libraries share: the pabot pool, the record of
+    every trial with its console line, and the ``SUT Version`` keyword (``_sut_version``)."""
+
+    def _sut_version(self) -> str:
+        raise NotImplementedError
+
+    @keyword
+    def sut_version(self) -> str:
+        """Version of the running SUT (e.g. ``v23.10-release`` for VPP, the DPDK version for
+        testpmd, the kernel release for the Linux SUTs); ``unknown`` when none runs."""
+        return self._sut_version()
+
+    @staticmethod
+    def _acquire_from_pool(pool: str, key: str, hint: str) -> str:
+        """Under pabot with ``--resourcefile``: acquire a value set tagged ``pool`` and return
+        its ``key``. PabotLib is imported here, at run time, so a ``robot --dryrun`` of the
+        suites never loads it."""
+        bi = _bi()
+        bi.import_library("pabot.PabotLib")
+        bi.run_keyword("Acquire Value Set", pool)
+        value = bi.run_keyword("Get Value From Set", key)
+        if not value:
+            raise ConfigError(f"the pool testbed acquired for {pool!r} has no {key!r} key: add "
+                              f"{key}=<{hint}> to its section of the pabot resource file")
+        return str(value)
+
+    @staticmethod
+    def _release_to_pool() -> None:
+        _bi().run_keyword("Release Value Set")
+
+    @staticmethod
+    def _on_trial(result: TrialResult) -> None:
+        """Append the trial to the current test's record (when in a test) and print its line."""
+        suite, test = _current_test()
+        if test:
+            _store().append_trial(f"{suite}.{test}", result.to_dict())
+        logger.console(trial_line(result))

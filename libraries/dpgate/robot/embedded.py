@@ -30,13 +30,13 @@ from robot.api.deco import keyword, library
 from dpgate.config.units import Rate, format_pps, frame_size_tag, parse_frame_size, parse_ratio
 from dpgate.model.errors import ConfigError
 from dpgate.model.ndrpdr import NdrPdrResult
-from dpgate.robot.base import _bi, _current_test, _store, ndrpdr_result, rate_arg, record, telemetry_at_goals
+from dpgate.robot.base import TestbedKeywords, ndrpdr_result, rate_arg, record, telemetry_at_goals
 from dpgate.search.bounded import _measured_cpp_near, search_ndr_pdr, trial_dicts
 from dpgate.traffic.profiles import make_profile
 
 
 @library(scope="SUITE", converters={Rate: rate_arg}, doc_format="ROBOT")
-class EmbeddedTestbed:
+class EmbeddedTestbed(TestbedKeywords):
     """Embedded testbed keywords: namespaces, veth links, a real SUT and tcpreplay.
 
     Import: ``Library  dpgate.robotlib.EmbeddedTestbed  topologies/embedded.yaml  prefix=dpg1-``
@@ -117,7 +117,7 @@ class EmbeddedTestbed:
             steal.stop()
         gens, self.generators = self.generators, {}
         for gen in gens.values():
-            gen.abort()
+            gen.close()
         if self.session is not None:
             self.session.down()
             self.session = None
@@ -131,22 +131,14 @@ class EmbeddedTestbed:
 
         | ${prefix}= | `Acquire Embedded Testbed From Pool` | embedded |
         """
-        bi = _bi()
-        bi.import_library("pabot.PabotLib")
-        bi.run_keyword("Acquire Value Set", pool)
-        prefix = bi.run_keyword("Get Value From Set", "prefix")
-        if not prefix:
-            raise ConfigError(f"the pool testbed acquired for {pool!r} has no 'prefix' key: add "
-                              "prefix=<namespace prefix> to its section of the pabot resource file")
-        return str(prefix)
+        return self._acquire_from_pool(pool, "prefix", "namespace prefix")
 
     @keyword
     def release_embedded_testbed_to_pool(self) -> None:
         """Give the testbed acquired by `Acquire Embedded Testbed From Pool` back to the pool."""
-        _bi().run_keyword("Release Value Set")
+        self._release_to_pool()
 
-    @keyword
-    def sut_version(self) -> str:
+    def _sut_version(self) -> str:
         return self.session.sut.version() if self.session and self.session.sut else "unknown"
 
     def _gen(self, frame_size: str):
@@ -167,14 +159,6 @@ class EmbeddedTestbed:
         if self._collector is None:
             self._collector = TelemetryCollector(self.session.testbed.sut_cpus)
         return capture_during_trial(self._collector, gen.measure, load, suffix)
-
-    def _on_trial(self, result) -> None:
-        suite, test = _current_test()
-        _store().append_trial(f"{suite}.{test}", result.to_dict())
-        logger.console(
-            f"  trial {format_pps(result.intended_load_pps)} x {result.intended_duration_s:g} s: "
-            f"loss {result.loss_ratio * 100:.3f} %" + (f" [{result.limited_by}]" if result.limited_by else ""),
-        )
 
     # -- trials and search -------------------------------------------------------
     @keyword

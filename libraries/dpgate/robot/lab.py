@@ -33,21 +33,16 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 from robot.api import logger
 from robot.api.deco import keyword, library
 
-from dpgate.config.units import Rate, format_pps, frame_size_tag, parse_frame_size
+from dpgate.config.units import Rate, frame_size_tag, parse_frame_size
+from dpgate.exec.cpu import detect_cpu_hz
 from dpgate.model.errors import ConfigError, DpgateError, SutError
 from dpgate.model.ndrpdr import NdrPdrResult
-from dpgate.robot.base import _current_test, _store, ndrpdr_result, rate_arg, record, telemetry_at_goals
+from dpgate.robot.base import TestbedKeywords, ndrpdr_result, rate_arg, record, telemetry_at_goals
 from dpgate.search.bounded import _measured_cpp_near, search_ndr_pdr, trial_dicts
 
 DEFAULT_SIZES = ("64B", "IMIX", "1518B")
 _TRUE = ("on", "true", "yes", "1", "ht")
 _FALSE = ("off", "false", "no", "0", "noht", "")
-
-
-def _builtin():
-    from robot.libraries.BuiltIn import BuiltIn
-
-    return BuiltIn()
 
 
 def parse_ht(value: Union[bool, str, int]) -> bool:
@@ -77,7 +72,7 @@ def parse_cores(value: Union[int, str]) -> int:
 
 
 @library(scope="SUITE", converters={Rate: rate_arg}, doc_format="ROBOT")
-class LabTestbed:
+class LabTestbed(TestbedKeywords):
     """Lab testbed keywords: SUT over SSH pinned to allocated cores, TRex traffic, NDR/PDR.
 
     Import: ``Library  dpgate.labrobot.LabTestbed  topologies/mylab.yaml  telemetry=True``
@@ -153,20 +148,14 @@ class LabTestbed:
 
         | `Acquire Lab Testbed From Pool` | lab |
         """
-        bi = _builtin()
-        bi.import_library("pabot.PabotLib")  # at run time only: a dry run never loads PabotLib
-        bi.run_keyword("Acquire Value Set", pool)
-        topology = bi.run_keyword("Get Value From Set", "topology")
-        if not topology:
-            raise ConfigError(f"the pool testbed acquired for {pool!r} has no 'topology' key: add "
-                              "topology=<file> to its section of the pabot resource file")
+        topology = self._acquire_from_pool(pool, "topology", "file")
         self.use_lab_topology(str(topology))
         return str(topology)
 
     @keyword
     def release_lab_testbed_to_pool(self) -> None:
         """Give the testbed acquired by `Acquire Lab Testbed From Pool` back to the pool."""
-        _builtin().run_keyword("Release Value Set")
+        self._release_to_pool()
 
     @keyword
     def run_on_dut(self, *argv: str, timeout: float = 30.0, sudo: Optional[bool] = None) -> str:
@@ -289,7 +278,7 @@ class LabTestbed:
         gens, self.generators = self.generators, {}
         for gen in gens.values():
             try:
-                gen.disconnect()
+                gen.close()
             except Exception as err:
                 errors.append(f"disconnecting TRex: {err}")
         node, self.node = self.node, None
@@ -302,9 +291,7 @@ class LabTestbed:
         if errors:
             raise DpgateError("teardown incomplete: " + "; ".join(errors))
 
-    @keyword
-    def sut_version(self) -> str:
-        """Version of the running SUT (e.g. ``v23.10-release`` for VPP, the DPDK version for testpmd)."""
+    def _sut_version(self) -> str:
         return self.sut_version_text
 
     # -- generators -----------------------------------------------------------------------
@@ -330,15 +317,11 @@ class LabTestbed:
         """One TRex session at a time: the others release the ports first."""
         for other in self.generators.values():
             if other is not gen and getattr(other, "connected", False):
-                other.disconnect()
+                other.close()
 
     def _measure(self, gen, load: float, duration: float):
         result = gen.measure(load, duration)
-        suite, test = _current_test()
-        if test:
-            _store().append_trial(f"{suite}.{test}", result.to_dict())
-        logger.console(f"  trial {format_pps(result.intended_load_pps)} x {result.intended_duration_s:g} s: "
-                       f"loss {result.loss_ratio * 100:.3f} %" + (f" [{result.limited_by}]" if result.limited_by else ""))
+        self._on_trial(result)
         return result
 
     def cpu_freq(self) -> Tuple[float, str]:
@@ -348,8 +331,6 @@ class LabTestbed:
             if cf.source == "declared" and cf.hz:
                 self._hz = (cf.hz, "declared")
             else:
-                from dpgate.testbeds.lab.dut import detect_cpu_hz
-
                 cpu = self.cores.workers[0] if self.cores and self.cores.workers else 0
                 self._hz = (detect_cpu_hz(self._dut(), cpu), "detected")
         return self._hz

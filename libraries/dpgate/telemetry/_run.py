@@ -9,17 +9,14 @@ from __future__ import annotations
 
 from typing import Any, Sequence, Union
 
+from dpgate.exec.remote import LocalNode
+from dpgate.exec.tools import PACKAGES
 from dpgate.model.errors import DpgateError
 
 from . import NotSupported
 
-PACKAGES = {"perf": "linux-perf", "pcm-pcie": "pcm", "pcm-memory": "pcm", "toplev": "pmu-tools (git clone)",
-            "toplev.py": "pmu-tools (git clone)"}
-
 
 def local_node() -> Any:
-    from dpgate.exec.remote import LocalNode
-
     return LocalNode(name="local")
 
 

@@ -289,6 +289,10 @@ class TcpreplayGenerator:
         for p in self._procs:
             stop_process(p, timeout=1.0)
 
+    def close(self) -> None:
+        """The TrafficGenerator seam's end: stop any replay still running."""
+        self.abort()
+
     # -- calibration -----------------------------------------------------------
     def calibrate(self, duration_s: float = 1.0, probe_pps: float = 5e6, repeats: int = 3) -> float:
         """Measure the generator's own ceiling and keep it as the testbed max rate.

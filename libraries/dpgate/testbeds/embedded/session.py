@@ -9,31 +9,16 @@ Used by the ``dpgate`` command line and the Robot keyword libraries alike::
 
 from __future__ import annotations
 
-import os
 from typing import Callable, Optional
 
 from dpgate.config.topology import Topology, load_topology
+from dpgate.exec.cpu import detect_cpu_hz
+from dpgate.exec.remote import LocalNode
 from dpgate.model.trial import TrialResult
 from dpgate.testbeds.embedded.suts.base import sut_class
 from dpgate.testbeds.embedded.testbed import NamespaceTestbed
 from dpgate.traffic.profiles import make_profile
 from dpgate.traffic.tcpreplay import TcpreplayGenerator
-
-
-def detect_cpu_hz(cpu: int = 0) -> float:
-    """Core frequency for CPP: cpufreq's max (nominal when turbo is off), else /proc/cpuinfo."""
-    for name in ("base_frequency", "cpuinfo_max_freq"):
-        path = f"/sys/devices/system/cpu/cpu{cpu}/cpufreq/{name}"
-        try:
-            with open(path) as fh:
-                return float(fh.read().strip()) * 1e3
-        except (OSError, ValueError):
-            continue
-    with open("/proc/cpuinfo") as fh:
-        for line in fh:
-            if line.lower().startswith("cpu mhz"):
-                return float(line.split(":")[1]) * 1e6
-    raise RuntimeError("cannot detect the CPU frequency: declare it in the topology (cpu_freq: {source: declared, hz: ...})")
 
 
 class EmbeddedSession:
@@ -79,12 +64,12 @@ class EmbeddedSession:
         if cf.source == "declared" and cf.hz:
             return cf.hz, "declared"
         cpu = self.topology.dut.cpus[0] if self.topology.dut.cpus else 0
-        return detect_cpu_hz(cpu), "detected"
+        return detect_cpu_hz(LocalNode(), cpu), "detected"
 
     def down(self) -> None:
         try:
             if self.generator is not None:
-                self.generator.abort()
+                self.generator.close()
             if self.sut is not None:
                 self.sut.stop()
         finally:
@@ -95,7 +80,3 @@ class EmbeddedSession:
 
     def __exit__(self, *exc) -> None:
         self.down()
-
-
-def sut_version(session: EmbeddedSession) -> str:
-    return session.sut.version() if session.sut else os.uname().release

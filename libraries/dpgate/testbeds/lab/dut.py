@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, List, Sequence
 
-from dpgate.model.errors import EnvironmentProblem
+from dpgate.exec.cpu import detect_cpu_hz  # noqa: F401  (the one detect_cpu_hz; importable here too)
 from dpgate.testbeds.lab.cores import Cpu, parse_lscpu
 
 LSCPU = ["lscpu", "-p=CPU,CORE,SOCKET,NODE"]
@@ -35,21 +35,3 @@ def restrict_to(cpus: Sequence[Cpu], allowed: Sequence[int]) -> List[Cpu]:
         return list(cpus)
     keep = {(c.socket, c.core) for c in cpus if c.cpu in set(allowed)}
     return [c for c in cpus if (c.socket, c.core) in keep]
-
-
-def detect_cpu_hz(node: Any, cpu: int = 0) -> float:
-    """Nominal frequency of ``cpu`` on the node: cpufreq ``base_frequency`` (kHz), else
-    ``cpuinfo_max_freq`` (kHz, nominal only with turbo off), else ``cpu MHz`` of /proc/cpuinfo."""
-    for name in ("base_frequency", "cpuinfo_max_freq"):
-        res = node.run(["cat", f"/sys/devices/system/cpu/cpu{int(cpu)}/cpufreq/{name}"], check=False, timeout=15)
-        try:
-            if res.returncode == 0:
-                return float(res.stdout.strip()) * 1e3
-        except ValueError:
-            pass
-    res = node.run(["cat", "/proc/cpuinfo"], check=False, timeout=15)
-    for line in res.stdout.splitlines():
-        if line.lower().startswith("cpu mhz"):
-            return float(line.split(":")[1]) * 1e6
-    raise EnvironmentProblem(f"cannot detect the DUT CPU frequency of CPU {cpu}: declare it in the topology "
-                             "(cpu_freq: {source: declared, hz: 2.5e9})")

@@ -171,6 +171,10 @@ class TrexGenerator:
             finally:
                 self.connected = False
 
+    def close(self) -> None:
+        """The TrafficGenerator seam's end: release the ports and the TRex session."""
+        self.disconnect()
+
     # -- the seam ------------------------------------------------------------------------
     def measure(self, load_pps: float, duration_s: float) -> TrialResult:
         if not self.connected:
