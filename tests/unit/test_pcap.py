@@ -24,12 +24,12 @@ from dpgate.traffic.profiles import (
     FCS,
     MAX_FLOWS,
     MAX_PCAP_BYTES,
+    directions_for,
     imix_cycle,
     ip_add,
     mac_add,
     make_profile,
 )
-from dpgate.traffic.tcpreplay import directions_for
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -124,7 +124,9 @@ class Trex:
 
 
 @dataclass(frozen=True)
-class Node:
+class NodeSpec:
+    """One node of a topology (TG or DUT) as the topology file declares it."""
+
     type: Literal["TG", "DUT"]
     interfaces: Dict[str, Interface]
     cpus: List[int] = field(
@@ -153,7 +155,7 @@ class Node:
 class Topology:
     name: str
     kind: Literal["embedded", "lab-2node", "lab-3node"]
-    nodes: Dict[str, Node]
+    nodes: Dict[str, NodeSpec]
     prefix: str = field(
         default="dpg0-",
         metadata={"check": lambda v: None if _PREFIX.match(v) else
@@ -201,11 +203,11 @@ class Topology:
         return None
 
     @property
-    def tg(self) -> Node:
+    def tg(self) -> NodeSpec:
         return next(n for n in self.nodes.values() if n.type == "TG")
 
     @property
-    def dut(self) -> Node:
+    def dut(self) -> NodeSpec:
         return next(self.nodes[k] for k in sorted(self.nodes) if self.nodes[k].type == "DUT")
 
     def pairs(self) -> List[Tuple[Interface, Interface]]:

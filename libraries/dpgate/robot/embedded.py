@@ -32,7 +32,11 @@ from dpgate.model.errors import ConfigError
 from dpgate.model.ndrpdr import NdrPdrResult
 from dpgate.robot.base import TestbedKeywords, ndrpdr_result, rate_arg, record, telemetry_at_goals
 from dpgate.search.bounded import _measured_cpp_near, search_ndr_pdr, trial_dicts
+from dpgate.telemetry.collector import TelemetryCollector, capture_during_trial
+from dpgate.testbeds.embedded.handicap import CpuSteal
+from dpgate.testbeds.embedded.session import EmbeddedSession
 from dpgate.traffic.profiles import make_profile
+from dpgate.traffic.tcpreplay import TcpreplayGenerator
 
 
 @library(scope="SUITE", converters={Rate: rate_arg}, doc_format="ROBOT")
@@ -72,8 +76,6 @@ class EmbeddedTestbed(TestbedKeywords):
         steal = parse_ratio(sut_cpu_steal or "0", "sut_cpu_steal")
         if prefix:
             self.prefix = prefix
-        from dpgate.testbeds.embedded.session import EmbeddedSession
-        from dpgate.traffic.tcpreplay import TcpreplayGenerator
 
         sizes = [parse_frame_size(s) for s in (frame_sizes or ("64B",))]
         self.nf = nf
@@ -90,7 +92,6 @@ class EmbeddedTestbed(TestbedKeywords):
                 self.generators[frame_size_tag(size)] = gen
             self._start_sut()
             if steal > 0:
-                from dpgate.testbeds.embedded.handicap import CpuSteal
 
                 self._steal = CpuSteal(s.testbed.sut_cpus, steal).start()
                 logger.warn(f"fault injection: {steal:.0%} of SUT CPU(s) {s.testbed.sut_cpus} taken by a "
@@ -154,7 +155,6 @@ class EmbeddedTestbed(TestbedKeywords):
         """perf/pcm on the SUT cores during a trial at ``load``: the found NDR, and the PDR
         with keys suffixed ``_pdr``, as CSIT captures both (see
         ``dpgate.telemetry.collector.capture_during_trial``)."""
-        from dpgate.telemetry.collector import TelemetryCollector, capture_during_trial
 
         if self._collector is None:
             self._collector = TelemetryCollector(self.session.testbed.sut_cpus)

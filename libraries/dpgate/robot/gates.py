@@ -12,7 +12,9 @@ from dpgate.config.thresholds import CaseThresholds, load_thresholds
 from dpgate.config.units import Rate, format_pps, parse_rate, parse_ratio
 from dpgate.model.errors import ConfigError
 from dpgate.model.ndrpdr import CEILING_MARGIN, NdrPdrResult
+from dpgate.regression.compare import verdicts_for
 from dpgate.robot.base import _current_test, _store, rate_arg, record
+from dpgate.telemetry.pcm import event_key
 
 TELEMETRY_POLICIES = ("skip", "fail")
 
@@ -86,7 +88,6 @@ class Gates:
         fails with ``regression vs history: 64B-1c-testpmd-io-ndrpdr mrr_pps: regression: 0.301 Mpps vs
         0.336 Mpps (-10.4 %, 2 runs of history, allowance 5.2 % from history spread (2 runs))``.
         """
-        from dpgate.regression.compare import verdicts_for
 
         suite, test = _current_test()
         rec = _store().get(f"{suite}.{test}") if test else None
@@ -151,7 +152,6 @@ class Gates:
         | `DDIO Miss Rate Should Be At Most` | ${result} | event=ItoM | max=5% |
         | `DDIO Miss Rate Should Be At Most` | ${result} | event=PCIeRdCur | max=1% |
         """
-        from dpgate.telemetry.pcm import event_key
 
         key = f"ddio_miss_rate_{event_key(event)}"
         missing = None

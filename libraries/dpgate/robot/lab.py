@@ -33,44 +33,24 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 from robot.api import logger
 from robot.api.deco import keyword, library
 
+from dpgate.config.topology import load_topology
 from dpgate.config.units import Rate, frame_size_tag, parse_frame_size
 from dpgate.exec.cpu import detect_cpu_hz
+from dpgate.exec.remote import node_for
 from dpgate.model.errors import ConfigError, DpgateError, SutError
 from dpgate.model.ndrpdr import NdrPdrResult
 from dpgate.robot.base import TestbedKeywords, ndrpdr_result, rate_arg, record, telemetry_at_goals
 from dpgate.search.bounded import _measured_cpp_near, search_ndr_pdr, trial_dicts
+from dpgate.search.latency import latency_trials
+from dpgate.telemetry.collector import TelemetryCollector, capture_during_trial
+from dpgate.testbeds.lab.cores import allocate, parse_cores, parse_ht
+from dpgate.testbeds.lab.dut import read_cpus, restrict_to
+from dpgate.testbeds.lab.nfs import lab_nf, make_sut
+from dpgate.testbeds.lab.service import unit_log
+from dpgate.traffic.profiles import make_profile
+from dpgate.traffic.trex import TrexGenerator
 
 DEFAULT_SIZES = ("64B", "IMIX", "1518B")
-_TRUE = ("on", "true", "yes", "1", "ht")
-_FALSE = ("off", "false", "no", "0", "noht", "")
-
-
-def parse_ht(value: Union[bool, str, int]) -> bool:
-    """``on``/``off`` (also true/false, yes/no, 1/0) → bool.
-
-    >>> parse_ht("on"), parse_ht(False)
-    (True, False)
-    """
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in _TRUE:
-        return True
-    if text in _FALSE:
-        return False
-    raise ConfigError(f"ht must be on or off, got {value!r}", path="ht")
-
-
-def parse_cores(value: Union[int, str]) -> int:
-    try:
-        n = int(value)
-    except (TypeError, ValueError):
-        n = 0
-    if n < 1:
-        raise ConfigError(f"cores must be a whole number of physical cores >= 1, got {value!r}", path="cores")
-    return n
-
-
 @library(scope="SUITE", converters={Rate: rate_arg}, doc_format="ROBOT")
 class LabTestbed(TestbedKeywords):
     """Lab testbed keywords: SUT over SSH pinned to allocated cores, TRex traffic, NDR/PDR.
@@ -102,19 +82,16 @@ class LabTestbed(TestbedKeywords):
 
     # -- seams (tests override these two) --------------------------------------------
     def _open_node(self) -> Any:
-        from dpgate.exec.remote import node_for
 
         return node_for(self._topo().dut, log=logger.debug)
 
     def _make_generator(self, profile: Any) -> Any:
-        from dpgate.traffic.trex import TrexGenerator
 
         return TrexGenerator(self._topo(), profile, latency_pps=self.latency_pps)
 
     # -- topology and DUT ---------------------------------------------------------------
     def _topo(self):
         if self.topology is None:
-            from dpgate.config.topology import load_topology
 
             topo = load_topology(self.topology_path)
             if topo.kind == "embedded":
@@ -182,8 +159,6 @@ class LabTestbed(TestbedKeywords):
 
         | ${tag}= | `Allocate DUT Cores` | cores=2 | ht=on |
         """
-        from dpgate.testbeds.lab.cores import allocate
-        from dpgate.testbeds.lab.dut import read_cpus, restrict_to
 
         n, smt = parse_cores(cores), parse_ht(ht)
         dut = self._topo().dut
@@ -209,7 +184,6 @@ class LabTestbed(TestbedKeywords):
 
         | ${tag}= | `Bring Up Lab Testbed` | vpp-l2patch | 64B | IMIX | cores=2 | ht=on |
         """
-        from dpgate.testbeds.lab.nfs import lab_nf
 
         spec = lab_nf(nf)
         n, smt = parse_cores(cores), parse_ht(ht)
@@ -235,7 +209,6 @@ class LabTestbed(TestbedKeywords):
         return tag
 
     def _start_sut(self, nf: str) -> None:
-        from dpgate.testbeds.lab.nfs import make_sut
 
         self.sut = make_sut(nf, self._dut(), self._topo(), self.cores, flows=self.flows)
         self.sut.configure()
@@ -260,7 +233,6 @@ class LabTestbed(TestbedKeywords):
         state = self._dut().run(["systemctl", "is-active", unit], check=False, timeout=15).stdout.strip()
         if state == "active":
             return
-        from dpgate.testbeds.lab.service import unit_log
 
         self.sut_key = None  # the next bring-up restarts it
         tail = " | ".join(unit_log(self._dut(), unit).strip().splitlines()[-5:])
@@ -296,8 +268,6 @@ class LabTestbed(TestbedKeywords):
 
     # -- generators -----------------------------------------------------------------------
     def _gen(self, frame_size: str):
-        from dpgate.testbeds.lab.nfs import lab_nf
-        from dpgate.traffic.profiles import make_profile
 
         if self.nf is None:
             raise ConfigError("lab testbed is not up: call 'Bring Up Lab Testbed' first")
@@ -386,7 +356,6 @@ class LabTestbed(TestbedKeywords):
             return None, "not measured: import LabTestbed with latency_pps=<pps per direction> (LATENCY_PPS)"
         if pdr <= 0:
             return None, "not measured: PDR is 0"
-        from dpgate.search.latency import latency_trials
 
         def one(load: float, duration: float):
             return self._measure(gen, load, duration).details.get("latency")
@@ -401,7 +370,6 @@ class LabTestbed(TestbedKeywords):
         ``load`` (NDR; PDR with ``_pdr`` keys), see
         ``dpgate.telemetry.collector.capture_during_trial``: reasons without a trial on DUTs
         without counters; a telemetry failure is reported, not fatal."""
-        from dpgate.telemetry.collector import TelemetryCollector, capture_during_trial
 
         workers = list(self.cores.workers)
         if self._collector is None or self._collector_cpus != workers:

@@ -14,7 +14,7 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from dpgate.model.errors import ConfigError
 
@@ -114,3 +114,33 @@ def allocate(cpus: Sequence[Cpu], phy_cores: int, ht: bool, numa: int = 0,
     for core in free[:phy_cores]:
         workers.extend(core[:tpc])
     return CoreAllocation(main=main, workers=tuple(workers), phy_cores=phy_cores, threads_per_core=tpc, numa=numa)
+
+
+_TRUE = ("on", "true", "yes", "1", "ht")
+_FALSE = ("off", "false", "no", "0", "noht", "")
+
+
+def parse_ht(value: Union[bool, str, int]) -> bool:
+    """``on``/``off`` (also true/false, yes/no, 1/0) → bool.
+
+    >>> parse_ht("on"), parse_ht(False)
+    (True, False)
+    """
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise ConfigError(f"ht must be on or off, got {value!r}", path="ht")
+
+
+def parse_cores(value: Union[int, str]) -> int:
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        n = 0
+    if n < 1:
+        raise ConfigError(f"cores must be a whole number of physical cores >= 1, got {value!r}", path="cores")
+    return n

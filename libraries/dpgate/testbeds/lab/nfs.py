@@ -27,8 +27,7 @@ from typing import Any, Dict, Optional
 
 from dpgate.model.errors import ConfigError
 from dpgate.testbeds.lab.cores import CoreAllocation
-from dpgate.traffic.profiles import DEFAULT_FLOWS
-from dpgate.traffic.tcpreplay import IP_DIR0_DST, IP_DIR0_SRC
+from dpgate.traffic.profiles import DEFAULT_FLOWS, IP_DIR0_DST, IP_DIR0_SRC
 
 
 @dataclass(frozen=True)

@@ -102,7 +102,7 @@ def ip4_routing(topology: Any, flows: int) -> tuple:
     Needs ip4 on the TG ports (the next hops). Example: ``ip4_routing(topo, 62500)`` gives
     ``Route("198.19.0.1", 62500, "eth1", "20.20.20.2")`` for the example lab topology.
     """
-    from dpgate.traffic.tcpreplay import IP_DIR0_DST, IP_DIR0_SRC
+    from dpgate.traffic.profiles import IP_DIR0_DST, IP_DIR0_SRC
 
     (tg0, dut0), (tg1, dut1) = topology.pairs()[:2]
     if not (tg0.ip4 and tg1.ip4):

@@ -31,8 +31,7 @@ from typing import Any, Callable, Dict, Optional
 from dpgate.config.units import average_frame_size
 from dpgate.model.errors import EnvironmentProblem, TrialError
 from dpgate.model.trial import LIMITED_BY_GENERATOR, TrialResult
-from dpgate.traffic.profiles import Profile
-from dpgate.traffic.tcpreplay import directions_for
+from dpgate.traffic.profiles import Profile, directions_for
 from dpgate.traffic.trex.streams import StreamBuilder
 
 #: TG shortfall per port (packets) treated as TRex's start/stop granularity, not loss.
