@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import typing
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, cast
 
 from dpgate.model.errors import ConfigError
 
@@ -115,7 +115,7 @@ def _convert(tp: Any, value: Any, source: str, path: str) -> Any:
             for k, v in value.items()
         }
     if dataclasses.is_dataclass(tp):
-        return load(tp, value, source, path)
+        return load(cast(type, tp), value, source, path)
     raise TypeError(f"schema: unsupported type {tp!r} at {path}")
 
 
@@ -140,7 +140,7 @@ def load(cls: type, data: Any, source: str = "", path: str = "") -> Any:
     for name, f in fields.items():
         fpath = _join(path, name)
         if name not in data:
-            if f.default is _MISSING and f.default_factory is _MISSING:  # type: ignore[misc]
+            if f.default is _MISSING and f.default_factory is _MISSING:
                 doc = f.metadata.get("doc", _type_name(hints[name]))
                 raise ConfigError(f"missing required field: {doc}", source, fpath)
             continue

@@ -23,7 +23,7 @@ from dpgate.config import schema
 from dpgate.config.schema import non_negative, positive
 
 #: RFC 2544 benchmarking range: the only addresses embedded traffic may use.
-BENCH_NET = ipaddress.ip_network("198.18.0.0/15")
+BENCH_NET = ipaddress.IPv4Network("198.18.0.0/15")
 _MAC = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
 _IFNAME = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
 _PREFIX = re.compile(r"^[a-z0-9][a-z0-9-]{0,9}$")
@@ -183,7 +183,7 @@ class Topology:
                 p = f"nodes.{nname}.interfaces.{pname}"
                 if self.kind == "embedded" and iface.ip4:
                     addr = ipaddress.ip_interface(iface.ip4)
-                    if addr.network.subnet_of(BENCH_NET) is False or addr.ip not in BENCH_NET:
+                    if not isinstance(addr, ipaddress.IPv4Interface) or not addr.network.subnet_of(BENCH_NET):
                         return (p + ".ip4", f"embedded traffic may use only {BENCH_NET} (RFC 2544), got {iface.ip4!r}")
             if self.kind == "embedded":
                 if not node.namespace:

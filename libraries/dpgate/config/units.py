@@ -46,7 +46,7 @@ class Rate:
         """Return the rate in pps; a percentage needs ``max_pps``."""
         if self.pps is not None:
             return self.pps
-        if max_pps is None:
+        if max_pps is None or self.percent is None:
             raise UnitError(
                 f"rate {self.percent:g}% is relative to the testbed maximum, which is not known "
                 "here: give an absolute rate (e.g. 50kpps) or calibrate the generator first"

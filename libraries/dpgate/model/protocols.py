@@ -28,17 +28,25 @@ from dpgate.model.trial import TrialResult
 class CommandResult(Protocol):
     """The outcome of one command (:class:`dpgate.exec.remote.Result`)."""
 
-    argv: List[str]
-    returncode: int
-    stdout: str
-    stderr: str
+    @property
+    def argv(self) -> List[str]: ...
+
+    @property
+    def returncode(self) -> int: ...
+
+    @property
+    def stdout(self) -> str: ...
+
+    @property
+    def stderr(self) -> str: ...
 
 
 @runtime_checkable
 class Node(Protocol):
     """Runs argv lists (never shell strings) on a machine: this one, a namespace, a lab DUT over SSH."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def run(self, argv: Sequence[str], timeout: float = ..., check: bool = ...,
             sudo: Optional[bool] = ..., input: Optional[str] = ...) -> CommandResult: ...
@@ -73,4 +81,5 @@ class Sut(Protocol):
 class Port(Protocol):
     """One interface of a testbed node, as the topology declares it."""
 
-    name: str
+    @property
+    def name(self) -> str: ...

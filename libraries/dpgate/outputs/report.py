@@ -131,7 +131,7 @@ def _verdicts(cases: List[Case], base: Dict[str, Case], regress: Dict[str, str])
     rows, classes = [], []
     for c in cases:
         b = base.get(c.name)
-        row = [c.name, f"{c.num('ndr_pps') / 1e6:.3f}", f"{c.num('pdr_pps') / 1e6:.3f}",
+        row = [c.name, f"{(c.num('ndr_pps') or 0.0) / 1e6:.3f}", f"{(c.num('pdr_pps') or 0.0) / 1e6:.3f}",
                _pct(c.num("ndr_pps"), b.num("ndr_pps") if b else None),
                _pct(c.num("pdr_pps"), b.num("pdr_pps") if b else None)]
         if regress:
@@ -156,7 +156,7 @@ def _efficiency(cases: List[Case], dest: str) -> str:
             return f"n/s [{reasons.index(text) + 1}]"
         return text
 
-    rows = [[f"{c.nf} {c.tag}", f"{c.num('ndr_pps') / 1e6:.3f}", cell(c, "ipp"), cell(c, "ipc"), c.text("cpp"),
+    rows = [[f"{c.nf} {c.tag}", f"{(c.num('ndr_pps') or 0.0) / 1e6:.3f}", cell(c, "ipp"), cell(c, "ipc"), c.text("cpp"),
              cell(c, "cpp_measured"), c.text("cpp_sut_measured"), c.text("cpp_busy")] for c in sel]
     table = _table([f"NF, cores ({size})", "NDR Mpps", "IPP", "IPC", "CPP derived", "CPP perf",
                     "CPP SUT-reported", "CPP busy"], rows)
@@ -183,7 +183,7 @@ def _per_nf(cases: List[Case], dest: str) -> str:
         plots.throughput_bars(nf, [{"size": c.size, "cores": c.tag, "ndr": c.num("ndr_pps") or 0.0,
                                     "pdr": c.num("pdr_pps") or 0.0} for c in rows], os.path.join(dest, png))
         table = _table(["test", "NDR Mpps", "PDR Mpps", "CPP", "limited by", "search"],
-                       [[c.name, f"{c.num('ndr_pps') / 1e6:.3f}", f"{c.num('pdr_pps') / 1e6:.3f}", c.text("cpp"),
+                       [[c.name, f"{(c.num('ndr_pps') or 0.0) / 1e6:.3f}", f"{(c.num('pdr_pps') or 0.0) / 1e6:.3f}", c.text("cpp"),
                          c.text("limited_by"),
                          f"{c.text('search_profile')}, {c.text('trials')} trials, {c.text('search_seconds')} s"]
                         for c in rows], [c.status for c in rows])
@@ -246,7 +246,7 @@ def _speedups(cases: List[Case], dest: str) -> str:
 def _tmam(cases: List[Case], dest: str) -> str:
     from dpgate.telemetry.tmam import Tmam, plot_tmam_bars
 
-    have = {f"{c.nf} {c.size} {c.tag}": Tmam(*(c.num(k) for k in TMAM_KEYS))
+    have = {f"{c.nf} {c.size} {c.tag}": Tmam(*(c.num(k) or 0.0 for k in TMAM_KEYS))
             for c in cases if all(c.num(k) is not None for k in TMAM_KEYS)}
     if not have:
         reasons = sorted({str(c.metrics.get("tmam_retiring")) for c in cases

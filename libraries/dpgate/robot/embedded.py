@@ -51,9 +51,9 @@ class EmbeddedTestbed(TestbedKeywords):
         self.topology_path = topology
         self.prefix = prefix or None
         self.telemetry = telemetry
-        self._collector = None
-        self._steal = None
-        self.session = None
+        self._collector: Optional[TelemetryCollector] = None
+        self._steal: Optional[CpuSteal] = None
+        self.session: Optional[EmbeddedSession] = None
         self.generators: Dict[str, Any] = {}
         self.nf: Optional[str] = None
 
@@ -81,7 +81,7 @@ class EmbeddedTestbed(TestbedKeywords):
         self.nf = nf
         self.session = EmbeddedSession(self.topology_path, nf, frame_size=sizes[0], prefix=self.prefix,
                                        calibrate=False)
-        s = self.session
+        s = self._s
         s.testbed.up()
         try:
             for size in sizes:
@@ -102,7 +102,7 @@ class EmbeddedTestbed(TestbedKeywords):
         return self.generators[frame_size_tag(sizes[0])].max_pps
 
     def _start_sut(self) -> None:
-        s = self.session
+        s = self._s
         first = next(iter(self.generators.values()))
         s.sut = s.sut_cls(s.testbed, flows=first.profile.effective_flows if s.sut_cls.traffic == "ip4" else None)
         s.sut.start()
@@ -142,6 +142,12 @@ class EmbeddedTestbed(TestbedKeywords):
     def _sut_version(self) -> str:
         return self.session.sut.version() if self.session and self.session.sut else "unknown"
 
+    @property
+    def _s(self) -> EmbeddedSession:
+        if self.session is None:
+            raise Failure("embedded testbed is not up: call 'Bring Up Embedded Testbed' in Suite Setup")
+        return self.session
+
     def _gen(self, frame_size: str):
         if self.session is None:
             raise Failure("embedded testbed is not up: call 'Bring Up Embedded Testbed' in Suite Setup")
@@ -157,7 +163,7 @@ class EmbeddedTestbed(TestbedKeywords):
         ``dpgate.telemetry.collector.capture_during_trial``)."""
 
         if self._collector is None:
-            self._collector = TelemetryCollector(self.session.testbed.sut_cpus)
+            self._collector = TelemetryCollector(self._s.testbed.sut_cpus)
         return capture_during_trial(self._collector, gen.measure, load, suffix)
 
     # -- trials and search -------------------------------------------------------
@@ -198,21 +204,21 @@ class EmbeddedTestbed(TestbedKeywords):
         run = search_ndr_pdr(gen.measure, lo, hi, ndr_loss, pdr_loss, profile, overrides, time_limit, logger.warn)
         gen.sut.check_alive()
         mrr = tuple(gen.measure(gen.max_pps, float(mrr_duration)).rx_rate_pps for _ in range(int(mrr_trials)))
-        hz, source = self.session.cpu_freq()
+        hz, source = self._s.cpu_freq()
         sut_cpp, busy_cpp = _measured_cpp_near(run.res, run.ndr, hz)
         telemetry: Dict[str, Any] = {"cpp_busy": round(busy_cpp, 1)} if busy_cpp else {}
         telemetry["search_complete"] = run.complete
         if self.telemetry:
             telemetry.update(telemetry_at_goals(lambda load, sfx: self._telemetry_at(gen, load, sfx), run))
         out = ndrpdr_result(run, nf=self.nf or "?", frame_size=frame_size, profile=profile, lo=lo, hi=hi,
-                            cores=len(self.session.testbed.sut_cpus), hz=hz, source=source,
+                            cores=len(self._s.testbed.sut_cpus), hz=hz, source=source,
                             generator_max_pps=gen.max_pps, sut_cpp=sut_cpp, telemetry=telemetry, mrr=mrr,
                             ceiling_note="generator ceiling {hi}: the SUT may be faster than this testbed can show")
         metrics = out.metrics()
         if self._steal is not None:
             metrics["injected_sut_cpu_steal"] = self._steal.share
         record(metrics=metrics, nf=out.nf, sut_version=self.sut_version(),
-               testbed=self.session.topology.name, prefix=self.session.topology.prefix, profile=profile,
+               testbed=self._s.topology.name, prefix=self._s.topology.prefix, profile=profile,
                trials=trial_dicts(run.res), latency=None, samples={"mrr_pps": list(mrr)} if mrr else {},
                latency_note="not measured: the embedded generator (tcpreplay) sends no timestamped latency "
                             "streams; lab runs with TRex report latency")

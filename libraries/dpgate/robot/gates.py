@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional
 from robot.api import Failure, SkipExecution, logger
 from robot.api.deco import keyword, library
 
-from dpgate.config.thresholds import CaseThresholds, load_thresholds
+from dpgate.config.thresholds import CaseThresholds, ThresholdFile, load_thresholds
 from dpgate.config.units import Rate, format_pps, parse_rate, parse_ratio
 from dpgate.model.errors import ConfigError
 from dpgate.model.ndrpdr import CEILING_MARGIN, NdrPdrResult
@@ -35,7 +35,7 @@ class Gates:
                               f"got {telemetry_policy!r}", path="Gates.telemetry_policy")
         self.thresholds_path = thresholds
         self.policy = telemetry_policy
-        self._file = None
+        self._file: Optional[ThresholdFile] = None
 
     @keyword
     def thresholds_for(self, nf: str, frame_size: str, cores: Optional[str] = None) -> CaseThresholds:
@@ -261,7 +261,7 @@ class Gates:
 
 def _at_ceiling(result: NdrPdrResult, value: float) -> bool:
     """``value`` (pps) is at the generator's ceiling (within 3 %, as ``limited_by`` uses)."""
-    return bool(result.generator_max_pps) and value >= CEILING_MARGIN * float(result.generator_max_pps)
+    return bool(result.generator_max_pps) and value >= CEILING_MARGIN * float(result.generator_max_pps or 0.0)
 
 
 def _fine_pct(ratio: float) -> str:

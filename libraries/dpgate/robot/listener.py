@@ -73,5 +73,6 @@ class DpgateListener:
 
     @staticmethod
     def _console(text: str) -> None:
-        sys.__stdout__.write(text + "\n")
-        sys.__stdout__.flush()
+        out = sys.__stdout__ or sys.stdout
+        out.write(text + "\n")
+        out.flush()

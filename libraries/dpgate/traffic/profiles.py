@@ -102,7 +102,7 @@ def make_profile(kind: str, frame_size, flows: Optional[int] = None, bidirection
     n = DEFAULT_FLOWS[kind] if flows is None else flows
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_FLOWS[kind]:
         raise ConfigError(f"flows must be an integer in 1..{MAX_FLOWS[kind]} for {kind}, got {flows!r}", path="flows")
-    return Profile(kind=kind, frame_size=size, flows=n, bidirectional=bidirectional)
+    return Profile(kind=kind, frame_size=size, flows=n, bidirectional=bidirectional)  # type: ignore[arg-type]  # kind checked above
 
 
 def mac_add(mac: str, n: int) -> str:

@@ -22,7 +22,7 @@ import math
 import os
 import re
 import time
-from typing import Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from dpgate.exec.cpu import busy_ratio, cpu_times
 from dpgate.exec.runner import ns_argv, stop_process, tail
@@ -64,7 +64,7 @@ class TcpreplayGenerator:
         self.budget_s = budget_s
         self.on_trial = on_trial
         self.max_pps: Optional[float] = None
-        self.calibration: Dict[str, float] = {}
+        self.calibration: Dict[str, Any] = {}
         self._pcaps: Optional[List[str]] = None
         self._procs: List = []
 

@@ -15,7 +15,7 @@ from dpgate.config.topology import Topology, load_topology
 from dpgate.exec.cpu import detect_cpu_hz
 from dpgate.exec.remote import LocalNode
 from dpgate.model.trial import TrialResult
-from dpgate.testbeds.embedded.suts.base import sut_class
+from dpgate.testbeds.embedded.suts.base import EmbeddedSut, sut_class
 from dpgate.testbeds.embedded.testbed import NamespaceTestbed
 from dpgate.traffic.profiles import make_profile
 from dpgate.traffic.tcpreplay import TcpreplayGenerator
@@ -30,7 +30,7 @@ class EmbeddedSession:
         self.profile = make_profile(self.sut_cls.traffic, frame_size, flows, bidirectional)
         self.testbed = NamespaceTestbed(self.topology)
         self.generator: Optional[TcpreplayGenerator] = None
-        self.sut = None
+        self.sut: Optional[EmbeddedSut] = None
         self.do_calibrate = calibrate
         self.on_trial = on_trial
 

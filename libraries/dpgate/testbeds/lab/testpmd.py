@@ -33,7 +33,7 @@ def dut_pcis(dut: Any, n: int = 2) -> List[str]:
     pcis = [p.pci for p in dut.ports[:n]]
     if not all(pcis):
         raise ConfigError(f"DPDK apps need a pci address on each DUT interface, got {pcis}")
-    return pcis  # type: ignore[return-value]
+    return pcis
 
 
 def parse_port_stats(log: str) -> Dict[int, Dict[str, int]]:

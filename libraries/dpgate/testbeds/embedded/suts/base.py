@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from typing import TYPE_CHECKING, Dict, List, Optional, Type
 
 from dpgate.exec.runner import tail
@@ -60,7 +61,7 @@ class EmbeddedSut:
         import time
 
         end = time.monotonic() + timeout
-        problem = "not checked"
+        problem: Optional[str] = "not checked"
         while time.monotonic() < end:
             problem = self.ready()
             if problem is None:
@@ -85,7 +86,7 @@ class EmbeddedSut:
             )
 
     #: The SUT's main process (a subprocess.Popen) when ``has_process``.
-    proc = None
+    proc: Optional[subprocess.Popen] = None
 
     def alive(self) -> bool:
         if not self.has_process:

@@ -10,11 +10,11 @@ import json
 from typing import Optional
 
 from dpgate.exec.runner import run
+from dpgate.model.errors import ConfigError
 from dpgate.testbeds.embedded.suts.base import EmbeddedSut, register
 from dpgate.traffic.profiles import DEFAULT_FLOWS, ip_add
-
-#: First address of the flows in each direction (profiles use the same bases).
-DIR0_SRC_IP, DIR0_DST_IP = "198.18.0.1", "198.19.0.1"
+from dpgate.traffic.profiles import IP_DIR0_DST as DIR0_DST_IP
+from dpgate.traffic.profiles import IP_DIR0_SRC as DIR0_SRC_IP
 
 
 @register
@@ -93,11 +93,17 @@ class LinuxIp4(EmbeddedSut):
     def _start(self) -> None:
         (tg0, sut0), (tg1, sut1) = self.tb.topology.pairs()
         ns = self.ns
+        for port in (tg0, sut0, tg1, sut1):
+            if not port.ip4:
+                raise ConfigError(f"{self.name} routes IPv4: interface {port.name} needs ip4 in the topology",
+                                  path="nodes.interfaces.ip4")
+        assert tg0.ip4 and sut0.ip4 and tg1.ip4 and sut1.ip4  # checked above; tells mypy
         run(["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"], ns=ns)
         for key in ("all", "default", sut0.name, sut1.name):
             run(["sysctl", "-q", "-w", f"net.ipv4.conf.{key}.rp_filter=0"], ns=ns, check=False)
             run(["sysctl", "-q", "-w", f"net.ipv4.conf.{key}.send_redirects=0"], ns=ns, check=False)
         for tgp, sutp in ((tg0, sut0), (tg1, sut1)):
+            assert tgp.ip4 and sutp.ip4
             run(["ip", "addr", "add", sutp.ip4, "dev", sutp.name], ns=ns)
             run(["ip", "neigh", "replace", tgp.ip4.split("/")[0], "lladdr", tgp.mac, "dev", sutp.name,
                  "nud", "permanent"], ns=ns)
