@@ -31,12 +31,12 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from dpgate.model.errors import ConfigError
+from dpgate.model.names import CASE_NAME
 from dpgate.outputs import report_plots as plots
 from dpgate.outputs.results import load_records
+from dpgate.telemetry import TMAM_KEYS
 
-_NAME = re.compile(r"^(?P<size>\d+B|IMIX)-(?:(?P<threads>\d+)t)?(?P<cores>\d+)c-(?P<rest>.+?)(?:-ndrpdr)?$", re.I)
 _SIZE_ORDER = {"64B": 0, "IMIX": 1}
-TMAM_KEYS = ("tmam_retiring", "tmam_bad_speculation", "tmam_frontend_bound", "tmam_backend_bound")
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ class Case:
 
 def case_of(rec: Dict[str, Any]) -> Case:
     name = rec.get("name", "?")
-    m = _NAME.match(name)
+    m = CASE_NAME.match(name)
     metrics = rec.get("metrics") or {}
     if m:
         size, cores = m.group("size").upper(), int(m.group("cores"))

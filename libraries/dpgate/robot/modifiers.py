@@ -9,19 +9,18 @@ case and ``--include 64B`` / ``--include 2T1C`` still select cases.
 
 from __future__ import annotations
 
-import re
 from typing import List
 
 from robot.api import SuiteVisitor
 
-_NAME = re.compile(r"^(?P<size>\d+B|IMIX)-(?:(?P<threads>\d+)t)?(?P<cores>\d+)c-", re.I)
+from dpgate.model.names import CASE_NAME
 
 
 def tags_for(name: str) -> List[str]:
     """>>> tags_for("IMIX-2t1c-ethip4-ip4base-ndrpdr")
     ['IMIX', '1C', '2T1C', 'NDRPDR']
     """
-    m = _NAME.match(name)
+    m = CASE_NAME.match(name)
     tags: List[str] = []
     if m:
         tags.append(m.group("size").upper())

@@ -18,8 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from dpgate.model.errors import DpgateError
+from dpgate.model.trial import TrialResult
 
-Measure = Callable[[float, float], Any]
+#: One trial: ``measure(load_pps, duration_s)`` (a TrafficGenerator's ``measure``).
+Measure = Callable[[float, float], TrialResult]
 Progress = Callable[[int, float, Any], None]
 
 #: Simulated/accounted per-trial overhead (traffic start/stop, counter reads) [s].
