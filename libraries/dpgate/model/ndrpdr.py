@@ -40,6 +40,8 @@ class NdrPdrResult:
     sut_cpp_measured: Optional[float] = None
     mrr_samples: Tuple[float, ...] = ()
     telemetry: Dict[str, Any] = field(default_factory=dict)
+    #: Name of the testbed (topology) that measured it: keys the regression history.
+    testbed: str = ""
 
     def metrics(self) -> Dict[str, Any]:
         bits = (average_frame_size(parse_frame_size(self.frame_size)) + 20) * 8

@@ -65,7 +65,8 @@ def telemetry_at_goals(capture, run: SearchRun) -> Dict[str, Any]:
 
 def ndrpdr_result(run: SearchRun, *, nf: str, frame_size: str, profile: str, lo: float, hi: float, cores: int,
                   hz: float, source: str, generator_max_pps: Optional[float], sut_cpp: Optional[float],
-                  telemetry: Dict[str, Any], ceiling_note: str, mrr: Tuple[float, ...] = ()) -> NdrPdrResult:
+                  telemetry: Dict[str, Any], ceiling_note: str, mrr: Tuple[float, ...] = (),
+                  testbed: str = "") -> NdrPdrResult:
     """The keyword's result from a search, with CPP and the generator-ceiling marking; logged."""
     ndr, pdr, res = run.ndr, run.pdr, run.res
     at_max = [g for g, v in (("NDR", ndr), ("PDR", pdr)) if v >= CEILING_MARGIN * hi]
@@ -77,7 +78,7 @@ def ndrpdr_result(run: SearchRun, *, nf: str, frame_size: str, profile: str, lo:
         cpp_ndr=cycles_per_packet(ndr, hz, cores) if ndr > 0 else float("inf"),
         cpp_pdr=cycles_per_packet(pdr, hz, cores) if pdr > 0 else float("inf"),
         generator_max_pps=generator_max_pps, limited_by="generator" if at_max else None, sut_cpp_measured=sut_cpp,
-        telemetry=telemetry, mrr_samples=tuple(mrr),
+        telemetry=telemetry, mrr_samples=tuple(mrr), testbed=testbed,
     )
     if res.ndr is None or res.pdr is None:
         logger.warn(f"even the minimum rate {format_pps(lo)} failed a loss goal: reported as 0")

@@ -213,6 +213,7 @@ class EmbeddedTestbed(TestbedKeywords):
         out = ndrpdr_result(run, nf=self.nf or "?", frame_size=frame_size, profile=profile, lo=lo, hi=hi,
                             cores=len(self._s.testbed.sut_cpus), hz=hz, source=source,
                             generator_max_pps=gen.max_pps, sut_cpp=sut_cpp, telemetry=telemetry, mrr=mrr,
+                            testbed=self._s.topology.name,
                             ceiling_note="generator ceiling {hi}: the SUT may be faster than this testbed can show")
         metrics = out.metrics()
         if self._steal is not None:

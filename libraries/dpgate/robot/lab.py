@@ -339,7 +339,7 @@ class LabTestbed(TestbedKeywords):
             telemetry.update(telemetry_at_goals(lambda load, sfx: self._telemetry_at(gen, load, sfx), run))
         out = ndrpdr_result(run, nf=self.nf or "?", frame_size=frame_size, profile=profile, lo=lo, hi=hi,
                             cores=self.cores.phy_cores, hz=hz, source=source, generator_max_pps=gen.max_pps,
-                            sut_cpp=sut_cpp, telemetry=telemetry,
+                            sut_cpp=sut_cpp, telemetry=telemetry, testbed=self._topo().name,
                             ceiling_note="TG line rate {hi}: the SUT may be faster than these ports can show")
         topo = self._topo()
         latency, note = self._latency_after(gen, run.pdr)
