@@ -16,6 +16,7 @@ import ipaddress
 from typing import Any, Dict, List, Sequence, Tuple
 
 from dpgate.model.errors import ConfigError
+from dpgate.testbeds.lab.base import LabSut
 from dpgate.testbeds.lab.cores import CoreAllocation
 from dpgate.testbeds.lab.service import start_unit, stop_unit, unit_log, wait_until, write_file
 from dpgate.testbeds.lab.testpmd import dut_pcis, eal_args, parse_dpdk_version
@@ -55,7 +56,7 @@ def config_tuples(cores: CoreAllocation, ports: int = 2) -> str:
     return ",".join(out)
 
 
-class L3fwd:
+class L3fwd(LabSut):
     unit = "dpgate-l3fwd"
     binary = "dpdk-l3fwd"
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Optional
 
 from dpgate.model.errors import ConfigError
+from dpgate.testbeds.lab.base import LabSut
 from dpgate.testbeds.lab.cores import CoreAllocation
 from dpgate.traffic.profiles import DEFAULT_FLOWS, IP_DIR0_DST, IP_DIR0_SRC
 
@@ -77,7 +78,7 @@ def _net16(ip: str) -> str:
     return f"{a}.{b}.0.0/16"
 
 
-def make_sut(nf: str, node: Any, topology: Any, cores: CoreAllocation, flows: Optional[int] = None):
+def make_sut(nf: str, node: Any, topology: Any, cores: CoreAllocation, flows: Optional[int] = None) -> LabSut:
     """The lab SUT driver of ``nf`` on ``node``, pinned to ``cores``."""
     spec = lab_nf(nf)
     dut = topology.dut

@@ -12,11 +12,12 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List
 
+from dpgate.testbeds.lab.base import LabSut
 from dpgate.testbeds.lab.cores import CoreAllocation
 from dpgate.testbeds.lab.testpmd import dut_pcis
 
 
-class OvsDpdk:
+class OvsDpdk(LabSut):
     bridge = "dpgbr0"
 
     def __init__(self, node: Any, dut: Any, cores: CoreAllocation, socket_mem: str = "1024", rxq: int = 1):

@@ -15,6 +15,7 @@ import re
 from typing import Any, Dict, List
 
 from dpgate.model.errors import ConfigError
+from dpgate.testbeds.lab.base import LabSut
 from dpgate.testbeds.lab.cores import CoreAllocation
 from dpgate.testbeds.lab.service import start_unit, stop_unit, unit_log, wait_until
 
@@ -58,7 +59,7 @@ def parse_dpdk_version(log: str) -> str:
     return m.group(1) if m else "unknown"
 
 
-class Testpmd:
+class Testpmd(LabSut):
     __test__ = False  # not a pytest class despite the name
     unit = "dpgate-testpmd"
     binary = "dpdk-testpmd"

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
 from dpgate.model.errors import ConfigError
+from dpgate.testbeds.lab.base import LabSut
 from dpgate.testbeds.lab.cores import CoreAllocation
 from dpgate.testbeds.lab.service import start_unit, stop_unit, unit_log, wait_until, write_file
 
@@ -161,7 +162,7 @@ def parse_version(text: str) -> str:
     return m.group(1) if m else text.strip()
 
 
-class Vpp:
+class Vpp(LabSut):
     """VPP driver over a ``dpgate.exec.remote`` node."""
 
     unit = "dpgate-vpp"
