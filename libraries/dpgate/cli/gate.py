@@ -19,6 +19,8 @@ Exit codes: 0 all gates passed (skips allowed), 1 a gate failed or a test errore
 
 from __future__ import annotations
 
+import argparse
+import ctypes
 import os
 import shutil
 import signal
@@ -65,7 +67,6 @@ def add_parser(sub) -> None:
 
 
 def _percent(option: str):
-    import argparse
 
     def conv(text: str) -> float:
         try:
@@ -205,7 +206,6 @@ def cmd_gate(args) -> int:
 def _die_with_parent() -> None:
     """In the Robot child: get SIGTERM when dpgate dies (Linux prctl PR_SET_PDEATHSIG)."""
     try:
-        import ctypes
 
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
     except (OSError, AttributeError):  # pragma: no cover - non-Linux

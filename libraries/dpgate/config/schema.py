@@ -22,6 +22,8 @@ import sys
 import typing
 from typing import Any, Callable, Dict, List, Optional, Tuple, cast
 
+import yaml
+
 from dpgate.model.errors import ConfigError
 
 _MISSING = dataclasses.MISSING
@@ -163,7 +165,6 @@ def load(cls: type, data: Any, source: str = "", path: str = "") -> Any:
 
 def read_yaml(path: str, missing_hint: str = "") -> Any:
     """YAML file contents, or one ConfigError naming the file (and line for syntax errors)."""
-    import yaml
 
     try:
         with open(path, encoding="utf-8") as fh:

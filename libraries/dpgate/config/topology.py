@@ -21,6 +21,7 @@ from typing import Dict, List, Literal, Optional, Tuple
 
 from dpgate.config import schema
 from dpgate.config.schema import non_negative, positive
+from dpgate.config.units import parse_bps
 
 #: RFC 2544 benchmarking range: the only addresses embedded traffic may use.
 BENCH_NET = ipaddress.IPv4Network("198.18.0.0/15")
@@ -73,7 +74,6 @@ class Interface:
 
     @property
     def link_bps(self) -> Optional[float]:
-        from dpgate.config.units import parse_bps
 
         return parse_bps(self.speed) if self.speed else None
 

@@ -30,11 +30,14 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from dpgate.metrics import multi_core_speedup
 from dpgate.model.errors import ConfigError
 from dpgate.model.names import CASE_NAME
 from dpgate.outputs import report_plots as plots
 from dpgate.outputs.results import load_records
+from dpgate.regression.compare import compare
 from dpgate.telemetry import TMAM_KEYS
+from dpgate.telemetry.tmam import Tmam, plot_tmam_bars
 
 _SIZE_ORDER = {"64B": 0, "IMIX": 1}
 
@@ -214,7 +217,6 @@ def speedup_data(cases: List[Case]) -> Tuple[List[Tuple[str, float]], Dict[Tuple
 
 
 def _speedups(cases: List[Case], dest: str) -> str:
-    from dpgate.metrics import multi_core_speedup
 
     ht_points, series = speedup_data(cases)
     if not ht_points and not series:
@@ -244,7 +246,6 @@ def _speedups(cases: List[Case], dest: str) -> str:
 
 
 def _tmam(cases: List[Case], dest: str) -> str:
-    from dpgate.telemetry.tmam import Tmam, plot_tmam_bars
 
     have = {f"{c.nf} {c.size} {c.tag}": Tmam(*(c.num(k) or 0.0 for k in TMAM_KEYS))
             for c in cases if all(c.num(k) is not None for k in TMAM_KEYS)}
@@ -277,7 +278,6 @@ def _latency(cases: List[Case]) -> str:
 
 
 def _regression_verdicts(outdir: str, history: str) -> Dict[str, str]:
-    from dpgate.regression.compare import compare
 
     out: Dict[str, List[str]] = defaultdict(list)
     for v in compare(outdir, history):

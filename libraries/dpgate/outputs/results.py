@@ -16,6 +16,7 @@ foreign file is one clear error naming the file and the field. Records of schema
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -23,6 +24,10 @@ import re
 import tempfile
 import time
 from typing import Any, Dict, Iterable, List, Optional
+
+import jsonschema
+
+from dpgate.model.errors import ConfigError
 
 SCHEMA = "dpgate.result/2"
 OLD_SCHEMAS = ("dpgate.result/1",)
@@ -57,7 +62,6 @@ def _jsonable(obj: Any) -> Any:
     if hasattr(obj, "to_dict"):
         return obj.to_dict()
     if hasattr(obj, "__dataclass_fields__"):
-        import dataclasses
 
         return dataclasses.asdict(obj)
     return str(obj)
@@ -107,7 +111,6 @@ class ResultStore:
 
 def load_record(path: str) -> Dict[str, Any]:
     """Read and validate one record (upgrading ``dpgate.result/1``); ConfigError if invalid."""
-    from dpgate.model.errors import ConfigError
 
     try:
         with open(path) as fh:
@@ -141,7 +144,6 @@ def upgrade(rec: Dict[str, Any]) -> Dict[str, Any]:
 
 @functools.lru_cache(maxsize=1)
 def _validator():
-    import jsonschema
 
     with open(_SCHEMA_FILE) as fh:
         return jsonschema.Draft202012Validator(json.load(fh))
@@ -149,7 +151,6 @@ def _validator():
 
 def validate_record(rec: Dict[str, Any], path: str = "") -> None:
     """Validate against ``schemas/result-2.schema.json``; the error names the field."""
-    from dpgate.model.errors import ConfigError
 
     errors = sorted(_validator().iter_errors(rec), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:

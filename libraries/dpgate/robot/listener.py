@@ -13,6 +13,8 @@ import sys
 import time
 from typing import Optional
 
+from robot.libraries.BuiltIn import BuiltIn
+
 from dpgate.outputs.junit import write_junit
 from dpgate.outputs.results import ResultStore, load_records
 
@@ -34,7 +36,6 @@ class DpgateListener:
 
     def start_suite(self, data, result) -> None:
         if self.outdir is None:
-            from robot.libraries.BuiltIn import BuiltIn
 
             self.outdir = BuiltIn().get_variable_value("${OUTPUT DIR}", ".")
             if self.junit is None:
