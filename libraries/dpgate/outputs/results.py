@@ -28,8 +28,8 @@ from typing import Any, Dict, Iterable, List, Optional
 import jsonschema
 
 from dpgate.model.errors import ConfigError
+from dpgate.model.record import SCHEMA
 
-SCHEMA = "dpgate.result/2"
 OLD_SCHEMAS = ("dpgate.result/1",)
 _SCHEMA_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "schemas", "result-2.schema.json")
 

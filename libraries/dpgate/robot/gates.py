@@ -12,6 +12,7 @@ from dpgate.config.thresholds import CaseThresholds, ThresholdFile, load_thresho
 from dpgate.config.units import Rate, format_pps, parse_rate, parse_ratio
 from dpgate.model.errors import ConfigError
 from dpgate.model.ndrpdr import CEILING_MARGIN, NdrPdrResult
+from dpgate.model.record import F
 from dpgate.regression.compare import verdicts_for
 from dpgate.robot.base import _current_test, rate_arg, record
 from dpgate.telemetry.pcm import event_key
@@ -100,9 +101,9 @@ class Gates:
                 declared[key] = parse_ratio(text, key.replace("regression_", ""), upper_inclusive=True)
         if declared:
             record(metrics=declared)
-        rec = {"name": test, "longname": f"{suite}.{test}", "testbed": result.testbed,
-               "metrics": {**result.metrics(), **declared},
-               "samples": {"mrr_pps": list(result.mrr_samples)} if result.mrr_samples else {}}
+        rec = {F.NAME: test, F.LONGNAME: f"{suite}.{test}", F.TESTBED: result.testbed,
+               F.METRICS: {**result.metrics(), **declared},
+               F.SAMPLES: {"mrr_pps": list(result.mrr_samples)} if result.mrr_samples else {}}
         verdicts = verdicts_for(rec, history, change, declared.get("regression_noise"),
                                 declared.get("regression_mrr_noise"))
         lines = [v.line() for v in verdicts]
