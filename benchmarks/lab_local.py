@@ -22,7 +22,7 @@ a function ``(args) -> rows`` like the two here; the lab-local bring-up belongs 
 
 Needs root and TRex (DPGATE_TREX or .ci/install). Usage::
 
-    PYTHONPATH=libraries python3 benchmarks/lab_local.py [--parts rates,overhead] [--duration 2] [--quick]
+    .venv/bin/python benchmarks/lab_local.py [--parts rates,overhead] [--duration 2] [--quick]
 """
 
 from __future__ import annotations
@@ -34,12 +34,11 @@ import sys
 import time
 from typing import Any, Callable, Dict, List
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "libraries"))
+from dpgate.traffic.profiles import make_profile
+from dpgate.traffic.trex.install import trex_missing
+from dpgate.traffic.trex.loop import TrexLoop
 
-from dpgate.traffic.profiles import make_profile  # noqa: E402
-from dpgate.trex.install import trex_missing  # noqa: E402
-from dpgate.trex.loop import TrexLoop  # noqa: E402
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 PREFIX = "txb-"
 MGMT = "198.19.255.32"
@@ -84,10 +83,10 @@ def overhead(args: argparse.Namespace) -> List[Dict[str, Any]]:
             gen = loop.generator(make_profile("ip4", 64, bidirectional=kw.get("bidir", False)),
                                  latency_pps=kw.get("latency_pps", 0.0))
             gen.measure(rate, 1.0)  # connect + first streams outside the timing
-            rows.append(_overhead_row(label, lambda: gen.measure(rate, args.duration), args.duration, n))
+            rows.append(_overhead_row(label, lambda g=gen: g.measure(rate, args.duration), args.duration, n))
             gen.disconnect()
     if args.tcpreplay:
-        from dpgate.embedded import EmbeddedSession
+        from dpgate.testbeds.embedded.session import EmbeddedSession
 
         topo = os.path.join(os.path.dirname(HERE), "topologies", "embedded.yaml")
         with EmbeddedSession(topo, "linux-xconnect", prefix="txe-", calibrate=False) as s:
@@ -114,7 +113,7 @@ def loop_ndrpdr(args: argparse.Namespace) -> List[Dict[str, Any]]:
             row: Dict[str, Any] = {"loop": mode, "ndr_pps": round(res.ndr or 0), "pdr_pps": round(res.pdr or 0),
                                    "trials": res.trial_count, "search_s": round(search_s, 1)}
             if res.pdr:
-                for load, lat in latency_trials(lambda ld, d: gen.measure(ld, d).details.get("latency"), res.pdr,
+                for load, lat in latency_trials(lambda ld, d, g=gen: g.measure(ld, d).details.get("latency"), res.pdr,
                                                 duration=args.duration):
                     tag = f"{round(100 * load / res.pdr)}%"
                     worst = max((v for v in lat.values() if "p99_us" in v), key=lambda v: v["p99_us"], default={})

@@ -2,12 +2,12 @@
 a FAKE or the REAL trex.stl.api module. The real server runs in tests/integration/test_tx_trex.py."""
 
 import pytest
-
-from dpgate.errors import EnvironmentProblem, TrialError
-from dpgate.topology import load_topology
-from dpgate.traffic.profiles import make_profile
-from dpgate.trex.driver import TrexGenerator, explain_trex_error, import_trex_api, latency_summary
 from trex_fake import FakeTrexClient, fake_api  # noqa: F401  (re-exported for test_labrobot/test_trex_latency)
+
+from dpgate.config.topology import load_topology
+from dpgate.model.errors import EnvironmentProblem, TrialError
+from dpgate.traffic.profiles import make_profile
+from dpgate.traffic.trex.driver import TrexGenerator, explain_trex_error, import_trex_api, latency_summary
 
 TOPO = "topologies/lab-2node.example.yaml"
 
