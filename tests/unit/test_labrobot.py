@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import xml.etree.ElementTree as ET
 
 import pytest
 from test_trex import FakeTrexClient, fake_api
@@ -321,6 +322,12 @@ def test_latency_trials_at_fractions_of_pdr_and_telemetry_at_pdr(in_test, tmp_pa
     assert rec["latency"]["90% PDR"]["load_pps"] == pytest.approx(0.9 * res.pdr_pps, rel=1e-6)
     assert rec["latency"]["10% PDR"]["directions"]["1->0"]["p99_us"] == 8  # hdrh decoded per direction
     assert "5 s trials at 90/50/10 % of PDR" in rec["latency_note"]
+    # JUnit: the generator names itself, latency as latency_<load>_<direction>_<stat>_us properties
+    assert rec["metrics"]["tg"] == "TRex v3.08" and rec["metrics"]["latency_10pdr_1to0_p99_us"] == 8
+    junit = write_junit(load_records(str(tmp_path)), str(tmp_path / "junit.xml"))
+    props = {p.get("name"): p.get("value") for p in ET.parse(junit).getroot().iter("property")}
+    assert props["tg"] == "TRex v3.08" and props["latency_90pdr_0to1_min_us"] == "5"
+    assert {"latency_50pdr_1to0_avg_us", "latency_10pdr_0to1_p999_us", "latency_90pdr_1to0_max_us"} <= set(props)
     assert rec["profile"] == "per-commit" and len(rec["trials"]) == res.trials
     # telemetry: a 2 s counting window inside the trial, and PDR captured too (or noted = NDR)
     perf = [c for c in lab.fake_node.calls if c[:2] == ["perf", "stat"] and "-C" in c]

@@ -36,7 +36,7 @@ from dpgate.telemetry.collector import TelemetryCollector, capture_during_trial
 from dpgate.testbeds.embedded.handicap import CpuSteal
 from dpgate.testbeds.embedded.session import EmbeddedSession
 from dpgate.traffic.profiles import make_profile
-from dpgate.traffic.tcpreplay import TcpreplayGenerator
+from dpgate.traffic.tcpreplay import TcpreplayGenerator, tcpreplay_name
 
 
 @library(scope="SUITE", converters={Rate: rate_arg}, doc_format="ROBOT")
@@ -215,7 +215,7 @@ class EmbeddedTestbed(TestbedKeywords):
                             generator_max_pps=gen.max_pps, sut_cpp=sut_cpp, telemetry=telemetry, mrr=mrr,
                             testbed=self._s.topology.name,
                             ceiling_note="generator ceiling {hi}: the SUT may be faster than this testbed can show")
-        metrics = out.metrics()
+        metrics = dict(out.metrics(), tg=_tg_name())
         if self._steal is not None:
             metrics["injected_sut_cpu_steal"] = self._steal.share
         record(metrics=metrics, nf=out.nf, sut_version=self.sut_version(),
@@ -224,6 +224,17 @@ class EmbeddedTestbed(TestbedKeywords):
                latency_note="not measured: the embedded generator (tcpreplay) sends no timestamped latency "
                             "streams; lab runs with TRex report latency")
         return out
+
+
+def _tg_name() -> str:
+    """``tcpreplay 4.4.3``, read once per process."""
+    global _TG_NAME
+    if _TG_NAME is None:
+        _TG_NAME = tcpreplay_name()
+    return _TG_NAME
+
+
+_TG_NAME: Optional[str] = None
 
 
 def _profile_for(session, size):

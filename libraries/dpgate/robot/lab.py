@@ -49,6 +49,7 @@ from dpgate.testbeds.lab.nfs import lab_nf, make_sut
 from dpgate.testbeds.lab.service import unit_log
 from dpgate.traffic.profiles import make_profile
 from dpgate.traffic.trex import TrexGenerator
+from dpgate.traffic.trex.latency import latency_metrics
 
 DEFAULT_SIZES = ("64B", "IMIX", "1518B")
 @library(scope="SUITE", converters={Rate: rate_arg}, doc_format="ROBOT")
@@ -343,7 +344,8 @@ class LabTestbed(TestbedKeywords):
                             ceiling_note="TG line rate {hi}: the SUT may be faster than these ports can show")
         topo = self._topo()
         latency, note = self._latency_after(gen, run.pdr)
-        record(metrics=out.metrics(), nf=out.nf, sut_version=self.sut_version(), testbed=topo.name,
+        metrics = dict(out.metrics(), tg=getattr(gen, "tg_name", "TRex"), **latency_metrics(latency or {}))
+        record(metrics=metrics, nf=out.nf, sut_version=self.sut_version(), testbed=topo.name,
                prefix=topo.prefix, dut_cores={"tag": self.cores.tag, "main": self.cores.main,
                                               "workers": list(self.cores.workers), "numa": self.cores.numa},
                profile=profile, trials=trial_dicts(run.res), latency=latency, latency_note=note)

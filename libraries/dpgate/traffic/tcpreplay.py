@@ -358,3 +358,25 @@ class _Replay:
             stop_process(self.proc, timeout=1.0)
         self._reader.join(2.0)
         self._fh.close()
+
+
+def tcpreplay_name(run: Optional[Callable[[List[str]], str]] = None) -> str:
+    """The embedded generator and its version for results/JUnit (``tg``), from ``tcpreplay -V``.
+
+    >>> tcpreplay_name(lambda argv: "tcpreplay version: 4.4.3 (build git:v4.4.3) (debug)")
+    'tcpreplay 4.4.3'
+    """
+    if run is None:
+        import subprocess
+
+        def run(argv: List[str]) -> str:
+            res = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+            return res.stdout + res.stderr
+
+    try:
+        text = run(["tcpreplay", "-V"])
+    except Exception:  # the tg name is a label: never fail a test over it
+        return "tcpreplay"
+    m = re.search(r"tcpreplay version:\s*([0-9][\w.]*)", text)
+    return f"tcpreplay {m.group(1)}" if m else "tcpreplay"
+
