@@ -247,3 +247,19 @@ def test_a_second_session_on_the_same_ports_waits_for_the_first_to_disconnect():
         second.measure(1e5, 1.0)
     first.disconnect()
     assert second.measure(1e5, 1.0).loss_packets == 0
+
+
+def test_a_dead_server_ends_the_trial_and_the_session_without_talking_to_it():
+    class Dead:
+        def alive(self):
+            return False
+
+        def describe_exit(self):
+            return "pid 7 killed by signal 9; log /x/server.log"
+
+    c = FakeTrexClient(stretch_s=5.0)  # traffic "active" until the death is noticed
+    g = TrexGenerator(load_topology(TOPO), make_profile("ip4", 64), client=c, api=fake_api(), settle_s=0.0,
+                      rx_delay_ms=0, trex_server=Dead())
+    with pytest.raises(TrialError, match=r"TRex server 10.30.51.20 died during the trial at 100000 pps \(pid 7 killed"):
+        g.measure(1e5, 1.0)
+    assert ("disconnect", {"stop_traffic": False, "release_ports": False}) in c.calls and not g.connected

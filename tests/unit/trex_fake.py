@@ -195,8 +195,9 @@ class FakeTrexClient:
         out["flow_stats"] = fs
         return out
 
-    def disconnect(self):
-        self._rec("disconnect")
+    def disconnect(self, stop_traffic=True, release_ports=True):
+        self._rec("disconnect", **({} if stop_traffic and release_ports else
+                                   {"stop_traffic": stop_traffic, "release_ports": release_ports}))
         for p in self.acquired:  # the real disconnect releases the ports it holds
             if self.holders.get(p) == self.username:
                 del self.holders[p]

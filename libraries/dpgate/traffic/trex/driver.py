@@ -158,6 +158,15 @@ class TrexGenerator:
             finally:
                 self.connected = False
 
+    def _drop_session(self) -> None:
+        """Close the client's sockets without talking to a dead server (else libzmq's reconnect
+        machinery can abort the process at exit: "Assertion failed ... session_base.cpp")."""
+        self.connected = False
+        try:
+            self.client.disconnect(stop_traffic=False, release_ports=False)
+        except Exception:
+            pass
+
     def close(self) -> None:
         """The TrafficGenerator seam's end: release the ports and the TRex session."""
         self.disconnect()
@@ -220,7 +229,10 @@ class TrexGenerator:
             raise
         except Exception as err:
             self._check_server(load_pps)
-            raise explain_trex_error(err, self.server) from None
+            clear = explain_trex_error(err, self.server)
+            if "lost" in str(clear) or "unreachable" in str(clear):
+                self._drop_session()
+            raise clear from None
         return self._result(load_pps, duration_s, attempt, dirs, stats, elapsed, per_port, clamped, lat_pps, lat_pgs)
 
     def _settled_stats(self, rx_ports: List[int], step_s: float = 0.05) -> Dict[Any, Any]:
@@ -240,7 +252,7 @@ class TrexGenerator:
     def _check_server(self, load_pps: float) -> None:
         srv = self.trex_server
         if srv is not None and not srv.alive():
-            self.connected = False
+            self._drop_session()
             raise TrialError(f"TRex server {self.server} died during the trial at {load_pps:.0f} pps "
                              f"({srv.describe_exit()})")
 
