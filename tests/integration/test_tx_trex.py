@@ -34,6 +34,9 @@ def _ours_left(prefix=PREFIX):
 @pytest.fixture(scope="module")
 def veth():
     loop = TrexLoop(PREFIX, "veth", mgmt_net="198.19.255.16").up()
+    from dpgate.traffic.trex.server import RunningTrex
+
+    assert RunningTrex.attach(str(loop.run_dir)).pid == loop.server.proc.pid  # the robot child's watch
     yield loop
     srv = loop.server
     loop.down()

@@ -97,3 +97,21 @@ def test_trex_swapping_yaml_in_sys_modules_is_undone(tmp_path):
         sys.path.remove(str(tmp_path))
     after = {k: v for k, v in sys.modules.items() if k == "yaml" or k.startswith("yaml.")}
     assert after == before and sys.modules["yaml"] is ours
+
+
+def test_a_server_started_by_another_process_is_watched_by_its_pid_file(tmp_path):
+    import subprocess
+    import sys
+
+    from dpgate.traffic.trex.server import RunningTrex
+
+    assert RunningTrex.attach(str(tmp_path)) is None and RunningTrex.attach(None) is None
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    (tmp_path / "trex").mkdir()
+    (tmp_path / "trex" / "server.pid").write_text(f"{proc.pid}\n")
+    handle = RunningTrex.attach(str(tmp_path))
+    assert handle is not None and handle.alive()
+    proc.kill()
+    proc.wait()
+    assert not handle.alive() and f"pid {proc.pid} is gone" in handle.describe_exit()
+    assert RunningTrex.attach(str(tmp_path)) is None

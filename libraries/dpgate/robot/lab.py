@@ -50,6 +50,7 @@ from dpgate.testbeds.lab.service import unit_log
 from dpgate.traffic.profiles import make_profile
 from dpgate.traffic.trex import TrexGenerator
 from dpgate.traffic.trex.latency import latency_metrics
+from dpgate.traffic.trex.server import RunningTrex
 
 DEFAULT_SIZES = ("64B", "IMIX", "1518B")
 @library(scope="SUITE", converters={Rate: rate_arg}, doc_format="ROBOT")
@@ -88,7 +89,10 @@ class LabTestbed(TestbedKeywords):
 
     def _make_generator(self, profile: Any) -> Any:
 
-        return TrexGenerator(self._topo(), profile, latency_pps=self.latency_pps)
+        topo = self._topo()
+        # a TRex server dpgate started for this lab (lab on one machine): its death ends a trial at once
+        running = RunningTrex.attach(getattr(topo, "run_dir", None))
+        return TrexGenerator(topo, profile, latency_pps=self.latency_pps, trex_server=running)
 
     # -- topology and DUT ---------------------------------------------------------------
     def _topo(self):

@@ -48,6 +48,7 @@ from dpgate.traffic.trex.install import SERVER_SCRIPT, trex_dir
 
 AF_PACKET_RING = "blocksz=4096,framesz=2048,framecnt=8192,qdisc_bypass=1"
 PORT_KINDS = ("af_packet", "memif", "pci")
+PID_FILE = "server.pid"
 
 
 @dataclass(frozen=True)
@@ -195,6 +196,7 @@ class TrexServer:
                                          cwd=str(self.dir), start_new_session=True)
         finally:
             log.close()
+        (self.dir / PID_FILE).write_text(f"{self.proc.pid}\n")
         try:
             self.wait_ready(timeout_s)
         except BaseException:
@@ -289,6 +291,7 @@ class TrexServer:
             if p.kind == "memif" and p.memif_socket and os.path.exists(p.memif_socket):
                 os.unlink(p.memif_socket)
         shutil.rmtree(f"/var/run/dpdk/{self.file_prefix}", ignore_errors=True)  # DPDK runtime dir of ours
+        (self.dir / PID_FILE).unlink(missing_ok=True)
         if left and self.leftovers():
             raise EnvironmentProblem(f"TRex server processes {left} survived SIGKILL")
 
@@ -320,3 +323,35 @@ def _tcp_open(host: str, port: int, timeout: float) -> bool:
             return True
     except OSError:
         return False
+
+
+class RunningTrex:
+    """A TRex server another process of ours started (``<run_dir>/trex/server.pid``): lets a
+    generator in the robot child notice its death at once, like ``TrexServer.alive()``."""
+
+    def __init__(self, pid: int, log_path: Path):
+        self.pid, self.log_path = pid, log_path
+
+    @classmethod
+    def attach(cls, run_dir: Optional[str]) -> Optional[RunningTrex]:
+        """The handle when ``run_dir`` holds a pid file of a live server, else None."""
+        if not run_dir:
+            return None
+        path = Path(run_dir) / "trex" / PID_FILE
+        try:
+            pid = int(path.read_text().strip())
+        except (OSError, ValueError):
+            return None
+        handle = cls(pid, path.parent / "server.log")
+        return handle if handle.alive() else None
+
+    def alive(self) -> bool:
+        try:
+            with open(f"/proc/{self.pid}/stat") as fh:
+                return fh.read().rsplit(") ", 1)[1][:1] not in ("Z", "X")
+        except (OSError, IndexError):
+            return False
+
+    def describe_exit(self) -> str:
+        return f"pid {self.pid} is gone; log {self.log_path}"
+
