@@ -149,6 +149,7 @@ DEFAULTS: Dict[str, Any] = {
     "event_near": 0.04,
     "event_margin": 0.005,
     "event_accept": 0.01,
+    "event_budget": 3.0,
 }
 
 
@@ -172,6 +173,8 @@ class _Search:
     dd_upper: Optional[float] = None
     #: (ndr_loss, pdr_loss)
     goals: Tuple[float, float] = (0.0, 0.005)
+    #: (low, high) the event search is sure of, when it ran
+    bracket: Optional[Tuple[Optional[float], Optional[float]]] = None
 
     # -- measuring -------------------------------------------------------------
     def _clip(self, load: float) -> float:
@@ -337,6 +340,6 @@ def run(
         return {"ndr": None, "ndr_upper": pdr_upper, "pdr": None, "pdr_upper": pdr_upper,
                 "ndr_bracket": (None, pdr_upper), "pdr_bracket": pdr_bracket}
     ndr, ndr_upper = search.decide(min(ndr_c, pdr), ndr_loss, cap_limited, floor=min_rate)
-    ndr_bracket = (ndr, ndr_upper)
+    ndr_bracket = search.bracket or (ndr, ndr_upper)
     return {"ndr": ndr, "ndr_upper": ndr_upper, "pdr": pdr, "pdr_upper": pdr_upper,
             "ndr_bracket": ndr_bracket, "pdr_bracket": pdr_bracket}

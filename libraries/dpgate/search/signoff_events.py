@@ -9,13 +9,19 @@ nothing, and full-length trials decide from there down.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, List, Optional, Tuple
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
+from dpgate.search.result import counts_of
 from dpgate.search.signoff_fit import event_line
 from dpgate.search.signoff_full import step_down
 
 if TYPE_CHECKING:
     from dpgate.search.signoff import _Search
+
+LN2 = math.log(2.0)
+#: one-sided 90 % normal quantile (the bracket's Poisson bounds)
+Z90 = 1.2816
 
 
 def hunt(sr: "_Search", load: float) -> Tuple[float, int]:
@@ -48,6 +54,7 @@ def event_search(
     w, step = sr.s["width"], sr.s["long_step"]
     margin, near = sr.s["event_margin"], sr.s["event_near"]
     accept = sr.s["event_accept"]
+    start = len(sr.log.trials)
     la, ga = hunt(sr, candidate * (1 - 2 * w))
     if not ga:
         # No event in a full trial's worth of probing: events are rare, or lose
@@ -100,28 +107,119 @@ def event_search(
         return fit
 
     slope, theta = locate()
-    load = max(theta * (1 - margin), floor)
+    T, margin = sr.s["trial_duration"], sr.s["event_margin"]
+    budget = sr.s["event_budget"] * T
     fails = 0
-    while sr.budget_left():
-        c = sr.long(load)
-        if c.loss == 0:
-            return load, upper
-        upper = min(upper or load, load)
-        if slope is not None and c.loss <= slope * load * accept:
-            # The coin flip expected at the answer: one event, barely lossy here.
-            return load, upper
-        fails += 1
-        if slope is None and catch(load, load):
-            # No line to read the loss with (no events caught lower): events do
-            # happen here, so catch one and locate again.
-            slope, theta = locate()
-            load = max(min(theta * (1 - margin), load * (1 - margin)), floor)
-            continue
-        nxt = load * (1 - margin * 2 ** (fails - 1))
-        if slope is not None:
-            own = load - c.loss / slope  # zero-loss load of the event it met, if one
-            nxt = min(nxt, max(own * (1 - margin / 2), load * (1 - 4 * margin * fails)))
-        if load <= floor:
-            break
-        load = max(nxt, floor)
-    return None, upper
+    while True:
+        rd = read(sr.log.trials[start:], la, floor, T)
+        spent = sum(d for _, d, _ in sr.log.trials[start:])
+        if rd.below is None:
+            # Every load tried loses too often: go lower, by the line where it has one.
+            lowest = rd.lowest
+            nxt = theta * (1 - margin) if theta * (1 - margin) < lowest else lowest * (1 - margin * 2 ** fails)
+            if rd.answer is not None:
+                nxt = min(nxt, rd.answer)
+            nxt = max(nxt, lowest * (1 - 2 * step), floor)
+            if lowest <= floor or spent >= 2 * budget or not sr.budget_left():
+                sr.bracket = (None, upper)
+                return None, upper
+        else:
+            nxt = rd.answer
+            if slope is not None and rd.above is not None and rd.below <= theta * (1 - margin) <= rd.above:
+                nxt = theta * (1 - margin)  # the line's zero lies in the bracket: trust it there
+            here = sum(d for x, d, _ in sr.log.trials[start:] if abs(x / nxt - 1) <= w / 2)
+            if here >= T or spent >= budget or not sr.budget_left():
+                sr.bracket = (rd.low, rd.high if upper is None else min(rd.high or upper, upper))
+                return nxt, upper
+        c = sr.long(nxt)
+        if c.loss:
+            upper = min(upper or nxt, nxt)
+            fails += 1
+            if slope is not None and c.loss <= slope * nxt * accept:
+                # The coin flip expected at the answer: one event, barely lossy here.
+                sr.bracket = (rd.low, upper)
+                return nxt, upper
+            if slope is not None:
+                theta = min(theta, nxt - c.loss / slope)  # the zero-loss load of the event it met
+
+
+def expose(sr: "_Search", load: float, seconds: float, stop: int) -> int:
+    """Event probes at ``load`` for ``seconds`` or until ``stop`` of them lost frames."""
+    d = sr.s["event_probe_duration"]
+    spent, lossy = 0.0, 0
+    while spent < seconds * (1 - 1e-9) and lossy < stop:
+        t = min(d, seconds - spent)
+        lossy += bool(sr.probe(load, t).loss)
+        spent += t
+    return lossy
+
+
+def _poisson_bound(k: float, upper: bool) -> float:
+    """One-sided 90 % Poisson bound of a count ``k`` (Wilson-Hilferty)."""
+    if upper:
+        n = k + 1
+        return n * (1 - 1 / (9 * n) + Z90 / (3 * math.sqrt(n))) ** 3
+    if k <= 0:
+        return 0.0
+    return k * (1 - 1 / (9 * k) - Z90 / (3 * math.sqrt(k))) ** 3
+
+
+@dataclass
+class Reading:
+    """What the event search's trials say: see :func:`read`."""
+
+    answer: Optional[float]
+    below: Optional[float]
+    above: Optional[float]
+    lowest: float
+    low: Optional[float]
+    high: Optional[float]
+
+
+def read(trials: Sequence[Tuple[float, float, Any]], top: float, floor: float, T: float) -> Reading:
+    """Read the event search's trials at loads up to ``top``.
+
+    Every trial is one exposure, lossy or clean. Per load, the lossy ones per second
+    estimate the rate of lossy events (each counts once however many stalls it met),
+    made non-decreasing in load (pooled where they are not), a clean load counting half
+    an event. ``answer`` is where that rate is ``ln 2`` per full trial, interpolated in
+    log-log between the loads around it (``below``, ``above``), or, under the lowest
+    load, extrapolated along the rates over it (None with one load). ``low``: the
+    highest load whose 90 % upper Poisson bound is under the goal; ``high``: the lowest
+    whose 90 % lower bound is over it.
+    """
+    per: Dict[float, List[float]] = {}
+    for x, d, r in trials:
+        if x <= top * (1 + 1e-9):
+            e = per.setdefault(x, [0.0, 0.0])
+            e[0] += d
+            e[1] += 1.0 if counts_of(r).loss else 0.0
+    blocks: List[List[Any]] = []  # [loads, seconds, events]
+    for x in sorted(per):
+        blocks.append([[x], per[x][0], per[x][1]])
+        while len(blocks) > 1 and blocks[-2][2] / blocks[-2][1] > blocks[-1][2] / blocks[-1][1]:
+            last = blocks.pop()
+            blocks[-1] = [blocks[-1][0] + last[0], blocks[-1][1] + last[1], blocks[-1][2] + last[2]]
+    pts = [(x, max(n, 0.5) * T / t, n, t) for xs, t, n in blocks for x in xs]  # per full trial
+    low = high = None
+    for x, _, n, t in pts:
+        if _poisson_bound(n, True) * T / t <= LN2:
+            low = x
+        if high is None and _poisson_bound(n, False) * T / t > LN2:
+            high = x
+    lowest = pts[0][0]
+    above = [i for i, p in enumerate(pts) if p[1] > LN2]
+    if not above:
+        return Reading(top, pts[-1][0], None, lowest, low, high)
+    j = above[0]
+    if j > 0:
+        (x0, l0, _, _), (x1, l1, _, _) = pts[j - 1], pts[j]
+        f = math.log(LN2 / l0) / math.log(l1 / l0) if l1 > l0 else 1.0
+        return Reading(x0 * (x1 / x0) ** f, x0, x1, lowest, low, high)
+    x0, l0 = pts[0][0], pts[0][1]
+    steeper = [p for p in pts[1:] if p[1] > l0 * 1.01]
+    if not steeper:
+        return Reading(None, None, x0, lowest, low, high)
+    x1, l1 = steeper[0][0], steeper[0][1]
+    e = max(1.0, math.log(l1 / l0) / math.log(x1 / x0))
+    return Reading(max(floor, x0 * (LN2 / l0) ** (1 / e)), None, x0, lowest, low, high)

@@ -100,6 +100,8 @@ class StallSut(SimulatedSut):
     def lossy_share(self, load: float) -> float:
         """Probability that one stall loses a frame at ``load`` (<= capacity)."""
         need = self.buffer + 0.5  # a loss under half a frame rounds to none
+        if load <= 0.0:
+            return 0.0
         if self.jitter == 0.0:
             return 1.0 if load * self.stall_s > need else 0.0
         x = (need / (load * self.stall_s) - 1.0) / self.jitter  # lossy iff U(-1, 1) > x
