@@ -150,6 +150,8 @@ DEFAULTS: Dict[str, Any] = {
     "event_margin": 0.005,
     "event_accept": 0.01,
     "event_budget": 3.0,
+    "event_spread": 0.03,
+    "event_locate": 100.0,
 }
 
 

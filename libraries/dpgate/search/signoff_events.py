@@ -55,6 +55,7 @@ def event_search(
     margin, near = sr.s["event_margin"], sr.s["event_near"]
     accept = sr.s["event_accept"]
     start = len(sr.log.trials)
+    locate_s = sr.s["event_locate"] * sr.s["trial_duration"]
     la, ga = hunt(sr, candidate * (1 - 2 * w))
     if not ga:
         # No event in a full trial's worth of probing: events are rare, or lose
@@ -90,6 +91,8 @@ def event_search(
             fit = event_line(events) if len(events) > 1 else None
             if fit is not None and len(events) > 2 and lowest <= fit[1] * (1 + 2 * near):
                 break  # the lowest event is near theta: its short way to zero fixes it
+            if fit is not None and sum(d for _, d, _ in sr.log.trials[start:]) >= locate_s:
+                break  # enough probing: the counts decide from here
             if fit is None or lowest > la * (1 - step):
                 target = lowest * (1 - step)  # first a lever for the slope
             else:
@@ -108,30 +111,49 @@ def event_search(
 
     slope, theta = locate()
     T, margin = sr.s["trial_duration"], sr.s["event_margin"]
+    if slope is not None and step_like(events, slope, theta, sr.s["event_spread"]):
+        # Every event turns lossy at about the same load: the rate of lossy events is
+        # about zero under theta and its full rate over it, counted on every probe there.
+        for extra in range(3):
+            over = [(d, counts_of(r).loss > 0) for x, d, r in sr.log.trials[start:] if x > theta * (1 + near)]
+            seen = sum(d for d, _ in over) / T
+            lossy = sum(lossy for _, lossy in over)
+            thin = LN2 / 2 < lossy / seen < 2 * LN2  # within a factor 2 of the goal
+            if not thin or extra == 2 or not sr.budget_left():
+                break
+            upper = upper if sr.long(la).loss == 0 else min(upper or la, la)  # thin: look longer
+        if lossy / seen <= LN2:
+            # Rarer than ln 2 lossy events per full trial even where every event is lossy.
+            sr.bracket = (None if thin else la, upper)
+            return la, upper
+        return _line_decide(sr, slope, theta, floor, upper)
     budget = sr.s["event_budget"] * T
     fails = 0
+    target = theta * (1 - margin)  # where the line puts the answer
+    decided = False
     while True:
         rd = read(sr.log.trials[start:], la, floor, T)
         spent = sum(d for _, d, _ in sr.log.trials[start:])
         if rd.below is None:
             # Every load tried loses too often: go lower, by the line where it has one.
             lowest = rd.lowest
-            nxt = theta * (1 - margin) if theta * (1 - margin) < lowest else lowest * (1 - margin * 2 ** fails)
-            if rd.answer is not None:
-                nxt = min(nxt, rd.answer)
+            nxt = target if target < lowest else lowest * (1 - margin * 2 ** fails)
+            if rd.answer is not None and (slope is None or fails):
+                nxt = min(nxt, rd.answer)  # the line failed here: the counts lead
             nxt = max(nxt, lowest * (1 - 2 * step), floor)
             if lowest <= floor or spent >= 2 * budget or not sr.budget_left():
                 sr.bracket = (None, upper)
                 return None, upper
         else:
             nxt = rd.answer
-            if slope is not None and rd.above is not None and rd.below <= theta * (1 - margin) <= rd.above:
-                nxt = theta * (1 - margin)  # the line's zero lies in the bracket: trust it there
-            here = sum(d for x, d, _ in sr.log.trials[start:] if abs(x / nxt - 1) <= w / 2)
-            if here >= T or spent >= budget or not sr.budget_left():
+            if slope is not None and rd.above is not None and rd.below <= target <= rd.above:
+                nxt = target  # the line's answer lies in the counted bracket: trust it there
+            here = sum(d for x, d, _ in sr.log.trials[start:] if d >= T and abs(x / nxt - 1) <= w / 2)
+            if (here >= T and rd.firm) or (decided and spent >= budget) or not sr.budget_left():
                 sr.bracket = (rd.low, rd.high if upper is None else min(rd.high or upper, upper))
                 return nxt, upper
         c = sr.long(nxt)
+        decided = True  # a full trial was spent deciding: the budget may end the search
         if c.loss:
             upper = min(upper or nxt, nxt)
             fails += 1
@@ -140,7 +162,47 @@ def event_search(
                 sr.bracket = (rd.low, upper)
                 return nxt, upper
             if slope is not None:
-                theta = min(theta, nxt - c.loss / slope)  # the zero-loss load of the event it met
+                # Under the zero-loss load of the event it met (if one: at most 4 margins
+                # a fail).
+                own = max(nxt - c.loss / slope, nxt * (1 - 4 * margin * fails))
+                target = min(target, own * (1 - margin / 2))
+
+
+def step_like(events: List[Tuple[float, float]], slope: float, theta: float, spread: float) -> bool:
+    """True if every event's own zero-loss load (its load less its loss over the slope;
+    or half its loss, two stalls in one probe) lies within ``spread`` of ``theta``."""
+    def own(x: float, g: float) -> float:
+        return min((x - g / slope, x - g / (2 * slope)), key=lambda z: abs(z - theta))
+
+    return len(events) > 1 and all(abs(own(x, g) / theta - 1) <= spread for x, g in events)
+
+
+def _line_decide(
+    sr: "_Search", slope: float, theta: float, floor: float, upper: Optional[float]
+) -> Tuple[Optional[float], Optional[float]]:
+    """Step-like events: full trials from ``theta x (1 - event_margin)`` down; a pass, or
+    a failure whose loss over the slope puts its event within ``event_accept`` under the
+    load (the coin flip expected at the answer), is the answer."""
+    margin, accept = sr.s["event_margin"], sr.s["event_accept"]
+    load = max(theta * (1 - margin), floor)
+    fails = 0
+    while sr.budget_left():
+        c = sr.long(load)
+        if c.loss == 0:
+            sr.bracket = (load, upper)
+            return load, upper
+        upper = min(upper or load, load)
+        if c.loss <= slope * load * accept:
+            sr.bracket = (load, upper)
+            return load, upper
+        fails += 1
+        own = load - c.loss / slope  # zero-loss load of the event it met, if one
+        nxt = min(load * (1 - margin * 2 ** (fails - 1)), max(own * (1 - margin / 2), load * (1 - 4 * margin * fails)))
+        if load <= floor:
+            break
+        load = max(nxt, floor)
+    sr.bracket = (None, upper)
+    return None, upper
 
 
 def expose(sr: "_Search", load: float, seconds: float, stop: int) -> int:
@@ -174,6 +236,9 @@ class Reading:
     lowest: float
     low: Optional[float]
     high: Optional[float]
+    #: the counts either side of the answer are decisive (the rate over it at least
+    #: three times the goal, or three full trials' time under it)
+    firm: bool = True
 
 
 def read(trials: Sequence[Tuple[float, float, Any]], top: float, floor: float, T: float) -> Reading:
@@ -200,7 +265,7 @@ def read(trials: Sequence[Tuple[float, float, Any]], top: float, floor: float, T
         while len(blocks) > 1 and blocks[-2][2] / blocks[-2][1] > blocks[-1][2] / blocks[-1][1]:
             last = blocks.pop()
             blocks[-1] = [blocks[-1][0] + last[0], blocks[-1][1] + last[1], blocks[-1][2] + last[2]]
-    pts = [(x, max(n, 0.5) * T / t, n, t) for xs, t, n in blocks for x in xs]  # per full trial
+    pts = [(x, (n + LN2) * T / t, n, t) for xs, t, n in blocks for x in xs]  # per full trial
     low = high = None
     for x, _, n, t in pts:
         if _poisson_bound(n, True) * T / t <= LN2:
@@ -215,7 +280,8 @@ def read(trials: Sequence[Tuple[float, float, Any]], top: float, floor: float, T
     if j > 0:
         (x0, l0, _, _), (x1, l1, _, _) = pts[j - 1], pts[j]
         f = math.log(LN2 / l0) / math.log(l1 / l0) if l1 > l0 else 1.0
-        return Reading(x0 * (x1 / x0) ** f, x0, x1, lowest, low, high)
+        seen = next(t for xs, t, _ in blocks if x0 in xs) / T
+        return Reading(x0 * (x1 / x0) ** f, x0, x1, lowest, low, high, l1 >= 3 * LN2 or seen >= 3)
     x0, l0 = pts[0][0], pts[0][1]
     steeper = [p for p in pts[1:] if p[1] > l0 * 1.01]
     if not steeper:
