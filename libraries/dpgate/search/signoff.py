@@ -151,7 +151,6 @@ DEFAULTS: Dict[str, Any] = {
     "event_accept": 0.01,
     "event_budget": 3.0,
     "event_spread": 0.03,
-    "event_locate": 100.0,
 }
 
 

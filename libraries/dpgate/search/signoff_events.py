@@ -55,8 +55,8 @@ def event_search(
     margin, near = sr.s["event_margin"], sr.s["event_near"]
     accept = sr.s["event_accept"]
     start = len(sr.log.trials)
-    locate_s = sr.s["event_locate"] * sr.s["trial_duration"]
     la, ga = hunt(sr, candidate * (1 - 2 * w))
+    x0 = la  # the highest load of the event search, just under capacity
     if not ga:
         # No event in a full trial's worth of probing: events are rare, or lose
         # nothing at this load. A full trial there decides.
@@ -91,8 +91,6 @@ def event_search(
             fit = event_line(events) if len(events) > 1 else None
             if fit is not None and len(events) > 2 and lowest <= fit[1] * (1 + 2 * near):
                 break  # the lowest event is near theta: its short way to zero fixes it
-            if fit is not None and sum(d for _, d, _ in sr.log.trials[start:]) >= locate_s:
-                break  # enough probing: the counts decide from here
             if fit is None or lowest > la * (1 - step):
                 target = lowest * (1 - step)  # first a lever for the slope
             else:
@@ -121,18 +119,18 @@ def event_search(
             thin = LN2 / 2 < lossy / seen < 2 * LN2  # within a factor 2 of the goal
             if not thin or extra == 2 or not sr.budget_left():
                 break
-            upper = upper if sr.long(la).loss == 0 else min(upper or la, la)  # thin: look longer
+            upper = upper if sr.long(x0).loss == 0 else min(upper or x0, x0)  # thin: look longer
         if lossy / seen <= LN2:
             # Rarer than ln 2 lossy events per full trial even where every event is lossy.
-            sr.bracket = (None if thin else la, upper)
-            return la, upper
+            sr.bracket = (None if thin else x0, upper)
+            return x0, upper
         return _line_decide(sr, slope, theta, floor, upper)
     budget = sr.s["event_budget"] * T
     fails = 0
     target = theta * (1 - margin)  # where the line puts the answer
     decided = False
     while True:
-        rd = read(sr.log.trials[start:], la, floor, T)
+        rd = read(sr.log.trials[start:], x0, floor, T)
         spent = sum(d for _, d, _ in sr.log.trials[start:])
         if rd.below is None:
             # Every load tried loses too often: go lower, by the line where it has one.
@@ -141,7 +139,7 @@ def event_search(
             if rd.answer is not None and (slope is None or fails):
                 nxt = min(nxt, rd.answer)  # the line failed here: the counts lead
             nxt = max(nxt, lowest * (1 - 2 * step), floor)
-            if lowest <= floor or spent >= 2 * budget or not sr.budget_left():
+            if lowest <= floor or not sr.budget_left():
                 sr.bracket = (None, upper)
                 return None, upper
         else:
@@ -151,7 +149,14 @@ def event_search(
             here = sum(d for x, d, _ in sr.log.trials[start:] if d >= T and abs(x / nxt - 1) <= w / 2)
             if (here >= T and rd.firm) or (decided and spent >= budget) or not sr.budget_left():
                 sr.bracket = (rd.low, rd.high if upper is None else min(rd.high or upper, upper))
-                return nxt, upper
+                if here >= T:
+                    return nxt, upper
+                # Out of budget: the highest full trial the counts put under the goal, or
+                # one full trial at the highest load they do.
+                tried = [x for x, d, _ in sr.log.trials[start:] if d >= T and x <= rd.below * (1 + 1e-9)]
+                if tried or not sr.budget_left():
+                    return max(tried, default=rd.below), upper
+                nxt = rd.below
         c = sr.long(nxt)
         decided = True  # a full trial was spent deciding: the budget may end the search
         if c.loss:
@@ -174,7 +179,7 @@ def step_like(events: List[Tuple[float, float]], slope: float, theta: float, spr
     def own(x: float, g: float) -> float:
         return min((x - g / slope, x - g / (2 * slope)), key=lambda z: abs(z - theta))
 
-    return len(events) > 1 and all(abs(own(x, g) / theta - 1) <= spread for x, g in events)
+    return len(events) > 2 and all(abs(own(x, g) / theta - 1) <= spread for x, g in events)
 
 
 def _line_decide(
@@ -203,17 +208,6 @@ def _line_decide(
         load = max(nxt, floor)
     sr.bracket = (None, upper)
     return None, upper
-
-
-def expose(sr: "_Search", load: float, seconds: float, stop: int) -> int:
-    """Event probes at ``load`` for ``seconds`` or until ``stop`` of them lost frames."""
-    d = sr.s["event_probe_duration"]
-    spent, lossy = 0.0, 0
-    while spent < seconds * (1 - 1e-9) and lossy < stop:
-        t = min(d, seconds - spent)
-        lossy += bool(sr.probe(load, t).loss)
-        spent += t
-    return lossy
 
 
 def _poisson_bound(k: float, upper: bool) -> float:
