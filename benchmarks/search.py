@@ -35,13 +35,14 @@ import random
 import statistics
 import sys
 import time
-from typing import Any, Callable, Dict, List, Sequence, Tuple
+from collections.abc import Sequence
+from typing import Any, Callable
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "libraries"))
 
-from dpgate.search import find_ndr_pdr  # noqa: E402
-from dpgate.search.simulated import KINDS, MAX_RATE, MIN_RATE, make_sut, poisson, truths  # noqa: E402
-from dpgate.search.stall_family import draw_stall_sut  # noqa: E402
+from dpgate.search import find_ndr_pdr
+from dpgate.search.simulated import KINDS, MAX_RATE, MIN_RATE, make_sut, poisson, truths
+from dpgate.search.stall_family import draw_stall_sut
 
 FAMILY = "stall-family"
 ALL_KINDS = list(KINDS) + [FAMILY]
@@ -49,7 +50,7 @@ ALL_KINDS = list(KINDS) + [FAMILY]
 FLOOR_S = 2 * (60.0 + 0.5)
 
 #: name -> (profile, overrides)
-SEARCHES: Dict[str, Tuple[str, Dict[str, Any]]] = {
+SEARCHES: dict[str, tuple[str, dict[str, Any]]] = {
     "per-commit": ("per-commit", {}),
     "mlr-rfc2544": ("per-commit", {"final_trial_duration": 60.0, "duration_sum": 60.0, "exceed_ratio": 0.0}),
     "rfc2544-binary": ("rfc2544-binary", {}),
@@ -66,16 +67,16 @@ def _quantile(values: Sequence[float], q: float) -> float:
 
 
 #: (ndr, pdr, trials, sim_time, full_trials, 60 s truths, 1 s truths, pass probability)
-Run = Tuple[float, float, int, float, int, Tuple[float, float], Tuple[float, float], float]
+Run = tuple[float, float, int, float, int, tuple[float, float], tuple[float, float], float]
 
 
 def _sut(kind: str, seed: int) -> Any:
     return draw_stall_sut(seed) if kind == FAMILY else make_sut(kind, seed=seed)
 
 
-def run_kind(kind: str, reps: int, seed0: int) -> Dict[str, List[Run]]:
+def run_kind(kind: str, reps: int, seed0: int) -> dict[str, list[Run]]:
     """Return search name -> [Run] over repetitions."""
-    out: Dict[str, List[Run]] = {name: [] for name in SEARCHES}
+    out: dict[str, list[Run]] = {name: [] for name in SEARCHES}
     fixed = None if kind == FAMILY else (truths(kind, duration=60.0), truths(kind, duration=1.0))
     for rep in range(reps):
         seed = seed0 + rep
@@ -101,7 +102,7 @@ def _pass_probability(sut: Any, load: float) -> float:
     return math.exp(-sut.lossy_clusters(load, 60.0))
 
 
-def oracle_spread(reps: int, seed0: int, exposure_s: float = 240.0) -> Tuple[float, float, float]:
+def oracle_spread(reps: int, seed0: int, exposure_s: float = 240.0) -> tuple[float, float, float]:
     """(p10, median, p90) NDR error in % of an oracle that knows each draw's curve of lossy
     events against load up to its scale and counts events for ``exposure_s`` at the truth."""
     rng = random.Random(seed0)
@@ -121,7 +122,7 @@ def oracle_spread(reps: int, seed0: int, exposure_s: float = 240.0) -> Tuple[flo
     return _quantile(errors, 0.1), _quantile(errors, 0.5), _quantile(errors, 0.9)
 
 
-def _row(label: str, kind: str, runs: List[Run], which: int = 5) -> List[str]:
+def _row(label: str, kind: str, runs: list[Run], which: int = 5) -> list[str]:
     ndr_err = [(r[0] / r[which][0] - 1) * 100 for r in runs]
     pdr_err = [(r[1] / r[which][1] - 1) * 100 for r in runs]
     trials = [r[2] for r in runs]
@@ -155,11 +156,11 @@ def main(argv: Sequence[str] = ()) -> int:
 
     started = time.monotonic()
     header = ["kind", "search", "NDR med%", "NDR p10-90", "PDR med%", "PDR p10-90", "trials", "full", "time s", "x floor"]
-    rows: List[List[str]] = []
-    total_time: Dict[str, float] = {name: 0.0 for name in SEARCHES}
-    truth_lines: List[str] = []
-    misses: List[str] = []
-    family_lines: List[str] = []
+    rows: list[list[str]] = []
+    total_time: dict[str, float] = {name: 0.0 for name in SEARCHES}
+    truth_lines: list[str] = []
+    misses: list[str] = []
+    family_lines: list[str] = []
     for i, kind in enumerate(kinds):
         results = run_kind(kind, args.reps, args.seed + 1000 * i)
         if kind == FAMILY:
@@ -196,7 +197,7 @@ def main(argv: Sequence[str] = ()) -> int:
                 misses.append(f"{kind} {label} {value:.2f} > {limit}")
 
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-    fmt: Callable[[List[str]], str] = lambda cells: "  ".join(
+    fmt: Callable[[list[str]], str] = lambda cells: "  ".join(
         c.ljust(w) if j < 2 else c.rjust(w) for j, (c, w) in enumerate(zip(cells, widths))
     )
     print(f"NDR/PDR search benchmark: {args.reps} seeded repetitions per kind; "

@@ -12,7 +12,6 @@ import math
 import statistics
 
 import pytest
-
 from dpgate.search import find_ndr_pdr
 from dpgate.search.simulated import MAX_RATE, MIN_RATE
 from dpgate.search.stall_family import StallSut, draw_stall_sut
@@ -100,3 +99,12 @@ def test_family_truth_matches_simulation():
 
     assert pass_fraction(truth * 0.9) > 0.55
     assert pass_fraction(truth * 1.1) < 0.45
+
+
+@pytest.mark.parametrize("name", ["signoff_events", "signoff_fit", "stall_family"])
+def test_doctests_of_the_split_modules(name):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(f"dpgate.search.{name}"))
+    assert result.attempted > 0 and result.failed == 0

@@ -16,11 +16,14 @@ loss grows with duration.)
     >>> r.ndr, r.ndr_bracket, r.trial_count
     (1000000.0, (1000000.0, None), 8)
 
-``ndr_bracket``/``pdr_bracket`` are ``(lower, upper)``: the answer (a load whose full
-trial passed, or was confirmed by the coin flip expected there) and the lowest load
-whose full trial failed (``None`` if none did). They are the measured bounds, not a
-confidence interval: on SUTs whose pass probability falls slowly with load (see
-:mod:`dpgate.search.stall_family`) the true answer can lie outside them.
+``ndr_bracket``/``pdr_bracket`` are ``(low, high)``, the search's own uncertainty.
+Where events are counted, ``low`` is the highest load whose 90 % Poisson upper bound
+of lossy events is under the goal and ``high`` the lowest whose lower bound is over it
+(or the lowest failed full trial); either is ``None`` where the evidence does not set
+it. Elsewhere they are the answer and the lowest load whose full trial failed. On the
+stall family of ``benchmarks/search.py`` the truth lies inside about two times in
+three: where the pass probability falls slowly with load, a few minutes of trials
+cannot place the answer closely, and the bracket says so by being wide or open.
 
 How it works
 ------------
@@ -64,37 +67,41 @@ How it works
      is found by *event search*; a PDR miss steps down with full trials (the
      forwarded-rate correction, then ``2 x width`` steps and bisection).
 
-3. *Event search*: NDR when loss comes from rare events (stalls). A stall at load L
-   loses what arrives during it beyond what the ring absorbs, about
-   ``s x (L - theta)`` frames: nothing below the event's own zero-loss load
-   ``theta``, then linear in load. A full trial meets a random number of stalls, so
-   its loss count is that line times an unknown count. Short *event probes*
-   (``event_probe_duration``, 2 s) repeated at one load until one loses frames
-   (*catching* an event), or until they add up to one full trial (clean), measure one
-   event at a time:
+3. *Event search* (:mod:`dpgate.search.signoff_events`): NDR when loss comes from
+   rare events (stalls). A stall at load L loses what arrives during it beyond what
+   the buffer absorbs: nothing under its own zero-loss load ``theta``, then linear in
+   load. Stalls differ in length (so in ``theta``), may come in clusters, their rate
+   may grow with load: a full trial passes if it meets no lossy event, and the NDR is
+   where lossy events come ``ln 2`` per full trial. Short *event probes*
+   (``event_probe_duration``, 2 s) at one load until one loses frames (*catching* an
+   event) or a full trial's time passes:
 
-   * catch one event just under ``C``, one ``long_step`` lower (clean: theta lies
-     above; one between instead), then, while the lowest event is more than
-     ``2 x event_near`` above the fitted zero, one ``event_near`` above it (never
-     more than ``2 x long_step`` under the lowest so far; at most six catches). Two
-     stalls in one probe lose twice one's: the per-event fit (:func:`~dpgate.search.signoff_fit.event_line`, in
-     :mod:`dpgate.search.signoff_events`)
-     tries halving losses other than the lowest one and believes a halving only if it
-     cuts the residual eight-fold. The slope comes from all events, far apart, so the
-     spread of the events' own zero-loss loads hardly moves it; ``theta`` is the
-     lowest event's load less its loss over that slope (a short way, so the slope's
-     error matters little);
-   * full trials decide, from ``theta x (1 - event_margin)`` down. A pass is the
-     answer. A failure whose loss over the slope puts the stall it met within
-     ``event_accept`` (relative) under the load is the coin flip expected at the
-     answer and confirms it too. Otherwise the next trial goes under that stall's
-     own zero-loss load (``load - lost / s``; at least ``event_margin`` lower, with
-     growing steps). If event probes stay clean just under ``C`` for a full trial's
-     time, a full trial there decides: a pass is the answer; a failure means events
-     do happen, and one is caught there or ``long_step`` lower. If none is, the loss
-     is one short probes cannot see: the NDR is then searched with full trials alone
-     (steps of ``long_step``, regula falsi on the failures' loss counts, a second pass
-     required unless those counts agree).
+   * events are caught just under ``C``, one ``long_step`` lower, then near the zero of
+     a per-event line through their losses (:func:`~dpgate.search.signoff_fit.
+     event_line`; a probe may have met two stalls; at most six catches);
+   * *step-like* events (each one's own zero within ``event_spread`` of the line's):
+     lossy events come at their full rate over ``theta`` and not under it. Their rate
+     is counted on every probe and trial over ``theta`` (up to two more full trials
+     while it is within 2x of the goal); under ``ln 2`` per full trial, the answer is
+     just under ``C``. Else full trials decide from ``theta x (1 - event_margin)``
+     down: a pass, or a failure whose loss over the slope puts its event within
+     ``event_accept`` under the load (the coin flip expected there), is the answer;
+     else the next trial goes under that event's own zero;
+   * otherwise the events are *counted*: every probe and full trial of the search is
+     an exposure, lossy or clean. Per load, lossy exposures per full trial's time
+     (median-unbiased, ``(n + ln 2) / trials``), made non-decreasing in load
+     (pooled where they are not), estimate the rate; the answer is where it crosses
+     ``ln 2``, log-log between the loads around it. Nothing about the shape of the
+     rate against load is assumed beyond that. While every load is over the goal,
+     full trials go under the line's zero (then by the counts); then to the answer
+     until a full trial ran there and the counts around it are decisive (over it at
+     least 3x the goal, or 3 full trials' time under it), or ``event_budget`` full
+     trials' time is spent: the NDR is then the highest load a full trial passed
+     under the answer (one is run if none did);
+   * no event caught in probes though full trials lose: loss short probes cannot
+     see; the NDR is searched with full trials alone (steps of ``long_step``,
+     regula falsi on the failures' loss counts, a second pass required unless those
+     counts agree).
 
    At most ``max_long_trials`` full-length trials are spent (NDR and PDR together).
 
@@ -103,7 +110,8 @@ Parameters (overrides) and defaults: ``trial_duration`` 60, ``probe_duration`` 1
 bracket of the full-trial-only search), ``samples_min`` 5, ``samples_max`` 15,
 ``long_step`` 0.08, ``max_long_trials`` 10, ``tail_accept`` 3,
 ``tail_probe_duration`` 10, ``pdr_margin`` 0.001, ``event_probe_duration`` 2,
-``event_near`` 0.04, ``event_margin`` 0.005, ``event_accept`` 0.01.
+``event_near`` 0.04, ``event_margin`` 0.005, ``event_accept`` 0.01, ``event_spread``
+0.03, ``event_budget`` 3 (full trials' time of the counted event search).
 
 ``ndr_upper``/``pdr_upper`` are the lowest loads whose full-length trial failed
 (``None`` if none did; equal to the answer when its trial failed by the coin flip that
@@ -118,7 +126,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 from dpgate.search.result import Counts, TrialLog
 from dpgate.search.signoff_events import event_search
@@ -129,11 +137,11 @@ from dpgate.search.signoff_fit import median as _median
 from dpgate.search.signoff_full import follow_tail, step_down
 from dpgate.search.signoff_knee import locate_knee
 
-__all__ = ["DEFAULTS", "PROFILE", "run", "_event_line", "_line", "_Search"]
+__all__ = ["DEFAULTS", "PROFILE", "_Search", "_event_line", "_line", "run"]
 
 PROFILE = "sign-off"
 
-DEFAULTS: Dict[str, Any] = {
+DEFAULTS: dict[str, Any] = {
     "trial_duration": 60.0,
     "probe_duration": 1.0,
     "width": 0.005,
@@ -159,29 +167,29 @@ class _Search:
     log: TrialLog
     min_rate: float
     max_rate: float
-    s: Dict[str, Any]
-    samples: List[float] = field(default_factory=list)
+    s: dict[str, Any]
+    samples: list[float] = field(default_factory=list)
     #: (load, lost frames per second) of every trial that lost something, any duration
-    lossy: List[Tuple[float, float]] = field(default_factory=list)
+    lossy: list[tuple[float, float]] = field(default_factory=list)
     #: (load, loss ratio) of short probes
-    probes: List[Tuple[float, float]] = field(default_factory=list)
+    probes: list[tuple[float, float]] = field(default_factory=list)
     long_trials: int = 0
     #: loads below this lose by the tail, not by capacity (set in knee mode)
     tail_below: float = float("inf")
     #: a full trial forwarded less than short probes could explain
     duration_dependent: bool = False
     #: lowest load whose full trial lost frames once loss was found to grow with duration
-    dd_upper: Optional[float] = None
+    dd_upper: float | None = None
     #: (ndr_loss, pdr_loss)
-    goals: Tuple[float, float] = (0.0, 0.005)
+    goals: tuple[float, float] = (0.0, 0.005)
     #: (low, high) the event search is sure of, when it ran
-    bracket: Optional[Tuple[Optional[float], Optional[float]]] = None
+    bracket: tuple[float | None, float | None] | None = None
 
     # -- measuring -------------------------------------------------------------
     def _clip(self, load: float) -> float:
         return min(self.max_rate, max(self.min_rate, load))
 
-    def probe(self, load: float, duration: Optional[float] = None) -> Counts:
+    def probe(self, load: float, duration: float | None = None) -> Counts:
         load = self._clip(load)
         d = duration or self.s["probe_duration"]
         c = self.log.measure(load, d)
@@ -210,7 +218,7 @@ class _Search:
         return self.long_trials < self.s["max_long_trials"]
 
     # -- phase 1: locate -------------------------------------------------------
-    def locate(self, ndr_loss: float, pdr_loss: float) -> Tuple[float, float, bool]:
+    def locate(self, ndr_loss: float, pdr_loss: float) -> tuple[float, float, bool]:
         """Return (ndr_candidate, pdr_candidate, capacity_limited)."""
         d = self.s["probe_duration"]
         first = self.probe(self.max_rate)
@@ -221,9 +229,10 @@ class _Search:
         top = self.max_rate if not self.samples else self.samples[0]
         for more in (False, True):
             result = None
-            top = self._sample(top, ndr_loss, pdr_loss, more)
-            if top is None:
+            seen = self._sample(top, ndr_loss, pdr_loss, more)
+            if seen is None:
                 return self.max_rate, self.max_rate, True
+            top = seen
             cap = _median(self.samples) if self.samples else self.max_rate
             # Below the lowest capacity sample a capacity-limited SUT loses nothing.
             # A check that loses anyway may have drawn a low capacity: check lower (at
@@ -246,7 +255,7 @@ class _Search:
         self.tail_below = min(self.samples or [cap]) * (1 - self.s["width"])
         return locate_knee(self, ndr_loss, pdr_loss, cap)
 
-    def _sample(self, top: float, ndr_loss: float, pdr_loss: float, more: bool) -> Optional[float]:
+    def _sample(self, top: float, ndr_loss: float, pdr_loss: float, more: bool) -> float | None:
         """Overloaded probes until the capacity samples agree (or ``samples_max``, if
         ``more``); return the highest load seen, or None if ``max_rate`` passed."""
         d = self.s["probe_duration"]
@@ -271,14 +280,14 @@ class _Search:
                     return None
         return top
 
-    def _fit_tail(self) -> Optional[Tuple[float, float]]:
+    def _fit_tail(self) -> tuple[float, float] | None:
         pts = sorted(p for p in self.lossy if p[0] < self.tail_below)[:3]
         return _fit_log_rate(pts)
 
     # -- phase 2: decide with full-length trials -------------------------------
     def decide(
         self, candidate: float, loss: float, capacity_limited: bool, floor: float
-    ) -> Tuple[Optional[float], Optional[float]]:
+    ) -> tuple[float | None, float | None]:
         """Confirm ``candidate`` for ``loss`` with full trials; return (lower, upper)."""
         T = self.s["trial_duration"]
         candidate = max(self._clip(candidate), floor)
@@ -294,9 +303,10 @@ class _Search:
             # variation the samples missed, or loss that grows with duration. A deficit
             # larger than the samples' agreement (``width``) may be variation they
             # missed: more samples tell them apart. A smaller one they cannot resolve.
-            if fwd < _median(self.samples) * (1 - self.s["width"]):
-                if self._sample(max(self.samples), self.goals[0], self.goals[1], more=True) is not None:
-                    varies = max(self.samples) > min(self.samples) * (1 + self.s["width"])
+            if fwd < _median(self.samples) * (1 - self.s["width"]) and (
+                self._sample(max(self.samples), self.goals[0], self.goals[1], more=True) is not None
+            ):
+                varies = max(self.samples) > min(self.samples) * (1 + self.s["width"])
             if not (varies and fwd >= min(self.samples) * (1 - 1e-9)):
                 self.duration_dependent = True
                 if c.loss:
@@ -331,8 +341,8 @@ class _Search:
 
 
 def run(
-    log: TrialLog, min_rate: float, max_rate: float, ndr_loss: float, pdr_loss: float, s: Dict[str, Any]
-) -> Dict[str, Any]:
+    log: TrialLog, min_rate: float, max_rate: float, ndr_loss: float, pdr_loss: float, s: dict[str, Any]
+) -> dict[str, Any]:
     search = _Search(log, min_rate, max_rate, s, goals=(ndr_loss, pdr_loss))
     ndr_c, pdr_c, cap_limited = search.locate(ndr_loss, pdr_loss)
     pdr, pdr_upper = search.decide(pdr_c, pdr_loss, cap_limited, floor=min_rate)

@@ -1,16 +1,32 @@
 """sign-off's event search: the NDR when loss comes from rare events (stalls).
 
-Part of :mod:`dpgate.search.signoff`, whose docstring (section 3) describes it: event
-probes catch single stalls at a few loads, a per-event line through their losses
-(:func:`dpgate.search.signoff_fit.event_line`) places the load under which they lose
-nothing, and full-length trials decide from there down.
+Part of :mod:`dpgate.search.signoff`, whose docstring (section 3) describes it. Event
+probes catch stalls at a few loads; a per-event line through their losses
+(:func:`dpgate.search.signoff_fit.event_line`) says where they stop losing frames. If
+every event stops at about the same load (step-like), full trials decide from there
+down. Otherwise the events are counted (:func:`read`): the answer is where lossy
+events come ``ln 2`` per full trial, and full trials go there until the counts around
+it are decisive or the budget is spent.
+
+Two full trials at 900 pps that lost frames and two at 850 pps that did not:
+
+    >>> from dpgate.trial import TrialResult
+    >>> lossy = TrialResult.from_counts(900.0, 60.0, tx_packets=54000, rx_packets=53990)
+    >>> clean = TrialResult.from_counts(850.0, 60.0, tx_packets=51000, rx_packets=51000)
+    >>> rd = read([(900.0, 60.0, lossy)] * 2 + [(850.0, 60.0, clean)] * 2, 900.0, 100.0, 60.0)
+    >>> round(rd.answer), rd.below, rd.above, rd.firm
+    (875, 850.0, 900.0, False)
+
+(two trials under the answer and a rate of 1.35 lossy per trial over it are not yet
+decisive: the search would run a full trial at 875 pps next.)
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any
 
 from dpgate.search.result import counts_of
 from dpgate.search.signoff_fit import event_line
@@ -24,7 +40,7 @@ LN2 = math.log(2.0)
 Z90 = 1.2816
 
 
-def hunt(sr: "_Search", load: float) -> Tuple[float, int]:
+def hunt(sr: _Search, load: float) -> tuple[float, int]:
     """Event probes (``event_probe_duration``) at ``load`` until one loses frames or
     they add up to one full trial; return (load, frames lost by that probe or 0).
 
@@ -41,15 +57,18 @@ def hunt(sr: "_Search", load: float) -> Tuple[float, int]:
             return load, c.loss
     return load, 0
 
+
 def event_search(
-    sr: "_Search", candidate: float, floor: float, upper: Optional[float]
-) -> Tuple[Optional[float], Optional[float]]:
+    sr: _Search, candidate: float, floor: float, upper: float | None
+) -> tuple[float | None, float | None]:
     """NDR when loss grows with trial duration: rare loss events (stalls).
 
-    A stall at load L loses ``s x (L - theta)`` frames, what arrives during it
-    beyond what the ring absorbs. Event probes catch single stalls down to near
-    theta (:func:`hunt`, :func:`event_line`); full trials decide from
-    ``theta x (1 - event_margin)`` down. See the module docstring.
+    A stall at load L loses ``s x (L - theta)`` frames, what arrives during it beyond
+    what the buffer absorbs. Event probes catch stalls (:func:`hunt`); the line through
+    their losses (:func:`event_line`) gives ``theta``; step-like events are decided by
+    full trials from there down (:func:`_line_decide`), others by counting lossy
+    exposures per load (:func:`read`). See :mod:`dpgate.search.signoff`, section 3.
+    Returns (NDR or None, lowest failed full trial); sets ``sr.bracket``.
     """
     w, step = sr.s["width"], sr.s["long_step"]
     margin, near = sr.s["event_margin"], sr.s["event_near"]
@@ -71,7 +90,7 @@ def event_search(
                 break
         else:  # loss that short probes never see: search with full trials
             return step_down(sr, la, c, 0.0, floor)
-    events: List[Tuple[float, float]] = [(la, float(ga))]
+    events: list[tuple[float, float]] = [(la, float(ga))]
 
     def catch(load: float, above: float) -> bool:
         """An event at ``load``, or, if none comes in a full trial's time (theta is
@@ -83,9 +102,9 @@ def event_search(
                 return True
         return False
 
-    def locate() -> Tuple[Optional[float], float]:
+    def locate() -> tuple[float | None, float]:
         """(slope, theta) from the events caught, catching more as needed."""
-        fit: Optional[Tuple[float, float]] = None
+        fit: tuple[float, float] | None = None
         for _ in range(6):
             lowest = min(x for x, _ in events)
             fit = event_line(events) if len(events) > 1 else None
@@ -173,7 +192,7 @@ def event_search(
                 target = min(target, own * (1 - margin / 2))
 
 
-def step_like(events: List[Tuple[float, float]], slope: float, theta: float, spread: float) -> bool:
+def step_like(events: list[tuple[float, float]], slope: float, theta: float, spread: float) -> bool:
     """True if every event's own zero-loss load (its load less its loss over the slope;
     or half its loss, two stalls in one probe) lies within ``spread`` of ``theta``."""
     def own(x: float, g: float) -> float:
@@ -183,8 +202,8 @@ def step_like(events: List[Tuple[float, float]], slope: float, theta: float, spr
 
 
 def _line_decide(
-    sr: "_Search", slope: float, theta: float, floor: float, upper: Optional[float]
-) -> Tuple[Optional[float], Optional[float]]:
+    sr: _Search, slope: float, theta: float, floor: float, upper: float | None
+) -> tuple[float | None, float | None]:
     """Step-like events: full trials from ``theta x (1 - event_margin)`` down; a pass, or
     a failure whose loss over the slope puts its event within ``event_accept`` under the
     load (the coin flip expected at the answer), is the answer."""
@@ -224,36 +243,36 @@ def _poisson_bound(k: float, upper: bool) -> float:
 class Reading:
     """What the event search's trials say: see :func:`read`."""
 
-    answer: Optional[float]
-    below: Optional[float]
-    above: Optional[float]
+    answer: float | None
+    below: float | None
+    above: float | None
     lowest: float
-    low: Optional[float]
-    high: Optional[float]
+    low: float | None
+    high: float | None
     #: the counts either side of the answer are decisive (the rate over it at least
     #: three times the goal, or three full trials' time under it)
     firm: bool = True
 
 
-def read(trials: Sequence[Tuple[float, float, Any]], top: float, floor: float, T: float) -> Reading:
+def read(trials: Sequence[tuple[float, float, Any]], top: float, floor: float, T: float) -> Reading:
     """Read the event search's trials at loads up to ``top``.
 
     Every trial is one exposure, lossy or clean. Per load, the lossy ones per second
     estimate the rate of lossy events (each counts once however many stalls it met),
-    made non-decreasing in load (pooled where they are not), a clean load counting half
-    an event. ``answer`` is where that rate is ``ln 2`` per full trial, interpolated in
+    made non-decreasing in load (pooled where they are not), read median-unbiased:
+    ``(n + ln 2)`` per block's full trials. ``answer`` is where that rate is ``ln 2`` per full trial, interpolated in
     log-log between the loads around it (``below``, ``above``), or, under the lowest
     load, extrapolated along the rates over it (None with one load). ``low``: the
     highest load whose 90 % upper Poisson bound is under the goal; ``high``: the lowest
     whose 90 % lower bound is over it.
     """
-    per: Dict[float, List[float]] = {}
+    per: dict[float, list[float]] = {}
     for x, d, r in trials:
         if x <= top * (1 + 1e-9):
-            e = per.setdefault(x, [0.0, 0.0])
-            e[0] += d
-            e[1] += 1.0 if counts_of(r).loss else 0.0
-    blocks: List[List[Any]] = []  # [loads, seconds, events]
+            acc = per.setdefault(x, [0.0, 0.0])
+            acc[0] += d
+            acc[1] += 1.0 if counts_of(r).loss else 0.0
+    blocks: list[list[Any]] = []  # [loads, seconds, events]
     for x in sorted(per):
         blocks.append([[x], per[x][0], per[x][1]])
         while len(blocks) > 1 and blocks[-2][2] / blocks[-2][1] > blocks[-1][2] / blocks[-1][1]:
@@ -276,10 +295,9 @@ def read(trials: Sequence[Tuple[float, float, Any]], top: float, floor: float, T
         f = math.log(LN2 / l0) / math.log(l1 / l0) if l1 > l0 else 1.0
         seen = next(t for xs, t, _ in blocks if x0 in xs) / T
         return Reading(x0 * (x1 / x0) ** f, x0, x1, lowest, low, high, l1 >= 3 * LN2 or seen >= 3)
-    x0, l0 = pts[0][0], pts[0][1]
-    steeper = [p for p in pts[1:] if p[1] > l0 * 1.01]
+    bottom, rate = pts[0][0], pts[0][1]
+    steeper = [p for p in pts[1:] if p[1] > rate * 1.01]
     if not steeper:
-        return Reading(None, None, x0, lowest, low, high)
-    x1, l1 = steeper[0][0], steeper[0][1]
-    e = max(1.0, math.log(l1 / l0) / math.log(x1 / x0))
-    return Reading(max(floor, x0 * (LN2 / l0) ** (1 / e)), None, x0, lowest, low, high)
+        return Reading(None, None, bottom, lowest, low, high)
+    e = max(1.0, math.log(steeper[0][1] / rate) / math.log(steeper[0][0] / bottom))
+    return Reading(max(floor, bottom * (LN2 / rate) ** (1 / e)), None, bottom, lowest, low, high)

@@ -6,10 +6,9 @@ Pure functions of (load, value) points, no measuring.
 from __future__ import annotations
 
 import math
-from typing import List, Optional, Tuple
 
 
-def median(values: List[float]) -> float:
+def median(values: list[float]) -> float:
     """Highest x with at least half of ``values`` >= x (the upper median).
 
     >>> median([1, 2, 3]), median([1, 2, 3, 4])
@@ -19,7 +18,7 @@ def median(values: List[float]) -> float:
     return v[len(v) // 2]
 
 
-def line(points: List[Tuple[float, float]]) -> Optional[Tuple[float, float]]:
+def line(points: list[tuple[float, float]]) -> tuple[float, float] | None:
     """Least-squares ``y = a + b x``; None unless 2+ distinct x and a rising line."""
     if len({x for x, _ in points}) < 2:
         return None
@@ -30,12 +29,12 @@ def line(points: List[Tuple[float, float]]) -> Optional[Tuple[float, float]]:
     return (my - b * mx, b) if b > 0 else None
 
 
-def fit_log_rate(points: List[Tuple[float, float]]) -> Optional[Tuple[float, float]]:
+def fit_log_rate(points: list[tuple[float, float]]) -> tuple[float, float] | None:
     """Fit ``ln(rate) = a + b x load`` to (load, rate > 0) points."""
     return line([(x, math.log(y)) for x, y in points if y > 0])
 
 
-def loss_intercept(fails: List[Tuple[float, float]], use: int = 4) -> Optional[float]:
+def loss_intercept(fails: list[tuple[float, float]], use: int = 4) -> float | None:
     """Load where a line through (load, lost frames) of the ``use`` lowest failed full
     trials reaches zero; None unless it rises with load.
 
@@ -46,7 +45,7 @@ def loss_intercept(fails: List[Tuple[float, float]], use: int = 4) -> Optional[f
     return None if fit is None else -fit[0] / fit[1]
 
 
-def event_line(events: List[Tuple[float, float]], double_odds: float = 8.0) -> Optional[Tuple[float, float]]:
+def event_line(events: list[tuple[float, float]], double_odds: float = 8.0) -> tuple[float, float] | None:
     """Per-event fit: (slope, zero) of ``loss = slope x (load - zero)`` through the
     losses of caught events, allowing that a probe caught two events (its loss is then
     twice one event's).

@@ -7,7 +7,7 @@ searches with full-length trials alone when short probes did not predict the los
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, List, Optional, Tuple
+from typing import TYPE_CHECKING
 
 from dpgate.search.result import Counts
 from dpgate.search.signoff_fit import loss_intercept
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from dpgate.search.signoff import _Search
 
 
-def follow_tail(sr: "_Search", hi: float, counts: Counts, slope: float, floor: float) -> Tuple[float, Optional[float]]:
+def follow_tail(sr: _Search, hi: float, counts: Counts, slope: float, floor: float) -> tuple[float, float | None]:
     """Loss tail: step down by the fitted slope until a full trial is consistent.
 
     At the true NDR a full trial loses Poisson(ln 2) frames: 0 half the time, more
@@ -35,16 +35,16 @@ def follow_tail(sr: "_Search", hi: float, counts: Counts, slope: float, floor: f
     return load, upper
 
 def step_down(
-    sr: "_Search", hi: float, hi_counts: Optional[Counts], loss: float, floor: float
-) -> Tuple[Optional[float], Optional[float]]:
+    sr: _Search, hi: float, hi_counts: Counts | None, loss: float, floor: float
+) -> tuple[float | None, float | None]:
     """Loss that short probes did not predict: search with full trials."""
     T = sr.s["trial_duration"]
     sw = sr.s["signoff_width"]
     # PDR misses are usually marginal: start small there.
     step = sr.s["long_step"] if loss == 0.0 else 2 * sr.s["width"]
-    lo: Optional[float] = None
-    passes: List[float] = []
-    fails: List[Tuple[float, float]] = []
+    lo: float | None = None
+    passes: list[float] = []
+    fails: list[tuple[float, float]] = []
     if hi_counts is not None and hi_counts.loss:
         fails.append((hi, float(hi_counts.loss)))
     first = True

@@ -5,17 +5,17 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Tuple
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from dpgate.search.signoff import _Search
 
 
-def locate_knee(sr: "_Search", ndr_loss: float, pdr_loss: float, cap: float) -> Tuple[float, float, bool]:
+def locate_knee(sr: _Search, ndr_loss: float, pdr_loss: float, cap: float) -> tuple[float, float, bool]:
     """Loss below capacity: fit the loss tail with probes that lose measurable counts."""
     d, width = sr.s["probe_duration"], sr.s["width"]
     # PDR: secant on ln(loss ratio) between the closest probes around pdr_loss.
-    pdr = None
+    pdr: float | None = None
     for _ in range(8):
         below = [(x, r) for x, r in sr.probes if r <= pdr_loss]
         above = [(x, r) for x, r in sr.probes if r > pdr_loss and x < cap * 1.5]
@@ -44,8 +44,8 @@ def locate_knee(sr: "_Search", ndr_loss: float, pdr_loss: float, cap: float) -> 
             break
         sr.probe(nxt)
     if pdr is None:
-        below = [x for x, r in sr.probes if r <= pdr_loss]
-        pdr = max(below) if below else sr.min_rate
+        passing = [x for x, r in sr.probes if r <= pdr_loss]
+        pdr = max(passing) if passing else sr.min_rate
     # NDR: extend the loss-rate fit down to small counts, then extrapolate to the
     # rate at which a full trial loses ln 2 frames on average.
     target = math.log(2.0) / sr.s["trial_duration"]

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 import random
-from typing import Dict, List
+from typing import Any
 
 from dpgate.search.simulated import MAX_RATE, MIN_RATE, SimulatedSut, _bisect, poisson
 
@@ -68,7 +68,7 @@ class StallSut(SimulatedSut):
         self.stall_s, self.jitter, self.buffer = stall_s, jitter, buffer_packets
         self.cluster_mean = cluster_mean
 
-    def params(self) -> Dict[str, float]:
+    def params(self) -> dict[str, float]:
         """The drawn parameters (for test names and failure messages)."""
         return {
             "capacity": self.capacity, "stall_rate": self.stall_rate,
@@ -82,20 +82,20 @@ class StallSut(SimulatedSut):
             return self.stall_rate * min(load, self.capacity) / self.capacity
         return self.stall_rate
 
-    def _stalls(self, rng: random.Random, load: float, duration: float) -> List[float]:
-        out: List[float] = []
+    def _stalls(self, rng: random.Random, load: float, duration: float) -> list[float]:
+        out: list[float] = []
         for _ in range(poisson(rng, self.rate(load) / self.cluster_mean * duration)):
             n = 1 + poisson(rng, self.cluster_mean - 1.0) if self.cluster_mean > 1.0 else 1
             out.extend(self.stall_s * (1.0 + self.jitter * rng.uniform(-1.0, 1.0)) for _ in range(n))
         return out
 
-    def _loss(self, load: float, duration: float, stalls: List[float]) -> float:
+    def _loss(self, load: float, duration: float, stalls: list[float]) -> float:
         over = max(0.0, load - self.capacity) * duration
         headroom = 0.0 if load > self.capacity else self.buffer
         return over + sum(max(0.0, load * s - headroom) for s in stalls)
 
     def forwarded(self, load: float, duration: float, intended: int) -> int:
-        return intended - int(round(self._loss(load, duration, self._stalls(self.rng, load, duration))))
+        return intended - round(self._loss(load, duration, self._stalls(self.rng, load, duration)))
 
     def lossy_share(self, load: float) -> float:
         """Probability that one stall loses a frame at ``load`` (<= capacity)."""
@@ -133,7 +133,7 @@ def draw_stall_sut(seed: int) -> StallSut:
     """The stall SUT of draw ``seed`` (its parameters and its random stream)."""
     rng = random.Random(f"stall-family/{seed}")
     while True:
-        params = {
+        params: dict[str, Any] = {
             "capacity": math.exp(rng.uniform(math.log(0.6e6), math.log(1.2e6))),
             "stall_rate": math.exp(rng.uniform(math.log(1 / 120), math.log(1 / 5))),
             "load_dependent": rng.random() < 0.5,
