@@ -116,10 +116,13 @@ bracket of the full-trial-only search), ``samples_min`` 5, ``samples_max`` 15,
 ``ndr_upper``/``pdr_upper`` are the lowest loads whose full-length trial failed
 (``None`` if none did; equal to the answer when its trial failed by the coin flip that
 confirms it). Measured on the simulated SUTs of ``benchmarks/search.py`` (100 seeds
-each, simulated time with 0.5 s per trial, against one 60 s trial per bound =
-121 s): hard capacity 130 s (1.07x), per-trial noise 149 s (1.23x), rare stalls
-264 s (2.18x: the PDR trial, about 3 caught events and 1.6 NDR trials), soft knee
-163 s (1.35x), bimodal 144 s (1.19x); 850 s in all, 1.41x.
+each, simulated time with 0.5 s per trial, against one 60 s trial per bound = 121 s):
+hard capacity 130 s (1.07x), per-trial noise 149 s (1.23x), rare stalls 271 s (2.24x),
+soft knee 163 s (1.35x), bimodal 144 s (1.19x); 857 s in all, 1.42x. On the stall
+family (:mod:`dpgate.search.stall_family`) the median search takes 3.2x and the NDR
+error spreads over tens of percent: there the pass probability falls so slowly with
+load that counting events for minutes cannot place it closer (see the benchmark's
+oracle line).
 """
 
 from __future__ import annotations
