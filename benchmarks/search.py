@@ -30,15 +30,12 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import random
 import statistics
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any, Callable
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "libraries"))
+from typing import Any
 
 from dpgate.search import find_ndr_pdr
 from dpgate.search.simulated import KINDS, MAX_RATE, MIN_RATE, make_sut, poisson, truths
@@ -198,9 +195,8 @@ def main(argv: Sequence[str] = ()) -> int:
                 misses.append(f"{kind} {label} {value:.2f} > {limit}")
 
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-    fmt: Callable[[list[str]], str] = lambda cells: "  ".join(
-        c.ljust(w) if j < 2 else c.rjust(w) for j, (c, w) in enumerate(zip(cells, widths))
-    )
+    def fmt(cells: list[str]) -> str:
+        return "  ".join(c.ljust(w) if j < 2 else c.rjust(w) for j, (c, w) in enumerate(zip(cells, widths)))
     print(f"NDR/PDR search benchmark: {args.reps} seeded repetitions per kind; "
           f"errors vs the 60 s truth (per-commit@1s: vs the 1 s truth)")
     print(fmt(header))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
+
 from dpgate.search import find_ndr_pdr, profile_settings
 from dpgate.search.simulated import MAX_RATE, MIN_RATE, RareStalls, make_sut, truths
 

@@ -12,6 +12,7 @@ import math
 import statistics
 
 import pytest
+
 from dpgate.search import find_ndr_pdr
 from dpgate.search.simulated import MAX_RATE, MIN_RATE
 from dpgate.search.stall_family import StallSut, draw_stall_sut

@@ -10,7 +10,7 @@ it are decisive or the budget is spent.
 
 Two full trials at 900 pps that lost frames and two at 850 pps that did not:
 
-    >>> from dpgate.trial import TrialResult
+    >>> from dpgate.model.trial import TrialResult
     >>> lossy = TrialResult.from_counts(900.0, 60.0, tx_packets=54000, rx_packets=53990)
     >>> clean = TrialResult.from_counts(850.0, 60.0, tx_packets=51000, rx_packets=51000)
     >>> rd = read([(900.0, 60.0, lossy)] * 2 + [(850.0, 60.0, clean)] * 2, 900.0, 100.0, 60.0)
@@ -154,7 +154,7 @@ def event_search(
         if rd.below is None:
             # Every load tried loses too often: go lower, by the line where it has one.
             lowest = rd.lowest
-            nxt = target if target < lowest else lowest * (1 - margin * 2 ** fails)
+            nxt = target if target < lowest else lowest * (1 - margin * 2**fails)
             if rd.answer is not None and (slope is None or fails):
                 nxt = min(nxt, rd.answer)  # the line failed here: the counts lead
             nxt = max(nxt, lowest * (1 - 2 * step), floor)
@@ -195,6 +195,7 @@ def event_search(
 def step_like(events: list[tuple[float, float]], slope: float, theta: float, spread: float) -> bool:
     """True if every event's own zero-loss load (its load less its loss over the slope;
     or half its loss, two stalls in one probe) lies within ``spread`` of ``theta``."""
+
     def own(x: float, g: float) -> float:
         return min((x - g / slope, x - g / (2 * slope)), key=lambda z: abs(z - theta))
 
@@ -221,7 +222,10 @@ def _line_decide(
             return load, upper
         fails += 1
         own = load - c.loss / slope  # zero-loss load of the event it met, if one
-        nxt = min(load * (1 - margin * 2 ** (fails - 1)), max(own * (1 - margin / 2), load * (1 - 4 * margin * fails)))
+        nxt = min(
+            load * (1 - margin * 2 ** (fails - 1)),
+            max(own * (1 - margin / 2), load * (1 - 4 * margin * fails)),
+        )
         if load <= floor:
             break
         load = max(nxt, floor)

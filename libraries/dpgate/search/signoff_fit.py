@@ -71,7 +71,7 @@ def event_line(events: list[tuple[float, float]], double_odds: float = 8.0) -> t
             continue
         a, b = fit
         scale = sum(g for _, g in pts) / len(pts)
-        rss = sum((g - a - b * x) ** 2 for x, g in pts) / scale ** 2
+        rss = sum((g - a - b * x) ** 2 for x, g in pts) / scale**2
         cost = (rss + 1e-9) * double_odds ** bin(mask).count("1")
         if best is None or cost < best[0]:
             x, g = min(pts)

@@ -16,7 +16,9 @@ if TYPE_CHECKING:
     from dpgate.search.signoff import _Search
 
 
-def follow_tail(sr: _Search, hi: float, counts: Counts, slope: float, floor: float) -> tuple[float, float | None]:
+def follow_tail(
+    sr: _Search, hi: float, counts: Counts, slope: float, floor: float
+) -> tuple[float, float | None]:
     """Loss tail: step down by the fitted slope until a full trial is consistent.
 
     At the true NDR a full trial loses Poisson(ln 2) frames: 0 half the time, more
@@ -33,6 +35,7 @@ def follow_tail(sr: _Search, hi: float, counts: Counts, slope: float, floor: flo
         if lost:
             upper = min(upper, nxt)
     return load, upper
+
 
 def step_down(
     sr: _Search, hi: float, hi_counts: Counts | None, loss: float, floor: float

@@ -71,9 +71,13 @@ class StallSut(SimulatedSut):
     def params(self) -> dict[str, float]:
         """The drawn parameters (for test names and failure messages)."""
         return {
-            "capacity": self.capacity, "stall_rate": self.stall_rate,
-            "load_dependent": float(self.load_dependent), "stall_s": self.stall_s,
-            "jitter": self.jitter, "buffer_packets": self.buffer, "cluster_mean": self.cluster_mean,
+            "capacity": self.capacity,
+            "stall_rate": self.stall_rate,
+            "load_dependent": float(self.load_dependent),
+            "stall_s": self.stall_s,
+            "jitter": self.jitter,
+            "buffer_packets": self.buffer,
+            "cluster_mean": self.cluster_mean,
         }
 
     def rate(self, load: float) -> float:
@@ -116,6 +120,7 @@ class StallSut(SimulatedSut):
 
     def truth(self, loss_ratio: float, duration: float, samples: int = 4000) -> float:
         if loss_ratio == 0.0:
+
             def ok(load: float) -> bool:
                 return load <= self.capacity and self.lossy_clusters(load, duration) <= math.log(2.0)
 
