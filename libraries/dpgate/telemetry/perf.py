@@ -187,7 +187,7 @@ def parse_perf_stat(text: str, sep: Optional[str] = None) -> PerfStat:
     if records and not any(isinstance(r, Count) for r in records):
         fmt += " metric-only"
     if not records:
-        said = f" (perf said: {messages[-1]})" if messages else ""
+        said = f" (perf said: {messages[0]})" if messages else ""
         raise TelemetryError(f"perf stat output has no event lines (empty or truncated){said}")
     times: Dict[str, List[Record]] = {}
     for rec in records:

@@ -185,8 +185,9 @@ def parse_metric_only(text: str, sep: str) -> List[Record]:
 
 
 def looks_metric_only(text: str, sep: str) -> bool:
-    """No event line and no group header, but rows of names: --metric-only / --topdown output."""
-    header = False
+    """No event line and no group header, but a row of names and a row of values under it:
+    --metric-only / --topdown output."""
+    header = values = False
     for _n, raw in lines(text):
         if sep not in raw or is_prose(raw):
             continue
@@ -198,7 +199,9 @@ def looks_metric_only(text: str, sep: str) -> bool:
             fields = fields[:-1]
         if fields and all(f and not is_number(f) for f in fields):
             header = True
-    return header
+        elif header and _values_row(_prefix(fields)[2]):
+            values = True
+    return header and values
 
 
 def detect_separator(text: str) -> Optional[str]:
@@ -211,6 +214,10 @@ def detect_separator(text: str) -> Optional[str]:
     if best is None:
         for sep in SEPARATORS:
             if looks_metric_only(text, sep):
+                return sep
+        for sep in SEPARATORS:       # only separators: metric-only output with nothing counted
+            data = [raw.strip() for _n, raw in lines(text) if raw.strip() and not is_prose(raw)]
+            if data and all(set(d) == {sep} for d in data):
                 return sep
         for sep in SEPARATORS:       # CSV-shaped lines whose value is wrong: read as CSV, to say so
             for _n, raw in lines(text):

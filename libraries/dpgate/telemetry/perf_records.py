@@ -136,9 +136,9 @@ def is_prose(line: str) -> bool:
         return False
     if re.match(r"^(WARNING|Warning|Error|ERROR|Cannot|Failed|Some events|The events|Please|echo |perf |"
                 r"Performance counter stats|Using |Consider|Hint|Note|Usage|Run '|event syntax|System does not|"
-                r"Topdown|Too many|Multiplexing|Workload|\\_+|-[-a-zA-Z])", s):
+                r"Topdown [a-z]|Too many|Multiplexing|Workload|\\_+|-[-a-zA-Z])", s):
         return True
-    first = re.split(r"[,;\t|]", s, maxsplit=1)[0]
+    first = re.split(r"[,;\t|#]", s, maxsplit=1)[0]
     return bool(re.match(r"^[A-Za-z]", first)) and len(first.split()) >= 5
 
 
