@@ -201,17 +201,30 @@ def parse_perf_stat(text: str, sep: Optional[str] = None) -> PerfStat:
     return _build(records, tuple(messages), fmt, None, intervals)
 
 
+#: perf prints numbers in the locale (grouping, decimal comma): always run it in the C locale.
+PERF_ENV = ("env", "LC_ALL=C")
+
+
 def perf_stat_argv(cpus: Sequence[int], events: Sequence[str], duration_s: float, perf: str = "perf",
                    extra: Sequence[str] = (), pid: Optional[int] = None) -> List[str]:
     """argv of perf stat on ``cpus`` system-wide (or on process ``pid``) for ``duration_s``.
 
     The CSV goes to stderr. ``extra`` adds options such as ``-M TopdownL1``/``--topdown``.
+    perf runs under ``env LC_ALL=C``: a decimal comma would split CSV fields.
 
-    >>> perf_stat_argv([1, 3], ["cycles", "instructions"], 2)
-    ['perf', 'stat', '-x,', '-a', '-C', '1,3', '-e', 'cycles,instructions', '--', 'sleep', '2']
+    >>> perf_stat_argv([1, 3], ["cycles", "instructions"], 2)[:8]
+    ['env', 'LC_ALL=C', 'perf', 'stat', '-x,', '-a', '-C', '1,3']
     """
     target = ["-p", str(int(pid))] if pid is not None else ["-a", "-C", ",".join(str(int(c)) for c in cpus)]
-    return [perf, "stat", "-x,"] + target + ["-e", ",".join(events)] + list(extra) + ["--", "sleep", f"{duration_s:g}"]
+    return list(PERF_ENV) + [perf, "stat", "-x,"] + target + ["-e", ",".join(events)] + list(extra) + \
+        ["--", "sleep", f"{duration_s:g}"]
+
+
+def not_installed(res: Any) -> Optional[NotSupported]:
+    """perf missing behind ``env``: exit 127 and env's complaint."""
+    if res.returncode == 127 and "perf" in (res.stderr or ""):
+        return NotSupported("perf not installed: install linux-perf")
+    return None
 
 
 def probe_perf(node: Any = None, cpus: Sequence[int] = (), pid: Optional[int] = None) -> Optional[NotSupported]:
@@ -219,10 +232,13 @@ def probe_perf(node: Any = None, cpus: Sequence[int] = (), pid: Optional[int] = 
     from ._run import run_tool
 
     argv = perf_stat_argv(cpus, ["cycles", "instructions"], 0.01, pid=pid) if (cpus or pid is not None) else \
-        ["perf", "stat", "-x,", "-e", "cycles,instructions", "--", "true"]
+        list(PERF_ENV) + ["perf", "stat", "-x,", "-e", "cycles,instructions", "--", "true"]
     res = run_tool(node, argv, timeout=20)
     if isinstance(res, NotSupported):
         return res
+    missing = not_installed(res)
+    if missing is not None:
+        return missing
     if res.returncode != 0:
         tail = (res.stderr or res.stdout).strip().splitlines()[-1:] or ["no output"]
         return NotSupported(f"perf stat failed (exit {res.returncode}): {tail[0]}")
@@ -230,9 +246,11 @@ def probe_perf(node: Any = None, cpus: Sequence[int] = (), pid: Optional[int] = 
         stat = parse_perf_stat(res.stderr)
     except TelemetryError as err:
         return NotSupported(f"perf stat output not understood: {err}")
-    for event in ("cycles", "instructions"):
-        if event in stat.unsupported:
-            return NotSupported(f"perf: {event} <not supported> (no CPU PMU on this host, e.g. a VM)")
+    if stat.core_counts() is None:
+        for event in ("cycles", "instructions"):
+            if event in stat.unsupported:
+                return NotSupported(f"perf: {event} <not supported> (no CPU PMU on this host, e.g. a VM)")
+        return NotSupported(f"perf counted no cycles and instructions here ({stat.why_no_ipc().reason})")
     return None
 
 
