@@ -240,8 +240,9 @@ def parse_csv(text: str, sep: str) -> Tuple[List[Record], List[str]]:
         if not line or line.startswith("#"):
             continue
         if sep not in raw or is_prose(raw):
-            if sep not in raw and not is_prose(raw) and re.match(r"^\d", line):
-                raise error(n, raw, f"a count without the '{sep}' separator (truncated or mixed output?)")
+            if not is_prose(raw):
+                raise error(n, raw, f"neither a '{sep}'-separated perf stat line nor one of perf's messages "
+                                    "(truncated or mixed output?)")
             messages.append(line)
             continue
         for rec in parse_line(n, raw, sep, group, event):

@@ -109,28 +109,31 @@ def _units(header: str, count: int) -> Optional[List[str]]:
 
 
 def parse_metric_only(text: str) -> List[Record]:
-    """--metric-only / --topdown human output: a row of names, rows of values under it."""
+    """--metric-only / --topdown human output: a row of names, rows of values under it.
+
+    Each row of values is matched to the latest line above it that splits into as many
+    metric names (perf's own messages in between do not split that way)."""
     out: List[Record] = []
-    header: Optional[str] = None
+    heads: List[str] = []
     for n, raw in lines(text):
         s = raw.strip()
-        if not s or _SKIP.match(raw) or is_prose(s):
+        if not s or _SKIP.match(raw):
             continue
         if s.startswith("#"):                        # -I: '#   time  <names>'
-            header = re.sub(r"^#\s*time\s*", "", s)
-            header = re.sub(r"^(core|die|socket|node|cpu|cache|cluster)\s+(cpus\s+)?", "", header)
+            h = re.sub(r"^#\s*time\s*", "", s)
+            heads.append(re.sub(r"^(core|die|socket|node|cpu|cache|cluster)\s+(cpus\s+)?", "", h))
             continue
         time, aggr, rest = _prefix(raw)
         vals = rest.split()
         if vals and _ROW.match(rest.strip()):
-            units = _units(header or "", len(vals))
+            units = next((u for u in (_units(h, len(vals)) for h in reversed(heads)) if u), None)
             if units is None:
                 raise error(n, raw, f"{len(vals)} metric-only values and no header row of {len(vals)} "
-                                    f"metric names above them (header: {header!r})")
+                                    f"metric names above them (last: {heads[-1] if heads else None!r})")
             for unit, v in zip(units, vals):
                 out.append(Metric(unit, metric_value(v.rstrip("%")), None, None, None, time, aggr, n))
-        elif vals and not any(is_number(v) for v in vals[:1]):
-            header = rest
+        elif vals and not is_number(vals[0]):
+            heads.append(rest)
         else:
             raise error(n, raw, "neither a metric-only header nor a row of values")
     return out

@@ -138,8 +138,9 @@ def is_prose(line: str) -> bool:
                 r"Performance counter stats|Using |Consider|Hint|Note|Usage|Run '|event syntax|System does not|"
                 r"Topdown [a-z]|Too many|Multiplexing|Workload|\\_+|-[-a-zA-Z])", s):
         return True
-    first = re.split(r"[,;\t|#]", s, maxsplit=1)[0]
-    return bool(re.match(r"^[A-Za-z]", first)) and len(first.split()) >= 5
+    first = re.split(r"[,;\t|#]", s, maxsplit=1)[0].split()
+    words = [w for w in first if re.match(r"^[A-Za-z/(`'][A-Za-z'`.:()/-]+$", w)]
+    return len(first) >= 4 and len(words) >= 3
 
 
 def lines(text: str) -> List[Tuple[int, str]]:
