@@ -1,16 +1,24 @@
 """Telemetry parsers on real recorded outputs (see tests/fixtures/telemetry/README.md)."""
 
 import os
-import subprocess
 
 import pytest
-
 from dpgate.telemetry import NotSupported, TelemetryError, TelemetryRecord
 from dpgate.telemetry.collector import TelemetryCollector
-from dpgate.telemetry.pcm import (mem_bytes_per_packet, parse_memory, parse_pcie, pcie_per_packet, probe_pcm,
-                                  reason_from_output)
+from dpgate.telemetry.pcm import (
+    mem_bytes_per_packet,
+    parse_memory,
+    parse_pcie,
+    pcie_per_packet,
+    probe_pcm,
+    reason_from_output,
+)
 from dpgate.telemetry.perf import derive, parse_perf_stat, perf_stat_argv, probe_perf
-from dpgate.telemetry.tmam import plot_tmam_bars, tmam_from_events, tmam_from_topdown_metrics
+from dpgate.telemetry.tmam import (
+    plot_tmam_bars,
+    tmam_from_events,
+    tmam_from_topdown_metrics,
+)
 
 HERE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "telemetry")
 

@@ -7,7 +7,6 @@ import shlex
 import threading
 
 import pytest
-
 from dpgate.remote import Result, SshNode
 from dpgate.telemetry import NotSupported, TelemetryError
 from dpgate.telemetry.collector import PERF_EVENTS, TelemetryCollector

@@ -9,7 +9,6 @@ counted, the four TMAM level-1 values as printed (percent / 100).
 import os
 
 import pytest
-
 from dpgate.telemetry import TelemetryError
 from dpgate.telemetry.perf import derive, parse_perf_stat
 from dpgate.telemetry.perf_records import Count, Metric
@@ -61,7 +60,7 @@ def test_csv_hybrid_atom_counted_core_not_and_an_impossible_tmam():
     assert (s.ipc_pmu, s.ipc) == ("cpu_atom", pytest.approx(508381 / 775564))      # 0.656, perf: 0.66
     assert "<not counted>" in s.unsupported["cpu_core/cycles/u"].reason
     with pytest.raises(TelemetryError, match="add up to 143.4 %"):              # 87.9+24.0+31.5+0.0
-        s.tmam
+        _ = s.tmam
     d = derive(s, packets=1000)
     assert d["ipc"] == pytest.approx(0.6555, abs=1e-4) and d["cpp_measured"] == pytest.approx(775.564)
 
@@ -190,7 +189,7 @@ def test_tmam_outside_0_100_or_not_summing_is_refused():
     base = "1,,slots,1,100.00,{},%  tma_retiring\n,,,,,{},%  tma_bad_speculation\n" \
            ",,,,,{},%  tma_frontend_bound\n,,,,,{},%  tma_backend_bound\n"
     with pytest.raises(TelemetryError, match="outside 0..100 %"):
-        parse_perf_stat(base.format(150, 0, 0, 0)).tmam        # CSV drops the '-' of -50: 150 alone
+        _ = parse_perf_stat(base.format(150, 0, 0, 0)).tmam        # CSV drops the '-' of -50: 150 alone
     with pytest.raises(TelemetryError, match="add up to 90.0 %"):
-        parse_perf_stat(base.format(40, 5, 15, 30)).tmam
+        _ = parse_perf_stat(base.format(40, 5, 15, 30)).tmam
     assert parse_perf_stat(base.format(40, 5, 15, 40)).tmam.backend_bound == 0.4

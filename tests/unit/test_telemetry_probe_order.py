@@ -6,7 +6,6 @@ and record IPC and the four TMAM values a reader takes from that output.
 """
 
 import pytest
-
 from dpgate.telemetry.collector import TelemetryCollector
 from test_telemetry_collector import PERF_OK, ScriptedTelemetryNode, fixture
 

@@ -26,7 +26,7 @@ from .pcm import (mem_bytes_per_packet, memory_argv, parse_memory, parse_pcie, p
                   probe_pcm, reason_from_output)
 from .perf import CACHE_EVENTS, TMAM_RAW_EVENTS, derive, not_installed, parse_perf_stat, perf_stat_argv, probe_perf
 from .perf_records import Metric
-from .tmam import l1_name, parse_toplev_csv, tmam_from_events
+from .tmam import Tmam, l1_name, parse_toplev_csv, tmam_from_events
 
 PERF_EVENTS = ("cycles", "instructions") + CACHE_EVENTS
 PROBE_S = 0.05
@@ -123,17 +123,18 @@ class Capture:
             vals["ipc_pmu"] = stat.ipc_pmu
         if method and method.startswith("perf"):
             try:
+                pmu: Optional[str] = None
                 if method == "perf-raw-events":
                     missing = [e for e in TMAM_RAW_EVENTS if e in stat.unsupported]
                     if missing:
                         raise TelemetryError(f"{', '.join(missing)} not counted")
-                    tmam = tmam_from_events(stat.counts, self.slots_per_cycle)
+                    tmam: Optional[Tmam] = tmam_from_events(stat.counts, self.slots_per_cycle)
                 else:
                     tmam, pmu = stat.tmam_with_pmu()
-                    if tmam is None:
-                        raise TelemetryError("perf printed no level-1 topdown metrics")
-                    if pmu:
-                        vals["tmam_pmu"] = pmu
+                if tmam is None:
+                    raise TelemetryError("perf printed no level-1 topdown metrics")
+                if pmu:
+                    vals["tmam_pmu"] = pmu
                 vals.update(tmam.as_dict())
             except TelemetryError as err:
                 vals.update({k: NotSupported(f"TMAM ({method}): {err}") for k in TMAM_KEYS})

@@ -12,8 +12,17 @@ from typing import List, Optional
 
 from . import NotSupported
 from .pcm_memory import MemoryStats, mem_bytes_per_packet, parse_memory
-from .pcm_pcie import (BANDWIDTH_COLUMNS, CACHE_LINE, DDIO_EVENTS, WRAP_LIMIT, PcieStats, ddio_miss_rates,
-                       event_key, parse_pcie, pcie_per_packet)
+from .pcm_pcie import (
+    BANDWIDTH_COLUMNS,
+    CACHE_LINE,
+    DDIO_EVENTS,
+    WRAP_LIMIT,
+    PcieStats,
+    ddio_miss_rates,
+    event_key,
+    parse_pcie,
+    pcie_per_packet,
+)
 
 __all__ = ["BANDWIDTH_COLUMNS", "CACHE_LINE", "DDIO_EVENTS", "WRAP_LIMIT", "MemoryStats", "PcieStats",
            "ddio_miss_rates", "event_key", "mem_bytes_per_packet", "memory_argv", "parse_memory", "parse_pcie",

@@ -50,10 +50,10 @@ def _parse_memory_csv(lines: List[str], at: int) -> MemoryStats:
                              "'Date,Time,...' (truncated?)")
     cols: Dict[Tuple[str, str], int] = {}
     for i, name in enumerate(head2):
-        sock = re.fullmatch(r"SKT(\d+)", head1[i].strip()) if i < len(head1) else None
+        skt = re.fullmatch(r"SKT(\d+)", head1[i].strip()) if i < len(head1) else None
         kind = {"Mem Read (MB/s)": "read", "Mem Write (MB/s)": "write"}.get(name.strip())
-        if sock and kind:
-            cols[(sock.group(1), kind)] = i
+        if skt and kind:
+            cols[(skt.group(1), kind)] = i
     if not cols:
         raise TelemetryError("pcm-memory CSV header has no 'SKTn' / 'Mem Read (MB/s)' columns")
     reads: Dict[str, List[float]] = {}
@@ -93,7 +93,7 @@ def parse_memory(text: str) -> MemoryStats:
         raise TelemetryError("pcm-memory output is empty")
     lines = text.splitlines()
     for i, ln in enumerate(lines):
-        if ln.startswith("Date,Time,") or ln.startswith("Date;Time;"):
+        if ln.startswith(("Date,Time,", "Date;Time;")):
             return _parse_memory_csv(lines, i)
     reads: Dict[str, List[float]] = {}
     writes: Dict[str, List[float]] = {}
@@ -105,9 +105,9 @@ def parse_memory(text: str) -> MemoryStats:
         s = re.search(r"Processor socket\s+(\d+)", ln)
         if s:
             sock = s.group(1)
-        m = re.search(r"DRAM Mem (Read|Write)\s*\(MB/s\)\s*:\s*" + num, ln)
-        if m and sock is not None:
-            (reads if m.group(1) == "Read" else writes).setdefault(sock, []).append(float(m.group(2)))
+        dram = re.search(r"DRAM Mem (Read|Write)\s*\(MB/s\)\s*:\s*" + num, ln)
+        if dram and sock is not None:
+            (reads if dram.group(1) == "Read" else writes).setdefault(sock, []).append(float(dram.group(2)))
     if not reads and not writes:
         raise TelemetryError("pcm-memory output has no 'NODE n Mem Read/Write (MB/s)' nor 'SKT n Mem ...' rows nor a "
                              "'Date,Time,...Mem Read (MB/s)' CSV header")

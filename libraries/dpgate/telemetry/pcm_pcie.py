@@ -299,9 +299,9 @@ def parse_pcie(text: str, interval_s: float = 1.0) -> PcieStats:
         raise TelemetryError("pcm-pcie output is empty")
     if not interval_s > 0:
         raise TelemetryError(f"pcm-pcie interval must be > 0 s, got {interval_s!r}")
-    if re.search(r"^\s*Skt\s*\|", text, re.M):
+    if re.search(r"^\s*Skt\s*\|", text, re.MULTILINE):
         return _parse_table(text, interval_s)
-    if re.search(r"^Skt,", text, re.M):
+    if re.search(r"^Skt,", text, re.MULTILINE):
         return _parse_csv(text, interval_s)
     if re.search(r"\bSkt\b", text):
         return _parse_table(text, interval_s)

@@ -29,7 +29,15 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from . import NotSupported, TelemetryError
 from .perf_csv import detect_separator, parse_csv
 from .perf_human import parse_human
-from .perf_records import HYBRID_CORE_PMUS, NOT_SUPPORTED, Count, Metric, Record, group_pmu, split_event
+from .perf_records import (
+    HYBRID_CORE_PMUS,
+    NOT_SUPPORTED,
+    Count,
+    Metric,
+    Record,
+    group_pmu,
+    split_event,
+)
 from .tmam import Tmam, l1_name, tmam_from_perf_metrics
 
 #: Generic cache events counted next to cycles and instructions.
@@ -52,7 +60,7 @@ class PerfStat:
     #: lowest share of the window (percent) each event was counted: below 100 = multiplexed
     running: Dict[str, float] = field(default_factory=dict)
     records: Tuple[Record, ...] = ()
-    intervals: Tuple["PerfStat", ...] = ()
+    intervals: Tuple[PerfStat, ...] = ()
     time: Optional[float] = None
     messages: Tuple[str, ...] = ()
     format: str = "csv"

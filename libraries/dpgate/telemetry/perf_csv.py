@@ -22,8 +22,22 @@ from __future__ import annotations
 import re
 from typing import List, Optional, Sequence, Tuple
 
-from .perf_records import (AGGR_ALONE, AGGR_NR, NOT_COUNTED, NOT_SUPPORTED, THRESHOLDS, TIME, Count, Metric,
-                           Record, error, is_number, is_prose, lines, metric_value)
+from .perf_records import (
+    AGGR_ALONE,
+    AGGR_NR,
+    NOT_COUNTED,
+    NOT_SUPPORTED,
+    THRESHOLDS,
+    TIME,
+    Count,
+    Metric,
+    Record,
+    error,
+    is_number,
+    is_prose,
+    lines,
+    metric_value,
+)
 
 #: separators tried when the caller does not say (perf -x takes any string)
 SEPARATORS = (",", ";", "\t", "|")
@@ -57,9 +71,9 @@ def _prefix(fields: List[str]) -> Tuple[Optional[str], Optional[str], List[str]]
         fields = fields[1:]
     if fields and TIME.match(fields[0]):
         time, fields = fields[0].strip(), fields[1:]
-    if fields and AGGR_NR.match(fields[0]) and len(fields) > 1 and fields[1].isdigit():
-        if _valid_rest(fields[2:]) or not _valid_rest(fields[1:]):
-            return time, fields[0], fields[2:]
+    if fields and AGGR_NR.match(fields[0]) and len(fields) > 1 and fields[1].isdigit() \
+            and (_valid_rest(fields[2:]) or not _valid_rest(fields[1:])):
+        return time, fields[0], fields[2:]
     if fields and (AGGR_ALONE.match(fields[0]) or AGGR_NR.match(fields[0])):
         return time, fields[0], fields[1:]
     if fields and re.match(r"^\S.*-\d+$", fields[0]) and not is_number(fields[0]) and len(fields) > 1 \
@@ -74,17 +88,18 @@ def _valid_rest(rest: Sequence[str]) -> bool:
         and not is_number(rest[1]) and bool(rest[2]) and not is_number(rest[2])
 
 
-def _metric_tail(tail: Sequence[str], n: int, raw: str) -> Optional[Tuple[str, Optional[str], Optional[str]]]:
+def _metric_tail(tail: Sequence[str], n: int, raw: str) -> Optional[Tuple[str, str, Optional[str]]]:
     """(value text, unit, threshold) of ``<metric>,<unit>[,<threshold>]`` + empty padding, or None."""
     t = list(tail)
     while t and t[-1] == "":
         t.pop()
     if not t:
         return None
-    if len(t) >= 3 and t[2] in THRESHOLDS and len(t) == 3:
+    thr: Optional[str] = None
+    if len(t) == 3 and t[2] in THRESHOLDS:
         val, unit, thr = t[0], t[1], t[2]
     elif len(t) == 2:
-        val, unit, thr = t[0], t[1], None
+        val, unit = t[0], t[1]
     else:
         raise error(n, raw, "metric columns are not '<value>,<unit>[,<threshold>]'")
     if not _METRIC_NUM.match(val) or not unit or is_number(unit):

@@ -20,14 +20,27 @@ from __future__ import annotations
 import re
 from typing import List, Optional, Tuple
 
-from .perf_records import (AGGR_ALONE, AGGR_NR, NOT_COUNTED, NOT_SUPPORTED, Count, Metric, Record, error,
-                           is_number, is_prose, lines, metric_value, number)
+from .perf_records import (
+    AGGR_ALONE,
+    AGGR_NR,
+    NOT_COUNTED,
+    NOT_SUPPORTED,
+    Count,
+    Metric,
+    Record,
+    error,
+    is_number,
+    is_prose,
+    lines,
+    metric_value,
+    number,
+)
 
 _TIME = re.compile(r"^\s*(\d+\.\d{9})\s+")
 _VALUE = r"(?P<value><not counted>|<not supported>|-?\d[\d.,']*\d|\d)"
 _RUNNING = re.compile(r"\s*\((?P<pct>\d+(\.\d+)?)%\)\s*$")
 _NOISE = re.compile(r"\s*\(\s*\+-\s*[\d.]+%\s*\)")
-_METRIC = re.compile(r"^#\s*(?P<val>-?\d+(\.\d+)?|-?nan|-?inf)(?P<pct>%)?\s*(?P<unit>.*?)\s*$", re.I)
+_METRIC = re.compile(r"^#\s*(?P<val>-?\d+(\.\d+)?|-?nan|-?inf)(?P<pct>%)?\s*(?P<unit>.*?)\s*$", re.IGNORECASE)
 _SKIP = re.compile(r"^\s*(Performance counter stats for|[\d.]+( \+- [\d.]+)? seconds (time elapsed|user|sys)|"
                    r"#\s+time\s+(counts|[a-z]+\s+cpus\s+counts|cpu\s+counts)|# Table of|# Final result|"
                    r"[\d.]+ \([+-][\d.]+\) #*$)")

@@ -63,8 +63,7 @@ def l1_name(name: str) -> Optional[str]:
     """
     k = name.strip().lstrip("%").strip().lower().replace(" ", "_").replace("-", "_")
     for prefix in ("tma_", "topdown_"):
-        if k.startswith(prefix):
-            k = k[len(prefix):]
+        k = k.removeprefix(prefix)
     return _L1.get(k)
 
 
@@ -97,7 +96,7 @@ def tmam_from_events(events: Mapping[str, float], slots_per_cycle: int = 4) -> T
     need = ["UOPS_RETIRED.RETIRE_SLOTS", "UOPS_ISSUED.ANY", "INT_MISC.RECOVERY_CYCLES",
             "IDQ_UOPS_NOT_DELIVERED.CORE"]
     missing = [e for e in need if e not in ev] + ([] if clk is not None else ["CPU_CLK_UNHALTED.THREAD(_ANY)"])
-    if missing:
+    if missing or clk is None:
         raise TelemetryError(f"TMAM level 1 needs events {', '.join(missing)}")
     slots = slots_per_cycle * float(clk)
     if slots <= 0:
