@@ -6,9 +6,13 @@ Fixture origins: tests/fixtures/telemetry/README.md.
 import os
 
 import pytest
-
 from dpgate.telemetry import TelemetryError
-from dpgate.telemetry.pcm import WRAP_LIMIT, mem_bytes_per_packet, parse_memory, parse_pcie
+from dpgate.telemetry.pcm import (
+    WRAP_LIMIT,
+    mem_bytes_per_packet,
+    parse_memory,
+    parse_pcie,
+)
 from dpgate.telemetry.tmam import parse_toplev_csv
 
 HERE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "telemetry")
