@@ -193,3 +193,19 @@ def test_tmam_outside_0_100_or_not_summing_is_refused():
     with pytest.raises(TelemetryError, match="add up to 90.0 %"):
         _ = parse_perf_stat(base.format(40, 5, 15, 30)).tmam
     assert parse_perf_stat(base.format(40, 5, 15, 40)).tmam.backend_bound == 0.4
+
+
+# -- aggregation modes and -r, recorded on this VM (linux-perf 6.1, LC_ALL=C) ------------
+def test_real_vm_aggregation_modes_and_repeat_noise():
+    r = parse_perf_stat(fixture("perf-stat-vm-repeat-noise.csv"))      # -r 3: '7.24%' before the run time
+    assert r.count("task-clock") == 0.88 and r.count("page-faults") == 59 and r.running["task-clock"] == 100.0
+    assert r.metrics["CPUs utilized"] == 0.028
+    sock = parse_perf_stat(fixture("perf-stat-vm-per-socket.csv"))    # 'S0,2,' id and CPU count
+    assert sock.count("task-clock") == 108.71 and sock.records[0].aggr == "S0"
+    core = parse_perf_stat(fixture("perf-stat-vm-per-core-human.txt"))
+    assert core.count("task-clock") == pytest.approx(56.72 + 56.73)
+    assert [r.aggr for r in core.records if isinstance(r, Count)] == ["S0-D0-C0", "S0-D0-C1"]
+    iv = parse_perf_stat(fixture("perf-stat-vm-interval-per-socket-human.txt"))
+    assert [i.count("task-clock") for i in iv.intervals] == [89.67, 60.36]
+    th = parse_perf_stat(fixture("perf-stat-vm-per-thread.csv"))      # --per-thread: 'bash-10045,'
+    assert th.records[0].aggr == "bash-10045" and "<not counted>" in th.unsupported["task-clock"].reason

@@ -82,6 +82,11 @@ def _prefix(fields: List[str]) -> Tuple[Optional[str], Optional[str], List[str]]
     return time, aggr, fields
 
 
+def _noise(field: str) -> bool:
+    """``-r`` variance column: ``7.24%``."""
+    return field.endswith("%") and is_number(field[:-1])
+
+
 def _valid_rest(rest: Sequence[str]) -> bool:
     """Whether ``rest`` (prefix removed) is an event line's value,unit,event,..."""
     return len(rest) >= 3 and (is_number(rest[0]) or rest[0] in (NOT_COUNTED, NOT_SUPPORTED)) \
@@ -114,14 +119,16 @@ def parse_line(n: int, raw: str, sep: str, group: Optional[str], event: Optional
     if _valid_rest(rest):
         value, unit, name = rest[0], rest[1], rest[2]
         i = 3
-        if len(rest) > 4 and not rest[3].isdigit() and rest[4].isdigit():
-            i = 4                                            # -G: cgroup column
+        if len(rest) > i and rest[i] and not rest[i].isdigit() and not _noise(rest[i]):
+            i += 1                                           # -G: cgroup column
+        if len(rest) > i and _noise(rest[i]):
+            i += 1                                           # -r: variance (perf prints it before run time)
         if len(rest) < i + 2 or not rest[i].isdigit() or not is_number(rest[i + 1]):
             raise error(n, raw, "event line lacks '<run time>,<percent running>' after the event name")
         run_pct = float(rest[i + 1])
         i += 2
-        if i < len(rest) and rest[i].endswith("%") and is_number(rest[i][:-1]):
-            i += 1                                           # -r: variance
+        if i < len(rest) and _noise(rest[i]):
+            i += 1                                           # variance where perf-stat.txt lists it
         if value in (NOT_COUNTED, NOT_SUPPORTED):
             out: List[Record] = [Count(name, None, value, unit, run_pct, time, aggr, n)]
         else:
