@@ -96,6 +96,10 @@ def test_csv_metric_only_topdown_per_core():
     s = parse_perf_stat(text)
     assert s.format == "csv metric-only" and l1(s.tmam) == pytest.approx((0.362, 0.028, 0.21, 0.40))
     assert {r.aggr for r in s.records} == {"S0-C2", "S0-C3"}
+    iv = parse_perf_stat("time,%  tma_retiring,%  tma_bad_speculation,%  tma_frontend_bound,%  tma_backend_bound,\n"
+                         "1.001141351,11.5,6.7,46.9,34.9,\n2.006141972,13.4,8.1,50.4,28.1,\n")   # 6.3 doc values
+    assert [round(i.tmam.retiring, 3) for i in iv.intervals] == [0.115, 0.134]
+    assert iv.tmam.backend_bound == pytest.approx((34.9 + 28.1) / 200)
     with pytest.raises(TelemetryError, match="line 2: 3 metric-only values"):
         parse_perf_stat("time,%  tma_retiring,%  tma_backend_bound,\n1.000000001,11.5,34.9,46.9,\n")
 
