@@ -213,3 +213,13 @@ def test_real_vm_aggregation_modes_and_repeat_noise():
     assert [i.count("task-clock") for i in iv.intervals] == [89.67, 60.36]
     th = parse_perf_stat(fixture("perf-stat-vm-per-thread.csv"))      # --per-thread: 'bash-10045,'
     assert th.records[0].aggr == "bash-10045" and "<not counted>" in th.unsupported["task-clock"].reason
+
+
+def test_human_output_in_a_decimal_comma_locale_is_read_not_misread():
+    # built from print_counter_value_std ("%'18.0f", "%'18.2f") and print_metric_std under de_DE
+    text = ("         1.234.567      cycles                           #    0,638 GHz\n"
+            "         2.469.134      instructions                     #    2,00  insn per cycle\n"
+            "            226,13 msec task-clock                       #    0,006 CPUs utilized\n")
+    s = parse_perf_stat(text)
+    assert s.count("cycles") == 1234567 and s.count("task-clock") == 226.13
+    assert s.ipc == 2.0 and s.metrics["insn per cycle"] == 2.0 and s.metrics["CPUs utilized"] == 0.006

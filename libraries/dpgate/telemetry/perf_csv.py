@@ -89,7 +89,8 @@ def _noise(field: str) -> bool:
 
 def _valid_rest(rest: Sequence[str]) -> bool:
     """Whether ``rest`` (prefix removed) is an event line's value,unit,event,..."""
-    return len(rest) >= 3 and (is_number(rest[0]) or rest[0] in (NOT_COUNTED, NOT_SUPPORTED)) \
+    return len(rest) >= 3 and rest[0] == rest[0].strip() and rest[2] == rest[2].strip() \
+        and (is_number(rest[0]) or rest[0] in (NOT_COUNTED, NOT_SUPPORTED)) \
         and not is_number(rest[1]) and bool(rest[2]) and not is_number(rest[2])
 
 
@@ -159,7 +160,7 @@ def parse_line(n: int, raw: str, sep: str, group: Optional[str], event: Optional
 
 
 def _split(raw: str, sep: str) -> List[str]:
-    return _join_event_terms([f.strip(" ") for f in raw.split(sep)], sep)
+    return _join_event_terms(raw.rstrip(" ").split(sep), sep)
 
 
 def _values_row(fields: Sequence[str]) -> bool:
