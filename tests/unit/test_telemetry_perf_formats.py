@@ -170,7 +170,8 @@ def test_human_metric_only_header_wider_than_its_columns():
 
 # -- refusals ----------------------------------------------------------------------------
 @pytest.mark.parametrize("text, words", [
-    ('{"counter-value" : "1.0", "event" : "cycles"}\n', "JSON"),
+    ('{"counter-value" : "1.0", "event" : "cycles"\n', "line 1: not valid JSON"),
+    ('{"counter-value" : "lots", "event" : "cycles"}\n', "line 1: counter-value 'lots' is not a number"),
     ("0,51,msec,task-clock,505872,100.00,0,101,CPUs utilized\n", "line 1: a decimal comma.*LC_ALL=C"),
     ("1200,,cycles,1000,100.00,,\nGARBAGE 12 34\n", "line 2"),
     ("1200,,cycles,1000,100.00,,\n3000,,instructions,1000,100.00,2.5,insn per cycle,extra,more\n", "line 2"),
@@ -223,3 +224,24 @@ def test_human_output_in_a_decimal_comma_locale_is_read_not_misread():
     s = parse_perf_stat(text)
     assert s.count("cycles") == 1234567 and s.count("task-clock") == 226.13
     assert s.ipc == 2.0 and s.metrics["insn per cycle"] == 2.0 and s.metrics["CPUs utilized"] == 0.006
+
+
+# -- JSON (-j) ---------------------------------------------------------------------------
+def test_json_65_group_headers_nan_and_hybrid():
+    s = parse_perf_stat(fixture("perf-stat-6.5-spr-default.json"))
+    assert s.format == "json" and s.ipc == pytest.approx(38620409 / 48433482)     # perf: 0.797391
+    assert l1(s.tmam) == pytest.approx((0.15251513, 0.02771783, 0.12026074, 0.69950631))
+    h = parse_perf_stat(fixture("perf-stat-6.5-adl-hybrid-default.json"))
+    assert (h.ipc_pmu, h.ipc) == ("cpu_core", pytest.approx(15489913 / 18685492))  # perf: 0.828981
+    t, pmu = h.tmam_with_pmu()
+    assert pmu == "cpu_atom" and l1(t) == pytest.approx((0.05374638, 0.13719821, 0.41016738, 0.39327764))
+
+
+def test_json_real_vm_not_supported_and_interval_per_cpu():
+    s = parse_perf_stat(fixture("perf-stat-vm-json.txt"))
+    assert "cycles" in s.unsupported and s.count("task-clock") == pytest.approx(0.640982)
+    i = parse_perf_stat(fixture("perf-stat-vm-json-interval-per-cpu.txt"))
+    assert len(i.intervals) == 2 and {r.aggr for r in i.records} == {"CPU0", "CPU1"}
+    assert i.count("task-clock") == pytest.approx(sum(r.value for r in i.records if isinstance(r, Count)))
+    with pytest.raises(TelemetryError, match="no event lines"):
+        parse_perf_stat("{}\n")                                  # -j --metric-only with nothing countable

@@ -1,11 +1,11 @@
 """``perf stat`` output in every format perf prints: counts, metrics, IPC, TMAM level 1.
 
-:func:`parse_perf_stat` reads human-readable output and ``-x<sep>`` CSV (separator
-detected; ``sep=`` forces one), with or without ``-I`` intervals, aggregation ids
+:func:`parse_perf_stat` reads human-readable output, ``-x<sep>`` CSV (separator
+detected; ``sep=`` forces one) and ``-j`` JSON, with or without ``-I`` intervals, aggregation ids
 (``-A``, ``--per-core``...), metric lines with or without the perf >= 6.13 threshold
 column, perf >= 6.5 metric group headers, ``--metric-only`` / ``--topdown`` tables and
 hybrid PMUs (``cpu_core/cycles/``, ``cpu_atom/cycles/``). Formats: linux
-``tools/perf/util/stat-display.c`` (see :mod:`.perf_csv`, :mod:`.perf_human` and
+``tools/perf/util/stat-display.c`` (see :mod:`.perf_csv`, :mod:`.perf_human`, :mod:`.perf_json` and
 docs/telemetry.md). Any line that is none of these and not one of perf's own messages is
 a :class:`TelemetryError` naming the line.
 
@@ -29,6 +29,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from . import NotSupported, TelemetryError
 from .perf_csv import detect_separator, parse_csv
 from .perf_human import parse_human
+from .perf_json import parse_json
 from .perf_records import (
     HYBRID_CORE_PMUS,
     NOT_SUPPORTED,
@@ -36,6 +37,7 @@ from .perf_records import (
     Metric,
     Record,
     group_pmu,
+    is_prose,
     split_event,
 )
 from .tmam import Tmam, l1_name, tmam_from_perf_metrics
@@ -179,19 +181,21 @@ def _build(records: Sequence[Record], messages: Tuple[str, ...], fmt: str, time:
 
 
 def parse_perf_stat(text: str, sep: Optional[str] = None) -> PerfStat:
-    """Parse ``perf stat`` output (human or ``-x`` CSV, any version); see the module doc."""
+    """Parse ``perf stat`` output (human, ``-x`` CSV or ``-j`` JSON, any version); see the module doc."""
     if text is None or not text.strip():
         raise TelemetryError("perf stat output has no event lines (empty or truncated)")
-    if text.lstrip().startswith("{"):
-        raise TelemetryError("perf stat JSON output (-j) is not read here: run perf stat with -x, instead")
-    if sep is None:
-        sep = detect_separator(text)
-    if sep:
-        records, messages = parse_csv(text, sep)
-        fmt = "csv"
+    first = next((ln.strip() for ln in text.splitlines() if ln.strip() and not is_prose(ln)), "")
+    if sep is None and first.startswith("{"):
+        records, messages = parse_json(text)
+        fmt = "json"
     else:
-        records, messages = parse_human(text)
-        fmt = "human"
+        sep = sep or detect_separator(text)
+        if sep:
+            records, messages = parse_csv(text, sep)
+            fmt = "csv"
+        else:
+            records, messages = parse_human(text)
+            fmt = "human"
     if records and not any(isinstance(r, Count) for r in records):
         fmt += " metric-only"
     if not records:
