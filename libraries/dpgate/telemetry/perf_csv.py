@@ -33,7 +33,6 @@ from .perf_records import (
     Metric,
     Record,
     error,
-    is_number,
     is_prose,
     lines,
     metric_value,
@@ -43,6 +42,12 @@ from .perf_records import (
 SEPARATORS = (",", ";", "\t", "|")
 _AGGR_WORDS = ("time", "core", "cpus", "die", "socket", "node", "cpu", "comm-pid", "cache", "cluster")
 _METRIC_NUM = re.compile(r"^(\d+(\.\d*)?|\.\d+)?$")
+_CSV_NUM = re.compile(r"^-?\d+(\.\d+)?([eE][+-]?\d+)?$")
+
+
+def is_number(text: str) -> bool:
+    """A CSV number as perf prints it (``%.0f``, ``%.2f``, ``%lu``): no grouping, no padding."""
+    return bool(_CSV_NUM.match(text))
 
 
 def _join_event_terms(fields: List[str], sep: str) -> List[str]:
@@ -133,7 +138,7 @@ def parse_line(n: int, raw: str, sep: str, group: Optional[str], event: Optional
         if value in (NOT_COUNTED, NOT_SUPPORTED):
             out: List[Record] = [Count(name, None, value, unit, run_pct, time, aggr, n)]
         else:
-            out = [Count(name, float(value.replace(",", ".")), "counted", unit, run_pct, time, aggr, n)]
+            out = [Count(name, float(value), "counted", unit, run_pct, time, aggr, n)]
         m = _metric_tail(rest[i:], n, raw)
         if m is not None:
             out.append(Metric(m[1], metric_value(m[0]), group, m[2], name, time, aggr, n))
