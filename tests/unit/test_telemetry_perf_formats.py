@@ -79,6 +79,7 @@ def test_csv_real_vm_interval_not_counted_and_semicolon():
     assert [round(i.time, 3) for i in s.intervals] == [0.050, 0.101, 0.124]
     assert s.intervals[0].count("task-clock") == 0.68 and "task-clock" in s.intervals[1].unsupported
     assert s.count("task-clock") == pytest.approx(0.75) and s.count("context-switches") == 1
+    assert s.partial == ("task-clock", "context-switches")          # a lower bound: one interval did not count
     v = parse_perf_stat(fixture("perf-stat-vm-semicolon.txt"))
     assert v.count("task-clock") == 0.59 and v.metrics["CPUs utilized"] == 0.011
 

@@ -66,6 +66,9 @@ class PerfStat:
     time: Optional[float] = None
     messages: Tuple[str, ...] = ()
     format: str = "csv"
+    #: events counted on some lines (intervals, CPUs) and <not counted> on others: their
+    #: count is the sum of the lines that counted, a lower bound
+    partial: Tuple[str, ...] = ()
 
     def count(self, event: str) -> Optional[float]:
         return self.counts.get(event)
@@ -174,10 +177,11 @@ def _build(records: Sequence[Record], messages: Tuple[str, ...], fmt: str, time:
                 unsupported.setdefault(rec.event, NotSupported(f"{rec.event} {rec.status} ({why})"))
         elif rec.value is not None:
             metrics.setdefault(rec.name, []).append(rec.value)
+    partial = tuple(e for e in counts if e in unsupported)
     for event in counts:
         unsupported.pop(event, None)
     return PerfStat(counts, unsupported, {k: sum(v) / len(v) for k, v in metrics.items()}, running,
-                    tuple(records), intervals, time, messages, fmt)
+                    tuple(records), intervals, time, messages, fmt, partial)
 
 
 def parse_perf_stat(text: str, sep: Optional[str] = None) -> PerfStat:
