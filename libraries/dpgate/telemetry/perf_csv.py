@@ -30,6 +30,8 @@ from .perf_records import (
     THRESHOLDS,
     TIME,
     Count,
+    GroupHeader,
+    Line,
     Metric,
     Record,
     error,
@@ -118,7 +120,7 @@ def _metric_tail(tail: Sequence[str], n: int, raw: str) -> Optional[Tuple[str, s
     return val, unit, thr
 
 
-def parse_line(n: int, raw: str, sep: str, group: Optional[str], event: Optional[str]) -> List[Record]:
+def parse_line(n: int, raw: str, sep: str, group: Optional[str], event: Optional[str]) -> List[Line]:
     """Records of one CSV line (event, metric continuation, group header). Raises on others."""
     fields = _split(raw, sep)
     time, aggr, rest = _prefix(fields)
@@ -136,7 +138,7 @@ def parse_line(n: int, raw: str, sep: str, group: Optional[str], event: Optional
         if i < len(rest) and _noise(rest[i]):
             i += 1                                           # variance where perf-stat.txt lists it
         if value in (NOT_COUNTED, NOT_SUPPORTED):
-            out: List[Record] = [Count(name, None, value, unit, run_pct, time, aggr, n)]
+            out: List[Line] = [Count(name, None, value, unit, run_pct, time, aggr, n)]
         else:
             out = [Count(name, float(value), "counted", unit, run_pct, time, aggr, n)]
         m = _metric_tail(rest[i:], n, raw)
@@ -146,7 +148,7 @@ def parse_line(n: int, raw: str, sep: str, group: Optional[str], event: Optional
     # ,<run>,<pct>,,,,<group>[,]   (perf >= 6.5) and ,<run>,<pct>,,,<metric>,<unit> (hybrid)
     if len(rest) >= 7 and rest[0] == "" and rest[1].isdigit() and is_number(rest[2]) and not any(rest[3:5]):
         if rest[5] == "" and rest[6] and not is_number(rest[6]) and not any(rest[7:]):
-            return [("group", rest[6])]  # type: ignore[list-item]
+            return [GroupHeader(rest[6], n)]
         m = _metric_tail(rest[5:], n, raw)
         if m is not None:
             return [Metric(m[1], metric_value(m[0]), group, m[2], None, time, aggr, n)]
@@ -274,8 +276,8 @@ def parse_csv(text: str, sep: str) -> Tuple[List[Record], List[str]]:
             messages.append(line)
             continue
         for rec in parse_line(n, raw, sep, group, event):
-            if isinstance(rec, tuple):
-                group = rec[1]
+            if isinstance(rec, GroupHeader):
+                group = rec.name
                 continue
             if isinstance(rec, Count):
                 event = rec.event

@@ -26,6 +26,8 @@ from .perf_records import (
     NOT_COUNTED,
     NOT_SUPPORTED,
     Count,
+    GroupHeader,
+    Line,
     Metric,
     Record,
     error,
@@ -73,8 +75,8 @@ def _metric(text: str, n: int, raw: str, group: Optional[str], event: Optional[s
     return Metric(m.group("unit"), metric_value(m.group("val").replace(",", ".")), group, None, event, time, aggr, n)
 
 
-def parse_line(n: int, raw: str, group: Optional[str], event: Optional[str]) -> List[object]:
-    """Records of one human-readable line; ``("group", name)`` for a group header."""
+def parse_line(n: int, raw: str, group: Optional[str], event: Optional[str]) -> List[Line]:
+    """Records of one human-readable line (a GroupHeader for a perf >= 6.5 group header)."""
     time, aggr, s = _prefix(raw)
     running = None
     m = _RUNNING.search(s)
@@ -106,11 +108,13 @@ def parse_line(n: int, raw: str, group: Optional[str], event: Optional[str]) -> 
             except ValueError:
                 raise error(n, raw, f"count {value!r} of {name!r} is not a number perf prints") from None
         met = _metric("#" + tail if _sep else "", n, raw, group, name, time, aggr)
-        return [cnt] + ([met] if met else [])
+        lines_: List[Line] = [cnt]
+        return lines_ + ([met] if met else [])
     head, _sep, tail = s.partition("#")
     if _sep and head.strip() and not is_number(head.split()[0]):   # perf >= 6.5 group header
         met = _metric("#" + tail, n, raw, head.strip(), None, time, aggr)
-        return [("group", head.strip())] + ([met] if met else [])
+        header: List[Line] = [GroupHeader(head.strip(), n)]
+        return header + ([met] if met else [])
     raise error(n, raw, "not a perf stat line ('<count> [<unit>] <event> [# <metric>]')")
 
 
@@ -186,10 +190,10 @@ def parse_human(text: str) -> Tuple[List[Record], List[str]]:
             messages.append(s)
             continue
         for rec in parse_line(n, raw, group, event):
-            if isinstance(rec, tuple):
-                group = rec[1]
+            if isinstance(rec, GroupHeader):
+                group = rec.name
                 continue
             if isinstance(rec, Count):
                 event, group = rec.event, None
-            out.append(rec)  # type: ignore[arg-type]
+            out.append(rec)
     return out, messages

@@ -75,6 +75,17 @@ class Metric:
 Record = Union[Count, Metric]
 
 
+@dataclass(frozen=True)
+class GroupHeader:
+    """A metric group header line (perf >= 6.5 default mode): the metrics below belong to it."""
+
+    name: str
+    line: int = 0
+
+
+Line = Union[Count, Metric, GroupHeader]
+
+
 def number(text: str) -> float:
     """A number as perf printed it, locale grouping included.
 
