@@ -246,3 +246,11 @@ def test_json_real_vm_not_supported_and_interval_per_cpu():
     assert i.count("task-clock") == pytest.approx(sum(r.value for r in i.records if isinstance(r, Count)))
     with pytest.raises(TelemetryError, match="no event lines"):
         parse_perf_stat("{}\n")                                  # -j --metric-only with nothing countable
+
+
+def test_hybrid_cache_misses_come_from_the_ipc_pmu():
+    text = ("6766433,,cpu_core/cycles/,16067551558,100.00,,\n4688595,,cpu_core/instructions/,16067558976,100.00,,\n"
+            "<not counted>,,cpu_atom/cycles/,0,0.00,,\n<not counted>,,cpu_atom/instructions/,0,0.00,,\n"
+            "1300,,cpu_core/cache-misses/,16067558976,100.00,,\n<not counted>,,cpu_atom/cache-misses/,0,0.00,,\n")
+    d = derive(parse_perf_stat(text), packets=100)      # built from the 6.5 hybrid CSV's layout
+    assert d["ipc"] == pytest.approx(4688595 / 6766433) and d["cache_misses_per_packet"] == 13.0

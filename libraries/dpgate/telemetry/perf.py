@@ -285,7 +285,10 @@ def derive(stat: PerfStat, packets: float) -> Dict[str, object]:
         out["ipc"] = ins / cyc
         out["ipp"] = ins / packets if packets else NotSupported("no packets forwarded")
         out["cpp_measured"] = cyc / packets if packets else NotSupported("no packets forwarded")
+    pmu = cc[2] if cc else None
     for key, event in (("cache_misses_per_packet", "cache-misses"), ("llc_load_misses_per_packet", "LLC-load-misses")):
+        if pmu and event not in stat.counts and event not in stat.unsupported:   # hybrid: the IPC's PMU
+            event = next((k for k in [*stat.counts, *stat.unsupported] if split_event(k) == (pmu, event)), event)
         v = stat.get(event)
         if isinstance(v, NotSupported):
             if event in stat.unsupported:
