@@ -3,6 +3,7 @@
 import os
 
 import pytest
+
 from dpgate.telemetry import NotSupported, TelemetryError, TelemetryRecord
 from dpgate.telemetry.collector import TelemetryCollector
 from dpgate.telemetry.pcm import (
@@ -78,7 +79,7 @@ def test_perf_argv_is_a_list_on_the_sut_cpus():
 
 
 class CannedNode:
-    """Test double of a dpgate.remote node: answers every command with one canned Result."""
+    """Test double of a dpgate.exec.remote node: answers every command with one canned Result."""
 
     def __init__(self, returncode=0, stdout="", stderr="", raises=None):
         self.result = (returncode, stdout, stderr)
@@ -86,7 +87,7 @@ class CannedNode:
         self.calls = []
 
     def run(self, argv, timeout=30.0, check=True):
-        from dpgate.remote import Result
+        from dpgate.exec.remote import Result
 
         self.calls.append(list(argv))
         if self.raises is not None:
@@ -95,7 +96,7 @@ class CannedNode:
 
 
 def test_probe_perf_on_this_host_or_a_missing_tool():
-    from dpgate.errors import EnvironmentProblem
+    from dpgate.model.errors import EnvironmentProblem
 
     missing = CannedNode(raises=EnvironmentProblem("required tool 'perf' not found: install it with "
                                                    "'apt-get install linux-perf'"))

@@ -10,6 +10,7 @@ import os
 import random
 
 import pytest
+
 from dpgate.telemetry import TelemetryError
 from dpgate.telemetry.pcm import parse_memory, parse_pcie
 from dpgate.telemetry.perf import parse_perf_stat

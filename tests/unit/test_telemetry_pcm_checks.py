@@ -6,6 +6,7 @@ Fixture origins: tests/fixtures/telemetry/README.md.
 import os
 
 import pytest
+
 from dpgate.telemetry import TelemetryError
 from dpgate.telemetry.pcm import (
     WRAP_LIMIT,

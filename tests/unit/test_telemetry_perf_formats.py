@@ -9,6 +9,7 @@ counted, the four TMAM level-1 values as printed (percent / 100).
 import os
 
 import pytest
+
 from dpgate.telemetry import TelemetryError
 from dpgate.telemetry.perf import derive, parse_perf_stat
 from dpgate.telemetry.perf_records import Count, Metric

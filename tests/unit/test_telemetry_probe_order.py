@@ -6,8 +6,9 @@ and record IPC and the four TMAM values a reader takes from that output.
 """
 
 import pytest
-from dpgate.telemetry.collector import TelemetryCollector
 from test_telemetry_collector import PERF_OK, ScriptedTelemetryNode, fixture
+
+from dpgate.telemetry.collector import TelemetryCollector
 
 MISSING_GROUP = fixture("perf-stat-vm-metric-group-missing.csv")   # real: "Cannot find metric or group"
 
