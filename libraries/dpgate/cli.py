@@ -3,7 +3,12 @@
     dpgate trial --topology topologies/embedded.yaml --sut linux-ip4 --rate 50kpps \\
                  --duration 2 --frame-size 64 [--json]
     dpgate suts                      # list the embedded SUTs
-    dpgate cleanup [--prefix dpg0-]  # remove leftovers of a killed run
+    dpgate cleanup [--prefix dpg0-] [--force]  # remove leftovers of a killed run
+
+A run owns its testbed for its whole life (``dpgate.exec.lock``): a second run on the same
+prefix waits up to ``--wait-testbed`` (default 10m) with a progress line every 30 s, then
+fails with one error naming the holder; ``cleanup`` refuses a live owner's testbed unless
+``--force``.
 
 ``dpgate trial`` and its JSON keys (the TrialResult field names) are public: stable.
 Exit codes: 0 ok, 2 bad input, 3 environment problem, 4 trial/SUT failure, 130/143
@@ -67,6 +72,20 @@ def _rate(text: str):
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+def _wait(text: str) -> float:
+    from .exec.lock import parse_wait
+
+    try:
+        return parse_wait(text)
+    except ConfigError as err:
+        raise argparse.ArgumentTypeError(err.reason) from None
+
+
+def add_wait_option(parser) -> None:
+    parser.add_argument("--wait-testbed", type=_wait, default="10m", metavar="DURATION",
+                        help="wait this long for a testbed another run owns, e.g. 90s, 10m, 0 (default 10m)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="dpgate", description="Gate CI on data-plane performance.")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -82,11 +101,14 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--prefix", default=None, help="namespace prefix (default: the topology's)")
     t.add_argument("--no-calibrate", action="store_true", help="skip measuring the generator ceiling")
     t.add_argument("--json", action="store_true", help="print one JSON object (TrialResult fields)")
+    add_wait_option(t)
 
     sub.add_parser("suts", help="list the embedded SUTs")
 
     c = sub.add_parser("cleanup", help="remove namespaces/processes left by a killed run")
     c.add_argument("--prefix", default="dpg")
+    c.add_argument("--force", action="store_true",
+                   help="also remove testbeds a live run owns (that run will fail)")
 
     from . import compare, gate, report
 
@@ -98,15 +120,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cmd_trial(args) -> int:
     from .embedded import EmbeddedSession
+    from .exec.lock import hold_testbed
 
     session = EmbeddedSession(
         args.topology, args.sut, frame_size=args.frame_size, flows=args.flows,
         bidirectional=args.bidirectional, prefix=args.prefix,
         calibrate=not args.no_calibrate or args.rate.percent is not None,
     )
-    with session:
-        load = args.rate.resolve(session.max_pps)
-        result = session.measure(load, args.duration)
+    lock = hold_testbed(session.topology.prefix, args.wait_testbed, "dpgate trial")
+    try:
+        with session:
+            load = args.rate.resolve(session.max_pps)
+            result = session.measure(load, args.duration)
+    finally:
+        lock.release()
     if args.json:
         print(json.dumps(result.to_dict(), sort_keys=True))
     else:
@@ -141,10 +168,23 @@ def cmd_suts(args) -> int:
 
 
 def cmd_cleanup(args) -> int:
+    from .exec.lock import Busy, live_testbeds, testbed_lock
     from .testbed import check_environment, cleanup_prefix
 
     check_environment(tools=("ip",))
-    removed = cleanup_prefix(args.prefix)
+    live = live_testbeds(args.prefix)
+    if live and not args.force:
+        name, owner = live[0]
+        raise Busy(f"testbed {name} is in use by {owner.describe()}: not cleaning it up; wait for that run "
+                   f"to end, or pass --force to remove it anyway (that run will fail)", owner)
+    for name, owner in live:
+        print(f"dpgate: --force: removing testbed {name} of the live run pid {owner.pid}", file=sys.stderr)
+    lock = None if live else testbed_lock(args.prefix).acquire(wait=0, command="dpgate cleanup")
+    try:
+        removed = cleanup_prefix(args.prefix)
+    finally:
+        if lock is not None:
+            lock.release()
     print("removed: " + (", ".join(removed) if removed else "nothing"))
     return 0
 

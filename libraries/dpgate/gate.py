@@ -13,6 +13,11 @@ MRR against the history of the same test and testbed (``dpgate compare`` rules) 
 on a regression; after the run its passing tests are added to the store (not with
 ``--no-history-add``, and never runs with injected faults).
 
+The gate owns its output directory and its embedded testbed for its whole life
+(``dpgate.exec.lock``): a second gate into the same ``--outdir`` is refused at once naming
+the holder; one on a busy testbed waits up to ``--wait-testbed`` (default 10m). Robot, the
+gate's child, inherits the testbed lock (``DPGATE_LOCKS_HELD`` and the lock's open file).
+
 Exit codes: 0 all gates passed (skips allowed), 1 a gate failed or a test errored,
 2 bad input, 3 environment problem, 130/143 interrupted (results and JUnit still written).
 """
@@ -55,6 +60,9 @@ def add_parser(sub) -> None:
     g.add_argument("--mrr-trials", type=int, default=None, help="MRR trials after each search (default 3; 0 = none)")
     g.add_argument("--sut-cpu-steal", type=_percent("--sut-cpu-steal"), default=0.0,
                    help="fault injection: take this %% of the SUT core(s) away (shows the regression check works)")
+    from .cli import add_wait_option
+
+    add_wait_option(g)
     g.set_defaults(func=cmd_gate)
 
 
@@ -112,7 +120,8 @@ def robot_argv(args) -> List[str]:
     return argv + list(args.suites)
 
 
-def preflight(args) -> None:
+def preflight(args):
+    """Check the input and the machine; returns the topology."""
     from .testbed import check_environment
     from .thresholds import load_thresholds
     from .topology import load_topology
@@ -121,9 +130,25 @@ def preflight(args) -> None:
         if not os.path.exists(s):
             raise ConfigError(f"suite path {s!r} does not exist", path="suites")
     load_thresholds(args.thresholds or "variables/embedded.yaml")
-    topo = load_topology(args.topology or "topologies/embedded.yaml", args.prefix)
+    var_prefix = [v.split(":", 1)[1] for v in args.variable if v.startswith("PREFIX:")]
+    topo = load_topology(args.topology or "topologies/embedded.yaml", args.prefix or (var_prefix or [None])[-1])
     if topo.kind == "embedded":
         check_environment()
+    return topo
+
+
+def take_ownership(args, topo) -> List:
+    """Lock the output directory (no wait) and the embedded testbed (``--wait-testbed``)."""
+    from .exec.lock import hold_testbed, outdir_lock
+
+    locks = [outdir_lock(os.path.abspath(args.outdir)).acquire(wait=0, command="dpgate gate")]
+    try:
+        if topo.kind == "embedded":
+            locks.append(hold_testbed(topo.prefix, getattr(args, "wait_testbed", None), "dpgate gate"))
+    except BaseException:
+        locks[0].release()
+        raise
+    return locks
 
 
 def fresh_outdir(outdir: str) -> None:
@@ -137,7 +162,17 @@ def fresh_outdir(outdir: str) -> None:
 
 
 def cmd_gate(args) -> int:
-    preflight(args)
+    locks = take_ownership(args, preflight(args))
+    try:
+        return _run_gate(args, locks)
+    finally:
+        for lock in reversed(locks):
+            lock.release()
+
+
+def _run_gate(args, locks) -> int:
+    from .exec.lock import inherit
+
     fresh_outdir(args.outdir)
     junit = args.junit or os.path.join(args.outdir, "junit.xml")
     if args.commit:
@@ -146,7 +181,10 @@ def cmd_gate(args) -> int:
     # reaches it once, through us. Robot treats a second signal as "stop now, skip
     # teardowns", so only the first one is forwarded at once; a repeated signal to us
     # is forwarded as the user's insistence. If we die, the kernel sends Robot SIGTERM.
-    proc = subprocess.Popen(robot_argv(args), start_new_session=True, preexec_fn=_die_with_parent)
+    env = dict(os.environ)
+    fds = inherit(env, *locks[1:])  # Robot's testbed set-up must not wait for its own parent
+    proc = subprocess.Popen(robot_argv(args), start_new_session=True, preexec_fn=_die_with_parent,
+                            env=env, pass_fds=fds)
     interrupted: Optional[int] = None
     received = 0
 

@@ -1,7 +1,8 @@
 """The embedded testbed: network namespaces and veth pairs on this machine.
 
-``EmbeddedTestbed(topology).up()`` removes leftovers of an earlier run with the same
-prefix, creates the TG and SUT namespaces and the veth links, and applies the kernel
+``EmbeddedTestbed(topology).up()`` takes the testbed's lock (``dpgate.exec.lock``: a run
+on a busy prefix waits, then fails naming the holder), removes leftovers of an earlier run
+with the same prefix (its owner is dead, or we could not hold the lock), creates the TG and SUT namespaces and the veth links, and applies the kernel
 settings that keep the SUT's work on the SUT core (see docs and the facts note):
 TSO off on TG ports, GRO on and threaded NAPI on SUT ports with the NAPI threads pinned
 to the SUT core, IPv6 off (no stray ND frames in the counters), br_netfilter off in the
@@ -96,6 +97,7 @@ class EmbeddedTestbed:
         self.napi_threaded = napi_threaded
         self.is_up = False
         self.workdir = run_dir(topology.prefix)
+        self._lock = None
 
     # -- names -------------------------------------------------------------
     @property
@@ -125,7 +127,11 @@ class EmbeddedTestbed:
                     f"{self.topology.source}: nodes.{role}.cpus: CPU {bad[0]} does not exist on this machine "
                     f"(it has {ncpu}: 0..{ncpu - 1}); edit the topology"
                 )
-        cleanup_prefix(self.topology.prefix)
+        from .exec.lock import hold_testbed
+
+        if self._lock is None:
+            self._lock = hold_testbed(self.topology.prefix)  # re-entrant: the CLI may hold it already
+        cleanup_prefix(self.topology.prefix)  # we own the testbed: what is there is a dead run's
         os.makedirs(self.workdir, exist_ok=True)
         try:
             self._build()
@@ -193,8 +199,13 @@ class EmbeddedTestbed:
 
     def down(self) -> Dict[str, List[str]]:
         """Kill everything in our namespaces and delete them. Idempotent."""
-        removed = cleanup_prefix(self.topology.prefix)
-        self.is_up = False
+        try:
+            removed = cleanup_prefix(self.topology.prefix)
+        finally:
+            self.is_up = False
+            lock, self._lock = self._lock, None
+            if lock is not None:
+                lock.release()
         return {"namespaces": removed}
 
     def __enter__(self) -> "EmbeddedTestbed":

@@ -329,6 +329,24 @@ class FileLock:
         self.release()
 
 
+WAIT_ENV = "DPGATE_WAIT_TESTBED"
+
+
+def default_wait() -> float:
+    """The busy-testbed wait of library users (Robot, pabot): ``DPGATE_WAIT_TESTBED`` or 10 min."""
+    raw = os.environ.get(WAIT_ENV)
+    return parse_wait(raw) if raw else DEFAULT_WAIT_S
+
+
+def to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def hold_testbed(prefix: str, wait: Optional[float] = None, command: Optional[str] = None) -> FileLock:
+    """Acquire testbed ``prefix`` for this process, waiting with progress lines on stderr."""
+    return testbed_lock(prefix).acquire(default_wait() if wait is None else wait, to_stderr, command)
+
+
 def testbed_lock(prefix: str) -> FileLock:
     """The lock of the embedded testbed with namespace prefix ``prefix``."""
     return FileLock(testbed_lock_path(prefix), f"testbed {prefix}", overlap_dir=lock_dir())
