@@ -207,3 +207,29 @@ def test_doctests():
     import doctest
 
     assert doctest.testmod(lock).failed == 0
+
+
+def test_gate_takes_outdir_then_testbed_and_gives_the_outdir_back_when_the_testbed_stays_busy(tmp_path):
+    from types import SimpleNamespace
+
+    from dpgate.gate import take_ownership
+
+    topo = SimpleNamespace(kind="embedded", prefix="lk9-")
+    args = SimpleNamespace(outdir=str(tmp_path / "res"), wait_testbed=0.0)
+    p = holder_process("lk9-")
+    try:
+        with pytest.raises(lock.Busy, match=rf"^testbed lk9- is in use by pid {p.pid}, `dpgate gate`"):
+            take_ownership(args, topo)
+        assert lock.outdir_lock(args.outdir).holder() is None  # not kept while failing
+    finally:
+        stop(p)
+    locks = take_ownership(args, topo)
+    assert [lk.owner.command for lk in locks] == ["dpgate gate", "dpgate gate"]
+    env = {}
+    fds = lock.inherit(env, *locks[1:])
+    assert env[lock.INHERIT_ENV] == f"lk9-.lock={locks[1].owner.token}" and fds == (locks[1].fd,)
+    for lk in reversed(locks):
+        lk.release()
+    lab = take_ownership(args, SimpleNamespace(kind="lab-2node", prefix="dpg0-"))
+    assert len(lab) == 1  # a lab topology: the DUT/TRex locks are the lab keywords' business
+    lab[0].release()
