@@ -15,7 +15,6 @@ import subprocess
 import time
 
 import pytest
-
 from dpgate.exec.lock import holder
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

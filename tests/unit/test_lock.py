@@ -14,7 +14,6 @@ import sys
 import time
 
 import pytest
-
 from dpgate.errors import ConfigError
 from dpgate.exec import lock
 
@@ -155,9 +154,11 @@ def test_a_child_without_the_token_waits_like_anyone_else():
 
 def test_outdir_lock_refuses_a_second_run_into_the_same_directory(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.path.abspath(LIBRARIES))
-    code = ("import sys, time; from dpgate.exec import lock; lock.outdir_lock(sys.argv[1]).acquire(command='dpgate gate');"
+    code = ("import sys, time; from dpgate.exec import lock\n"
+            "lock.outdir_lock(sys.argv[1]).acquire(command='dpgate gate')\n"
             "print('held', flush=True); time.sleep(30)")
-    p = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "res")], stdout=subprocess.PIPE, env=env, text=True)
+    p = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "res")], stdout=subprocess.PIPE, env=env,
+                         text=True)
     try:
         assert p.stdout.readline().strip() == "held"
         with pytest.raises(lock.Busy, match=rf"output directory .*res is in use by pid {p.pid}, `dpgate gate`.*"
@@ -190,7 +191,8 @@ def test_concurrent_appends_from_many_processes_all_land_whole(tmp_path):
     path = str(tmp_path / "h.jsonl")
     env = dict(os.environ, PYTHONPATH=os.path.abspath(LIBRARIES))
     code = ("import sys, json; from dpgate.exec import lock\n"
-            "for i in range(200): lock.append_line(sys.argv[1], json.dumps({'w': sys.argv[2], 'i': i, 'pad': 'x' * 5000}))")
+            "for i in range(200):\n"
+            "    lock.append_line(sys.argv[1], json.dumps({'w': sys.argv[2], 'i': i, 'pad': 'x' * 5000}))")
     procs = [subprocess.Popen([sys.executable, "-c", code, path, str(w)], env=env) for w in range(4)]
     seen = 0
     while any(p.poll() is None for p in procs):

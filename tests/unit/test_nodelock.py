@@ -10,7 +10,6 @@ import sys
 import time
 
 import pytest
-
 from dpgate.exec.lock import Busy, Owner, me
 from dpgate.exec.nodelock import NodeLock
 from dpgate.remote import LocalNode
