@@ -1,13 +1,14 @@
 """The embedded testbed: network namespaces and veth pairs on this machine.
 
 ``EmbeddedTestbed(topology).up()`` takes the testbed's lock (``dpgate.exec.lock``: a run
-on a busy prefix waits, then fails naming the holder), removes leftovers of an earlier
-run with the same prefix (we own the testbed now, so their owner is dead), creates the
-TG and SUT namespaces and the veth links, and applies the kernel settings that keep
-the SUT's work on the SUT core (see docs and the facts note): TSO off on TG ports, GRO on and threaded NAPI on SUT ports with the NAPI threads pinned
-to the SUT core, IPv6 off (no stray ND frames in the counters), br_netfilter off in the
-SUT namespace. ``down()`` kills every process in our namespaces and deletes them (which
-deletes the veths); it is safe to call twice and after a failure.
+on a busy prefix waits, then fails naming the holder), removes leftovers of an earlier run
+with the same prefix (we own the testbed now, so their owner is dead), creates the TG and
+SUT namespaces and the veth links, and applies the kernel settings that keep the SUT's
+work on the SUT core (see docs and the facts note): TSO off on TG ports, GRO on and
+threaded NAPI on SUT ports with the NAPI threads pinned to the SUT core, IPv6 off (no
+stray ND frames in the counters), br_netfilter off in the SUT namespace. ``down()`` kills
+every process in our namespaces and deletes them (which deletes the veths); it is safe to
+call twice and after a failure.
 
 Example::
 
