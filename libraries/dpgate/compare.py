@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from .errors import ConfigError
-from .exec.lock import append_line, read_lines
+from .exec.appendfile import append_line, read_lines
 from .results import load_records, test_id
 
 METRICS = ("ndr_pps", "pdr_pps", "mrr_pps")

@@ -15,7 +15,7 @@ import time
 
 import pytest
 from dpgate.errors import ConfigError
-from dpgate.exec import lock
+from dpgate.exec import appendfile, lock
 
 LIBRARIES = os.path.join(os.path.dirname(__file__), "..", "..", "libraries")
 
@@ -179,28 +179,28 @@ def test_parse_wait_rejects_bad_values():
 
 def test_append_line_cuts_a_torn_tail_and_read_lines_skips_an_unfinished_line(tmp_path):
     path = str(tmp_path / "h.jsonl")
-    lock.append_line(path, '{"a": 1}')
+    appendfile.append_line(path, '{"a": 1}')
     with open(path, "a") as fh:
         fh.write('{"b": ')  # a writer died mid-line
-    assert lock.read_lines(path) == ['{"a": 1}']
-    lock.append_line(path, '{"c": 3}')
+    assert appendfile.read_lines(path) == ['{"a": 1}']
+    appendfile.append_line(path, '{"c": 3}')
     assert open(path).read() == '{"a": 1}\n{"c": 3}\n'
 
 
 def test_concurrent_appends_from_many_processes_all_land_whole(tmp_path):
     path = str(tmp_path / "h.jsonl")
     env = dict(os.environ, PYTHONPATH=os.path.abspath(LIBRARIES))
-    code = ("import sys, json; from dpgate.exec import lock\n"
+    code = ("import sys, json; from dpgate.exec import appendfile\n"
             "for i in range(200):\n"
-            "    lock.append_line(sys.argv[1], json.dumps({'w': sys.argv[2], 'i': i, 'pad': 'x' * 5000}))")
+            "    appendfile.append_line(sys.argv[1], json.dumps({'w': sys.argv[2], 'i': i, 'pad': 'x' * 5000}))")
     procs = [subprocess.Popen([sys.executable, "-c", code, path, str(w)], env=env) for w in range(4)]
     seen = 0
     while any(p.poll() is None for p in procs):
-        for line in lock.read_lines(path):  # readers meanwhile never see half a line
+        for line in appendfile.read_lines(path):  # readers meanwhile never see half a line
             json.loads(line)
         seen += 1
     assert all(p.wait() == 0 for p in procs)
-    rows = [json.loads(x) for x in lock.read_lines(path)]
+    rows = [json.loads(x) for x in appendfile.read_lines(path)]
     assert sorted((r["w"], r["i"]) for r in rows) == [(str(w), i) for w in range(4) for i in range(200)]
     assert seen > 0
 

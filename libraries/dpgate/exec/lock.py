@@ -21,9 +21,7 @@ A lock is re-entrant inside one process, and a parent hands it to a child proces
 gate's robot) with :func:`inherit`: the child's own acquire of the same testbed then
 succeeds without waiting, and the child keeps the flock alive while it runs.
 
-Append-only files (the history store) use :func:`append_line` / :func:`read_lines`:
-appends under an exclusive flock of the file itself, reads under a shared one, and a line
-torn by a writer that died mid-write is cut before the next append and never returned.
+Append-only files (the history store) are ``dpgate.exec.appendfile``.
 """
 
 from __future__ import annotations
@@ -394,37 +392,3 @@ def inherit(env: MutableMapping[str, str], *locks: FileLock) -> Tuple[int, ...]:
             lk.passed_on = True
     env[INHERIT_ENV] = ";".join(f"{k}={v}" for k, v in items.items())
     return tuple(fds)
-
-
-# -- append-only files ----------------------------------------------------------------------
-def append_line(path: str, line: str) -> None:
-    """Append one line atomically: exclusive flock, torn tail of a dead writer cut, one write."""
-    data = (line.rstrip("\n") + "\n").encode()
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        size = os.fstat(fd).st_size
-        if size and os.pread(fd, 1, size - 1) != b"\n":
-            head = os.pread(fd, size, 0)
-            os.ftruncate(fd, head.rfind(b"\n") + 1)  # a line torn by a writer that died
-            size = head.rfind(b"\n") + 1
-        os.pwrite(fd, data, size)
-        os.fsync(fd)
-    finally:
-        os.close(fd)  # drops the flock
-
-
-def read_lines(path: str) -> List[str]:
-    """Complete lines of ``path`` under a shared flock (an unfinished last line is left out)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return []
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH)
-        with os.fdopen(os.dup(fd), "rb") as fh:
-            data = fh.read()
-    finally:
-        os.close(fd)
-    text = data.decode("utf-8", "replace")
-    return text[: text.rfind("\n") + 1].splitlines()
