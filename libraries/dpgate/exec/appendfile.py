@@ -26,7 +26,9 @@ def append_line(path: str, line: str) -> None:
             head = os.pread(fd, size, 0)
             os.ftruncate(fd, head.rfind(b"\n") + 1)  # a line torn by a writer that died
             size = head.rfind(b"\n") + 1
-        os.pwrite(fd, data, size)
+        done = 0
+        while done < len(data):  # a regular file takes it in one write; loop all the same
+            done += os.pwrite(fd, data[done:], size + done)
         os.fsync(fd)
     finally:
         os.close(fd)  # drops the flock
