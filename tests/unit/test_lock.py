@@ -235,3 +235,12 @@ def test_gate_takes_outdir_then_testbed_and_gives_the_outdir_back_when_the_testb
     lab = take_ownership(args, SimpleNamespace(kind="lab-2node", prefix="dpg0-"))
     assert len(lab) == 1  # a lab topology: the DUT/TRex locks are the lab keywords' business
     lab[0].release()
+
+
+def test_unwritable_lock_directory_is_one_clear_error(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv(lock.LOCK_DIR_ENV, str(blocker / "locks"))  # a path under a regular file
+    with pytest.raises(lock.EnvironmentProblem, match=r"cannot create the lock file .*/locks/lk9-.lock of testbed "
+                                                      r"lk9-: .*point DPGATE_LOCK_DIR at a writable directory"):
+        lock.testbed_lock("lk9-").acquire()

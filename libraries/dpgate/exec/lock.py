@@ -232,8 +232,12 @@ class FileLock:
             held[1] += 1
             self.owner, self.inherited = held[0].owner, True
             return None
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as err:
+            raise EnvironmentProblem(f"cannot create the lock file {self.path} of {self.what}: {err.strerror}; "
+                                     f"run as root, or point {LOCK_DIR_ENV} at a writable directory") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as err:
