@@ -138,12 +138,14 @@ def preflight(args):
 
 
 def take_ownership(args, topo) -> List:
-    """Lock the output directory (no wait) and the embedded testbed (``--wait-testbed``)."""
+    """Lock the output directory (no wait) and the testbed's namespace prefix (``--wait-testbed``):
+    the embedded testbed, or a lab built in namespaces on this machine (a real lab's DUT and
+    TRex are locked by the lab keywords, ``dpgate.exec.nodelock`` and TRex's port ownership)."""
     from .exec.lock import hold_testbed, outdir_lock
 
     locks = [outdir_lock(os.path.abspath(args.outdir)).acquire(wait=0, command="dpgate gate")]
     try:
-        if topo.kind == "embedded":
+        if topo.kind == "embedded" or any(getattr(n, "namespace", None) for n in topo.nodes.values()):
             locks.append(hold_testbed(topo.prefix, getattr(args, "wait_testbed", None), "dpgate gate"))
     except BaseException:
         locks[0].release()

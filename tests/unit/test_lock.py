@@ -232,7 +232,8 @@ def test_gate_takes_outdir_then_testbed_and_gives_the_outdir_back_when_the_testb
     assert env[lock.INHERIT_ENV] == f"lk9-.lock={locks[1].owner.token}" and fds == (locks[1].fd,)
     for lk in reversed(locks):
         lk.release()
-    lab = take_ownership(args, SimpleNamespace(kind="lab-2node", prefix="dpg0-"))
+    lab = take_ownership(args, SimpleNamespace(kind="lab-2node", prefix="dpg0-",
+                                               nodes={"DUT1": SimpleNamespace(namespace=None)}))
     assert len(lab) == 1  # a lab topology: the DUT/TRex locks are the lab keywords' business
     lab[0].release()
 
@@ -244,3 +245,15 @@ def test_unwritable_lock_directory_is_one_clear_error(tmp_path, monkeypatch):
     with pytest.raises(lock.EnvironmentProblem, match=r"cannot create the lock file .*/locks/lk9-.lock of testbed "
                                                       r"lk9-: .*point DPGATE_LOCK_DIR at a writable directory"):
         lock.testbed_lock("lk9-").acquire()
+
+
+def test_gate_locks_the_prefix_of_a_lab_built_in_namespaces(tmp_path):
+    from types import SimpleNamespace
+
+    from dpgate.gate import take_ownership
+
+    topo = SimpleNamespace(kind="lab-2node", prefix="lk9-", nodes={"TG": SimpleNamespace(namespace="lk9-tg")})
+    locks = take_ownership(SimpleNamespace(outdir=str(tmp_path), wait_testbed=0.0), topo)
+    assert lock.holder("lk9-").pid == os.getpid()
+    for lk in reversed(locks):
+        lk.release()
