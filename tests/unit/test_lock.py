@@ -257,3 +257,35 @@ def test_gate_locks_the_prefix_of_a_lab_built_in_namespaces(tmp_path):
     assert lock.holder("lk9-").pid == os.getpid()
     for lk in reversed(locks):
         lk.release()
+
+
+PARENT = """
+import os, subprocess, sys
+from dpgate.exec import lock
+lk = lock.testbed_lock("lk9-").acquire(command="dpgate gate")
+env = dict(os.environ)
+fds = lock.inherit(env, lk)
+child = subprocess.Popen([sys.executable, "-c", sys.argv[1], "lk9-", "30"], env=env, pass_fds=fds,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+assert child.stdout.readline().strip() == "held"
+print(child.pid, flush=True)
+os._exit(0)  # the gate dies without releasing anything (like SIGKILL)
+"""
+
+
+def test_a_dead_gate_whose_robot_still_runs_keeps_the_testbed_and_says_so():
+    env = dict(os.environ, PYTHONPATH=os.path.abspath(LIBRARIES))
+    parent = subprocess.run([sys.executable, "-c", PARENT, HOLD], env=env, capture_output=True, text=True,
+                            timeout=60)
+    child = int(parent.stdout.strip())
+    try:
+        with pytest.raises(lock.Busy) as err:
+            lock.testbed_lock("lk9-").acquire(wait=0)
+        assert "`dpgate gate`, since " in str(err.value)
+        assert f"(exited; pid {child} it started still holds the lock)" in str(err.value)
+    finally:
+        os.kill(child, signal.SIGKILL)
+    end = time.monotonic() + 5
+    while lock.holder("lk9-") is not None and time.monotonic() < end:
+        time.sleep(0.05)
+    assert lock.holder("lk9-") is None
