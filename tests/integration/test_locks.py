@@ -15,6 +15,7 @@ import subprocess
 import time
 
 import pytest
+
 from dpgate.exec.lock import holder
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -44,7 +45,7 @@ def wait_held_by(prefix: str, proc: subprocess.Popen, timeout: float = 60.0) -> 
     raise AssertionError(f"{prefix} not held by pid {proc.pid} within {timeout} s")
 
 
-def finish(proc: subprocess.Popen, timeout: float = 300) -> "tuple[int, str, str]":
+def finish(proc: subprocess.Popen, timeout: float = 300) -> tuple[int, str, str]:
     out, err = proc.communicate(timeout=timeout)
     return proc.returncode, out, err
 

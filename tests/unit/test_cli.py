@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from dpgate import cli
-from dpgate.suts.base import sut_names
+from dpgate.testbeds.embedded.suts.base import sut_names
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOPO = os.path.join(ROOT, "topologies", "embedded.yaml")
@@ -132,7 +132,7 @@ def test_exit_code_2_as_a_process():
 
 
 def test_wait_testbed_defaults_to_10_minutes_for_trial_and_gate():
-    from dpgate.cli import build_parser
+    from dpgate.cli.main import build_parser
 
     p = build_parser()
     assert p.parse_args(trial()).wait_testbed == 600.0

@@ -14,8 +14,9 @@ import sys
 import time
 
 import pytest
-from dpgate.errors import ConfigError
+
 from dpgate.exec import appendfile, lock
+from dpgate.model.errors import ConfigError
 
 LIBRARIES = os.path.join(os.path.dirname(__file__), "..", "..", "libraries")
 
@@ -214,7 +215,7 @@ def test_doctests():
 def test_gate_takes_outdir_then_testbed_and_gives_the_outdir_back_when_the_testbed_stays_busy(tmp_path):
     from types import SimpleNamespace
 
-    from dpgate.gate import take_ownership
+    from dpgate.cli.gate import take_ownership
 
     topo = SimpleNamespace(kind="embedded", prefix="lk9-")
     args = SimpleNamespace(outdir=str(tmp_path / "res"), wait_testbed=0.0)
@@ -250,7 +251,7 @@ def test_unwritable_lock_directory_is_one_clear_error(tmp_path, monkeypatch):
 def test_gate_locks_the_prefix_of_a_lab_built_in_namespaces(tmp_path):
     from types import SimpleNamespace
 
-    from dpgate.gate import take_ownership
+    from dpgate.cli.gate import take_ownership
 
     topo = SimpleNamespace(kind="lab-2node", prefix="lk9-", nodes={"TG": SimpleNamespace(namespace="lk9-tg")})
     locks = take_ownership(SimpleNamespace(outdir=str(tmp_path), wait_testbed=0.0), topo)

@@ -10,9 +10,10 @@ import sys
 import time
 
 import pytest
+
 from dpgate.exec.lock import Busy, Owner, me
 from dpgate.exec.nodelock import NodeLock
-from dpgate.remote import LocalNode
+from dpgate.exec.remote import LocalNode
 
 
 class RecordingNode(LocalNode):

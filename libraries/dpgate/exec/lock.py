@@ -39,7 +39,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Dict, List, MutableMapping, Optional, Tuple
 
-from ..errors import ConfigError, EnvironmentProblem
+from dpgate.model.errors import ConfigError, EnvironmentProblem
 
 LOCK_DIR_ENV = "DPGATE_LOCK_DIR"
 DEFAULT_LOCK_DIR = "/run/dpgate/locks"
@@ -55,7 +55,7 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 class Busy(EnvironmentProblem):
     """The thing is held by another live process; ``holder`` says who."""
 
-    def __init__(self, message: str, holder: "Owner"):
+    def __init__(self, message: str, holder: Owner):
         super().__init__(message)
         self.holder = holder
 
@@ -82,7 +82,7 @@ class Owner:
         return f"{text} ({self.note})" if self.note else text
 
     @classmethod
-    def from_json(cls, text: str) -> Optional["Owner"]:
+    def from_json(cls, text: str) -> Optional[Owner]:
         try:
             d = json.loads(text)
             return cls(int(d["pid"]), str(d.get("command", "?")), [str(a) for a in d.get("argv", [])],
@@ -281,7 +281,7 @@ class FileLock:
         return None
 
     def acquire(self, wait: float = 0.0, progress: Optional[Callable[[str], None]] = None,
-                command: Optional[str] = None, poll: float = 0.5) -> "FileLock":
+                command: Optional[str] = None, poll: float = 0.5) -> FileLock:
         """Take the lock, waiting up to ``wait`` s (a progress line every 30 s), else raise Busy."""
         start = time.monotonic()
         next_note = start
@@ -324,7 +324,7 @@ class FileLock:
             finally:
                 os.close(fd)  # closing drops the flock
 
-    def __enter__(self) -> "FileLock":
+    def __enter__(self) -> FileLock:
         return self.acquire()
 
     def __exit__(self, *exc) -> None:

@@ -33,7 +33,7 @@ import time
 from dataclasses import asdict
 from typing import Any, Callable, Optional
 
-from .lock import Busy, Owner, format_wait, me, pid_alive
+from dpgate.exec.lock import Busy, Owner, format_wait, me, pid_alive
 
 DEFAULT_PATH = "/run/dpgate/locks/dut.lock"
 DEFAULT_LEASE_S = 120.0
@@ -62,7 +62,7 @@ class NodeLock:
         return self.node.run(list(argv), timeout=30.0, check=False, input=input)
 
     # -- reading -------------------------------------------------------------------------
-    def _read(self, path: str) -> "tuple[Optional[Owner], float]":
+    def _read(self, path: str) -> tuple[Optional[Owner], float]:
         """(owner record, lease) of a lock directory; (None, 0) when it has none (yet)."""
         res = self._run("cat", posixpath.join(path, "owner"))
         owner = Owner.from_json(res.stdout) if res.returncode == 0 else None
@@ -81,7 +81,7 @@ class NodeLock:
         except ValueError:
             return None
 
-    def holder(self) -> "tuple[Optional[Owner], bool]":
+    def holder(self) -> tuple[Optional[Owner], bool]:
         """(holder, alive). (None, False) when the lock is free; a dead holder comes with False."""
         owner, lease = self._read(self.path)
         if owner is None:
@@ -137,7 +137,7 @@ class NodeLock:
         self._run("rm", "-rf", aside)
 
     def acquire(self, wait: float = 0.0, progress: Optional[Callable[[str], None]] = None,
-                poll: float = 2.0) -> "NodeLock":
+                poll: float = 2.0) -> NodeLock:
         """Take the lock, waiting up to ``wait`` s (a progress line every 30 s), else raise Busy."""
         start = time.monotonic()
         next_note = start
@@ -182,7 +182,7 @@ class NodeLock:
         if self._ours():
             self._run("rm", "-rf", self.path)
 
-    def __enter__(self) -> "NodeLock":
+    def __enter__(self) -> NodeLock:
         return self.acquire()
 
     def __exit__(self, *exc) -> None:
