@@ -42,8 +42,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 PREFIX = "txb-"
 MGMT = "198.19.255.32"
-RATES = {"veth": (10_000, 50_000, 100_000, 200_000, 300_000, 400_000, 500_000, 700_000, 1_000_000),
-         "memif": (10_000, 50_000, 100_000, 200_000, 500_000, 1_000_000, 1_500_000, 2_000_000, 3_000_000)}
+RATES = {
+    "veth": (10_000, 50_000, 100_000, 200_000, 300_000, 400_000, 500_000, 700_000, 1_000_000),
+    "memif": (10_000, 50_000, 100_000, 200_000, 500_000, 1_000_000, 1_500_000, 2_000_000, 3_000_000),
+}
 QUICK = {"veth": (10_000, 100_000, 400_000, 1_000_000), "memif": (10_000, 200_000, 1_000_000, 2_000_000)}
 
 
@@ -63,12 +65,20 @@ def rate_accuracy(args: argparse.Namespace) -> List[Dict[str, Any]]:
                 d = r.details
                 took = max(d["elapsed_s"], args.duration)
                 sent = r.tx_packets / took  # the rate TRex really sent (veth: it stretches the trial)
-                rows.append({"path": mode, "requested_pps": rate, "sent_pps": round(sent),
-                             "accuracy_pct": round(100.0 * sent / rate, 2),
-                             "sent_of_asked_pct": round(100.0 * r.tx_packets / r.intended_packets, 2),
-                             "rx_pps": round(r.rx_packets / took),
-                             "loss_pct": round(100.0 * r.loss_ratio, 3), "took_s": d["elapsed_s"],
-                             "limited_by": r.limited_by or "-", "load": load_avg()})
+                rows.append(
+                    {
+                        "path": mode,
+                        "requested_pps": rate,
+                        "sent_pps": round(sent),
+                        "accuracy_pct": round(100.0 * sent / rate, 2),
+                        "sent_of_asked_pct": round(100.0 * r.tx_packets / r.intended_packets, 2),
+                        "rx_pps": round(r.rx_packets / took),
+                        "loss_pct": round(100.0 * r.loss_ratio, 3),
+                        "took_s": d["elapsed_s"],
+                        "limited_by": r.limited_by or "-",
+                        "load": load_avg(),
+                    }
+                )
                 print_row(rows[-1])
             gen.disconnect()
     return rows
@@ -78,10 +88,15 @@ def overhead(args: argparse.Namespace) -> List[Dict[str, Any]]:
     rows = []
     rate, n = 50_000, 3 if args.quick else 6
     with TrexLoop(PREFIX, "veth", tg_cpu=0, loop_cpu=1, mgmt_net=MGMT) as loop:
-        for label, kw in (("trex 64B unidir", {}), ("trex 64B bidir (flow stats)", {"bidir": True}),
-                          ("trex 64B + latency streams", {"latency_pps": 1000})):
-            gen = loop.generator(make_profile("ip4", 64, bidirectional=kw.get("bidir", False)),
-                                 latency_pps=kw.get("latency_pps", 0.0))
+        for label, kw in (
+            ("trex 64B unidir", {}),
+            ("trex 64B bidir (flow stats)", {"bidir": True}),
+            ("trex 64B + latency streams", {"latency_pps": 1000}),
+        ):
+            gen = loop.generator(
+                make_profile("ip4", 64, bidirectional=kw.get("bidir", False)),
+                latency_pps=kw.get("latency_pps", 0.0),
+            )
             gen.measure(rate, 1.0)  # connect + first streams outside the timing
             rows.append(_overhead_row(label, lambda g=gen: g.measure(rate, args.duration), args.duration, n))
             gen.disconnect()
@@ -91,8 +106,11 @@ def overhead(args: argparse.Namespace) -> List[Dict[str, Any]]:
         topo = os.path.join(os.path.dirname(HERE), "topologies", "embedded.yaml")
         with EmbeddedSession(topo, "linux-xconnect", prefix="txe-", calibrate=False) as s:
             s.measure(rate, 1.0)
-            rows.append(_overhead_row("tcpreplay 64B (embedded)", lambda: s.measure(rate, args.duration),
-                                      args.duration, n))
+            rows.append(
+                _overhead_row(
+                    "tcpreplay 64B (embedded)", lambda: s.measure(rate, args.duration), args.duration, n
+                )
+            )
     return rows
 
 
@@ -108,17 +126,31 @@ def loop_ndrpdr(args: argparse.Namespace) -> List[Dict[str, Any]]:
             gen = loop.generator(make_profile("ip4", 64, bidirectional=True), latency_pps=1000)
             gen.measure(10_000, 1.0)
             t0 = time.monotonic()
-            res = find_ndr_pdr(gen.measure, 10_000, 1_000_000, ndr_loss=0.0, pdr_loss=0.005, profile="per-commit")
+            res = find_ndr_pdr(
+                gen.measure, 10_000, 1_000_000, ndr_loss=0.0, pdr_loss=0.005, profile="per-commit"
+            )
             search_s = time.monotonic() - t0
-            row: Dict[str, Any] = {"loop": mode, "ndr_pps": round(res.ndr or 0), "pdr_pps": round(res.pdr or 0),
-                                   "trials": res.trial_count, "search_s": round(search_s, 1)}
+            row: Dict[str, Any] = {
+                "loop": mode,
+                "ndr_pps": round(res.ndr or 0),
+                "pdr_pps": round(res.pdr or 0),
+                "trials": res.trial_count,
+                "search_s": round(search_s, 1),
+            }
             if res.pdr:
-                for load, lat in latency_trials(lambda ld, d, g=gen: g.measure(ld, d).details.get("latency"), res.pdr,
-                                                duration=args.duration):
+                for load, lat in latency_trials(
+                    lambda ld, d, g=gen: g.measure(ld, d).details.get("latency"),
+                    res.pdr,
+                    duration=args.duration,
+                ):
                     tag = f"{round(100 * load / res.pdr)}%"
-                    worst = max((v for v in lat.values() if "p99_us" in v), key=lambda v: v["p99_us"], default={})
+                    worst = max(
+                        (v for v in lat.values() if "p99_us" in v), key=lambda v: v["p99_us"], default={}
+                    )
                     row[f"lat{tag}_min/avg/p50/p99/max_us"] = "/".join(
-                        str(round(worst.get(k) or 0)) for k in ("min_us", "avg_us", "p50_us", "p99_us", "max_us"))
+                        str(round(worst.get(k) or 0))
+                        for k in ("min_us", "avg_us", "p50_us", "p99_us", "max_us")
+                    )
             gen.disconnect()
             row["load"] = load_avg()
             rows.append(row)
@@ -132,9 +164,14 @@ def _overhead_row(label: str, trial: Callable[[], Any], duration: float, n: int)
         t0 = time.monotonic()
         trial()
         walls.append(time.monotonic() - t0 - duration)
-    row = {"generator": label, "trials": n, "duration_s": duration,
-           "overhead_median_s": round(statistics.median(walls), 3), "overhead_max_s": round(max(walls), 3),
-           "load": load_avg()}
+    row = {
+        "generator": label,
+        "trials": n,
+        "duration_s": duration,
+        "overhead_median_s": round(statistics.median(walls), 3),
+        "overhead_max_s": round(max(walls), 3),
+        "load": load_avg(),
+    }
     print_row(row)
     return row
 
@@ -154,7 +191,10 @@ def table(rows: List[Dict[str, Any]]) -> str:
 
 #: name -> part; part 2 ("nf": NDR/PDR/latency per NF and frame size) registers here.
 PARTS: Dict[str, Callable[[argparse.Namespace], List[Dict[str, Any]]]] = {
-    "rates": rate_accuracy, "overhead": overhead, "loop": loop_ndrpdr}
+    "rates": rate_accuracy,
+    "overhead": overhead,
+    "loop": loop_ndrpdr,
+}
 
 
 def main(argv=None) -> int:
@@ -173,8 +213,10 @@ def main(argv=None) -> int:
     if missing:
         print(f"lab_local benchmark: {missing}", file=sys.stderr)
         return 3
-    print(f"# lab_local benchmark, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load {load_avg()}, "
-          f"{os.cpu_count()} CPUs; TRex on CPU 0, loop/SUT on CPU 1")
+    print(
+        f"# lab_local benchmark, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load {load_avg()}, "
+        f"{os.cpu_count()} CPUs; TRex on CPU 0, loop/SUT on CPU 1"
+    )
     out = {}
     for part in args.parts.split(","):
         if part not in PARTS:

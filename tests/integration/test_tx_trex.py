@@ -26,9 +26,13 @@ PREFIX = "txi-"
 def _ours_left(prefix=PREFIX):
     ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
-    return [line for line in ns.splitlines() if line.startswith(prefix)] + \
-        [line for line in links.splitlines() if f"{prefix}mtg" in line] + \
-        [d for d in os.listdir("/var/run/dpdk") if d.startswith(prefix)] if os.path.isdir("/var/run/dpdk") else []
+    return (
+        [line for line in ns.splitlines() if line.startswith(prefix)]
+        + [line for line in links.splitlines() if f"{prefix}mtg" in line]
+        + [d for d in os.listdir("/var/run/dpdk") if d.startswith(prefix)]
+        if os.path.isdir("/var/run/dpdk")
+        else []
+    )
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +50,24 @@ def veth():
 def _capture(loop, iface, count, run):
     """Frames seen on the loop side while ``run()`` sends (tcpdump in the loop namespace)."""
     path = str(loop.run_dir / f"{iface}.pcap")
-    cap = subprocess.Popen(["ip", "netns", "exec", loop.loop_ns, "tcpdump", "-i", iface, "-c", str(count), "-w", path,
-                            "-U", "udp"], stderr=subprocess.DEVNULL)
+    cap = subprocess.Popen(
+        [
+            "ip",
+            "netns",
+            "exec",
+            loop.loop_ns,
+            "tcpdump",
+            "-i",
+            iface,
+            "-c",
+            str(count),
+            "-w",
+            path,
+            "-U",
+            "udp",
+        ],
+        stderr=subprocess.DEVNULL,
+    )
     time.sleep(1.0)
     run()
     try:
@@ -58,8 +78,8 @@ def _capture(loop, iface, count, run):
     data = open(path, "rb").read()
     frames, off = [], 24
     while off + 16 <= len(data):
-        incl = struct.unpack("<I", data[off + 8:off + 12])[0]
-        frames.append(data[off + 16:off + 16 + incl])
+        incl = struct.unpack("<I", data[off + 8 : off + 12])[0]
+        frames.append(data[off + 16 : off + 16 + incl])
         off += 16 + incl
     return frames
 
@@ -109,8 +129,31 @@ def test_a_frame_coming_back_on_its_own_port_is_lost(veth):
         tc = ["ip", "netns", "exec", ns, "tc"]
         subprocess.run(tc + ["qdisc", "del", "dev", f"{p}l0", "ingress"], check=True, capture_output=True)
         subprocess.run(tc + ["qdisc", "add", "dev", f"{p}l0", "handle", "ffff:", "ingress"], check=True)
-        subprocess.run(tc + ["filter", "add", "dev", f"{p}l0", "parent", "ffff:", "protocol", "all", "u32", "match",
-                             "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", dev], check=True)
+        subprocess.run(
+            tc
+            + [
+                "filter",
+                "add",
+                "dev",
+                f"{p}l0",
+                "parent",
+                "ffff:",
+                "protocol",
+                "all",
+                "u32",
+                "match",
+                "u32",
+                "0",
+                "0",
+                "action",
+                "mirred",
+                "egress",
+                "redirect",
+                "dev",
+                dev,
+            ],
+            check=True,
+        )
 
     loop_l0_to(f"{p}l0")
     try:

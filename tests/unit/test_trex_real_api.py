@@ -34,7 +34,7 @@ def _json(api, kind, size=64, pg_ids=None):
 def test_ip4_field_engine_values_are_signed_32_bit_as_the_server_parses_them(api):
     (j,) = _json(api, "ip4")
     adds = [i["add_value"] for i in j["vm"]["instructions"] if i["type"] == "write_flow_var"]
-    assert adds == [3323068417 - 2**32, 3323133953 - 2**32] and all(-2**31 <= a < 2**31 for a in adds)
+    assert adds == [3323068417 - 2**32, 3323133953 - 2**32] and all(-(2**31) <= a < 2**31 for a in adds)
     assert j["vm"]["instructions"][-1] == {"type": "fix_checksum_ipv4", "pkt_offset": 14}
 
 
@@ -56,18 +56,31 @@ def test_ip4_template_carries_udp_checksum_zero_l2_a_valid_one(api):
 
 def test_flow_stats_per_data_stream_and_latency_streams(api):
     js = _json(api, "ip4", "IMIX", pg_ids=[100, 101, 102])
-    assert [(j["flow_stats"]["stream_id"], j["flow_stats"]["rule_type"]) for j in js] == \
-        [(100, "stats"), (101, "stats"), (102, "stats")]
+    assert [(j["flow_stats"]["stream_id"], j["flow_stats"]["rule_type"]) for j in js] == [
+        (100, "stats"),
+        (101, "stats"),
+        (102, "stats"),
+    ]
     topo = load_topology(TOPO)
     p = make_profile("ip4", 64)
     lat = StreamBuilder(api).latency_stream(p, directions_for(topo, p)[0], 1, 1000).to_json()
-    assert lat["flow_stats"]["rule_type"] == "latency" and lat["mode"]["rate"] == {"type": "pps", "value": 1000}
+    assert lat["flow_stats"]["rule_type"] == "latency" and lat["mode"]["rate"] == {
+        "type": "pps",
+        "value": 1000,
+    }
 
 
 def test_the_driver_builds_real_streams_that_the_fake_server_accepts(api):
     c = FakeTrexClient()
-    g = TrexGenerator(load_topology(TOPO), make_profile("ip4", "IMIX", bidirectional=True), client=c, api=api,
-                      settle_s=0.0, rx_delay_ms=0, latency_pps=1000)
+    g = TrexGenerator(
+        load_topology(TOPO),
+        make_profile("ip4", "IMIX", bidirectional=True),
+        client=c,
+        api=api,
+        settle_s=0.0,
+        rx_delay_ms=0,
+        latency_pps=1000,
+    )
     r = g.measure(1e6, 1.0)
     assert r.tx_packets == 1_000_000 and r.rx_packets == 1_000_000 and r.details["tg"] == "TRex v3.08"
 
@@ -95,18 +108,35 @@ def test_every_client_call_of_the_driver_binds_to_the_real_stlclient(api, kind, 
         def __getattribute__(self, name):
             attr = object.__getattribute__(self, name)
             if callable(attr) and not name.startswith("_") and hasattr(api.STLClient, name):
+
                 def wrapped(*a, **k):
                     calls.append((name, a, k))
                     return attr(*a, **k)
+
                 return wrapped
             return attr
 
-    g = TrexGenerator(load_topology(TOPO), make_profile(kind, 64, bidirectional=bidir), client=Spy(), api=api,
-                      settle_s=0.0, rx_delay_ms=0, latency_pps=lat)
+    g = TrexGenerator(
+        load_topology(TOPO),
+        make_profile(kind, 64, bidirectional=bidir),
+        client=Spy(),
+        api=api,
+        settle_s=0.0,
+        rx_delay_ms=0,
+        latency_pps=lat,
+    )
     g.measure(1e5, 1.0)
     g.disconnect()
     names = {n for n, _, _ in calls}
-    assert {"connect", "acquire", "reset", "start", "is_traffic_active", "wait_on_traffic", "get_stats"} <= names
+    assert {
+        "connect",
+        "acquire",
+        "reset",
+        "start",
+        "is_traffic_active",
+        "wait_on_traffic",
+        "get_stats",
+    } <= names
     assert ("set_port_attr" in names) == (kind == "l2")
     for name, a, k in calls:
         inspect.signature(getattr(api.STLClient, name)).bind(None, *a, **k)  # raises TypeError on a mismatch

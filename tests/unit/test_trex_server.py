@@ -19,7 +19,8 @@ def test_af_packet_and_memif_ports_give_vdevs_low_end_and_port_info():
     cfg = yaml.safe_load(render_config([A, M], core=0))[0]
     assert cfg["interfaces"] == [
         "--vdev=net_af_packet0,iface=tx-t0,blocksz=4096,framesz=2048,framecnt=8192,qdisc_bypass=1",
-        "--vdev=net_memif1,role=server,id=1,socket-abstract=no,socket=/tmp/x/memif.sock"]
+        "--vdev=net_memif1,role=server,id=1,socket-abstract=no,socket=/tmp/x/memif.sock",
+    ]
     assert cfg["low_end"] is True and cfg["low_end_core"] == 0 and cfg["port_limit"] == 2
     assert cfg["port_info"][1] == {"src_mac": "02:00:00:00:00:02", "dest_mac": "02:00:00:00:00:12"}
 
@@ -48,12 +49,24 @@ def test_argv_is_a_list_in_the_namespace_with_hdrh():
     srv = TrexServer([A], "tx-tg", 0, "/tmp/dpgate-tx-unit", trex="/opt/trex")
     argv = srv.argv()
     assert argv[:5] == ["ip", "netns", "exec", "tx-tg", "/opt/trex/trex-sw-server"]
-    assert argv[5:] == ["-i", "--cfg", "/tmp/dpgate-tx-unit/trex/trex_cfg.yaml", "-c", "1", "--software",
-                        "--no-key", "--iom", "0", "--hdrh"]
+    assert argv[5:] == [
+        "-i",
+        "--cfg",
+        "/tmp/dpgate-tx-unit/trex/trex_cfg.yaml",
+        "-c",
+        "1",
+        "--software",
+        "--no-key",
+        "--iom",
+        "0",
+        "--hdrh",
+    ]
 
 
 def test_missing_trex_says_how_to_provide_it(tmp_path):
-    with pytest.raises(EnvironmentProblem, match=r"TRex not found at .*: set DPGATE_TREX=<dir> or run .ci/install"):
+    with pytest.raises(
+        EnvironmentProblem, match=r"TRex not found at .*: set DPGATE_TREX=<dir> or run .ci/install"
+    ):
         trex_dir({"DPGATE_TREX": str(tmp_path)})
     (tmp_path / "trex-sw-server").write_text("#!/bin/sh\n")
     assert trex_dir({"DPGATE_TREX": str(tmp_path)}) == tmp_path

@@ -28,8 +28,16 @@ from typing import Any, Dict, List, Optional
 def fake_api():
     """A stand-in for trex.stl.api: every constructor records its keyword arguments."""
     api = types.SimpleNamespace()
-    for name in ("STLStream", "STLPktBuilder", "STLTXCont", "STLVmFlowVar", "STLVmWrFlowVar", "STLVmFixIpv4",
-                 "STLFlowLatencyStats", "STLFlowStats"):
+    for name in (
+        "STLStream",
+        "STLPktBuilder",
+        "STLTXCont",
+        "STLVmFlowVar",
+        "STLVmWrFlowVar",
+        "STLVmFixIpv4",
+        "STLFlowLatencyStats",
+        "STLFlowStats",
+    ):
         setattr(api, name, (lambda n: lambda *a, **k: (n, a, k))(name))
     api.STLScVmRaw = lambda cmds: ("STLScVmRaw", cmds)
     api.STLStreamDstMAC_PKT = 1
@@ -42,15 +50,21 @@ def _stream_facts(stream: Any) -> Dict[str, Any]:
         k = stream[2]
         fs = k.get("flow_stats")
         vm = (k["packet"][2].get("vm") or ("", []))[1]
-        return {"pps": k["mode"][2]["pps"], "pg_id": fs[2]["pg_id"] if fs else None,
-                "latency": bool(fs) and fs[0] == "STLFlowLatencyStats",
-                "add_vals": [c[2].get("add_val", 0) for c in vm if c[0] == "STLVmWrFlowVar"]}
+        return {
+            "pps": k["mode"][2]["pps"],
+            "pg_id": fs[2]["pg_id"] if fs else None,
+            "latency": bool(fs) and fs[0] == "STLFlowLatencyStats",
+            "add_vals": [c[2].get("add_val", 0) for c in vm if c[0] == "STLVmWrFlowVar"],
+        }
     j = stream.to_json()
     fs = j.get("flow_stats") or {}
     instrs = (j.get("vm") or {}).get("instructions", [])
-    return {"pps": j["mode"]["rate"]["value"], "pg_id": fs.get("stream_id") if fs.get("enabled") else None,
-            "latency": fs.get("rule_type") == "latency",
-            "add_vals": [i.get("add_value", 0) for i in instrs if i.get("type") == "write_flow_var"]}
+    return {
+        "pps": j["mode"]["rate"]["value"],
+        "pg_id": fs.get("stream_id") if fs.get("enabled") else None,
+        "latency": fs.get("rule_type") == "latency",
+        "add_vals": [i.get("add_value", 0) for i in instrs if i.get("type") == "write_flow_var"],
+    }
 
 
 class FakeTrexClient:
@@ -60,11 +74,30 @@ class FakeTrexClient:
     that comes back on the sending port (an NF sending misses back where they came from).
     """
 
-    def __init__(self, forward=1.0, send=1.0, stretch_s=0.0, fail=None, ierrors=0, bounce=0.0,
-                 held_by: Optional[Dict[int, str]] = None, link_down=(), unreachable=False, server="10.30.51.20",
-                 short=0, shared: Optional[Dict[int, str]] = None, username: str = "root"):
+    def __init__(
+        self,
+        forward=1.0,
+        send=1.0,
+        stretch_s=0.0,
+        fail=None,
+        ierrors=0,
+        bounce=0.0,
+        held_by: Optional[Dict[int, str]] = None,
+        link_down=(),
+        unreachable=False,
+        server="10.30.51.20",
+        short=0,
+        shared: Optional[Dict[int, str]] = None,
+        username: str = "root",
+    ):
         self.calls: List = []
-        self.forward, self.send, self.stretch_s, self.fail, self.ierrors = forward, send, stretch_s, fail, ierrors
+        self.forward, self.send, self.stretch_s, self.fail, self.ierrors = (
+            forward,
+            send,
+            stretch_s,
+            fail,
+            ierrors,
+        )
         self.bounce = bounce
         self.short = short  # packets per port fewer than rate x duration (TRex's timer granularity)
         self.stretches_left = 99 if stretch_s else 0
@@ -101,7 +134,9 @@ class FakeTrexClient:
         self._rec("acquire", ports=ports, force=force)
         taken = [p for p in ports if p in self.holders and p not in self.acquired and not force]
         if taken:
-            raise RuntimeError("\n".join(f"Port {p} : *** port is already taken by '{self.holders[p]}'" for p in taken))
+            raise RuntimeError(
+                "\n".join(f"Port {p} : *** port is already taken by '{self.holders[p]}'" for p in taken)
+            )
         self.acquired.update(ports)
         self.holders.update({p: self.username for p in ports})
 
@@ -115,8 +150,11 @@ class FakeTrexClient:
             self.streams[p] = []
 
     def get_port_attr(self, port):
-        return {"link": "DOWN" if port in self.link_down else "UP", "prom": "on" if self.prom.get(port) else "off",
-                "prom_supported": "yes"}
+        return {
+            "link": "DOWN" if port in self.link_down else "UP",
+            "prom": "on" if self.prom.get(port) else "off",
+            "prom_supported": "yes",
+        }
 
     def set_port_attr(self, ports, promiscuous=None):
         self._rec("set_port_attr", ports=ports, promiscuous=promiscuous)
@@ -133,8 +171,10 @@ class FakeTrexClient:
         self._check_acquired(ports)
         facts = [_stream_facts(s) for s in streams]
         for f in facts:
-            if any(not -2**31 <= v < 2**31 for v in f["add_vals"]):
-                raise RuntimeError(f"Port {ports[0]} : *** error at offset: 719 - 'add_value' is 'uint', expecting 'int'")
+            if any(not -(2**31) <= v < 2**31 for v in f["add_vals"]):
+                raise RuntimeError(
+                    f"Port {ports[0]} : *** error at offset: 719 - 'add_value' is 'uint', expecting 'int'"
+                )
         for p in ports:
             self.streams[p] = self.streams.get(p, []) + facts
 
@@ -186,9 +226,14 @@ class FakeTrexClient:
                 left -= n
                 if s["pg_id"] is None:
                     continue
-                fs[s["pg_id"]] = {"tx_pkts": {p: n, other: 0, "total": n},
-                                  "rx_pkts": {other: int(n * self.forward), p: int(n * self.bounce),
-                                              "total": int(n * (self.forward + self.bounce))}}
+                fs[s["pg_id"]] = {
+                    "tx_pkts": {p: n, other: 0, "total": n},
+                    "rx_pkts": {
+                        other: int(n * self.forward),
+                        p: int(n * self.bounce),
+                        "total": int(n * (self.forward + self.bounce)),
+                    },
+                }
         for p in (0, 1):
             if out[p]["ipackets"]:
                 out[p]["ierrors"] = self.ierrors
@@ -196,8 +241,14 @@ class FakeTrexClient:
         return out
 
     def disconnect(self, stop_traffic=True, release_ports=True):
-        self._rec("disconnect", **({} if stop_traffic and release_ports else
-                                   {"stop_traffic": stop_traffic, "release_ports": release_ports}))
+        self._rec(
+            "disconnect",
+            **(
+                {}
+                if stop_traffic and release_ports
+                else {"stop_traffic": stop_traffic, "release_ports": release_ports}
+            ),
+        )
         for p in self.acquired:  # the real disconnect releases the ports it holds
             if self.holders.get(p) == self.username:
                 del self.holders[p]

@@ -37,22 +37,51 @@ class TrexLoopLib:
             self.loop = None
 
     @keyword
-    def find_ndr_and_pdr_over_trex(self, frame_size: str = "64B", max_rate: float = 150_000,
-                                   time_limit: float = 25) -> Any:
+    def find_ndr_and_pdr_over_trex(
+        self, frame_size: str = "64B", max_rate: float = 150_000, time_limit: float = 25
+    ) -> Any:
         assert self.loop is not None
         size = frame_size[:-1] if frame_size.endswith("B") else frame_size
         gen = self.loop.generator(make_profile("ip4", int(size) if size.isdigit() else size))
         try:
-            run = search_ndr_pdr(gen.measure, 10_000, float(max_rate), "0", "0.5%", "per-commit",
-                                 {"trial_duration": "1"}, float(time_limit))
+            run = search_ndr_pdr(
+                gen.measure,
+                10_000,
+                float(max_rate),
+                "0",
+                "0.5%",
+                "per-commit",
+                {"trial_duration": "1"},
+                float(time_limit),
+            )
         finally:
             gen.disconnect()
-        out = ndrpdr_result(run, nf="trex-loop", frame_size=frame_size, profile="per-commit", lo=10_000,
-                            hi=float(max_rate), cores=1, hz=1.0, source="declared", generator_max_pps=None,
-                            sut_cpp=None, telemetry={}, ceiling_note="")
+        out = ndrpdr_result(
+            run,
+            nf="trex-loop",
+            frame_size=frame_size,
+            profile="per-commit",
+            lo=10_000,
+            hi=float(max_rate),
+            cores=1,
+            hz=1.0,
+            source="declared",
+            generator_max_pps=None,
+            sut_cpp=None,
+            telemetry={},
+            ceiling_note="",
+        )
         metrics = dict(out.metrics(), tg=gen.tg_name)
-        record(metrics=metrics, nf=out.nf, testbed="trex-loop", prefix=self.prefix, profile="per-commit",
-               trials=trial_dicts(run.res), latency=None, latency_note="not measured in this fault suite")
+        record(
+            metrics=metrics,
+            nf=out.nf,
+            testbed="trex-loop",
+            prefix=self.prefix,
+            profile="per-commit",
+            trials=trial_dicts(run.res),
+            latency=None,
+            latency_note="not measured in this fault suite",
+        )
         return out
 
     @keyword

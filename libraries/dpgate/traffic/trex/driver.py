@@ -53,18 +53,36 @@ def _get(d: Dict[Any, Any], key: Any, default: Any = None) -> Any:
 
 
 class TrexGenerator:
-    def __init__(self, topology, profile: Profile, client: Any = None, api: Any = None,
-                 settle_s: float = 0.5, rx_delay_ms: int = 100, max_retries: int = 2,
-                 stretch_tolerance: float = 0.01, latency_pps: float = 0.0, per_direction: Optional[bool] = None,
-                 trex_server: Any = None, link_wait_s: float = 10.0):
+    def __init__(
+        self,
+        topology,
+        profile: Profile,
+        client: Any = None,
+        api: Any = None,
+        settle_s: float = 0.5,
+        rx_delay_ms: int = 100,
+        max_retries: int = 2,
+        stretch_tolerance: float = 0.01,
+        latency_pps: float = 0.0,
+        per_direction: Optional[bool] = None,
+        trex_server: Any = None,
+        link_wait_s: float = 10.0,
+    ):
         self.topology = topology
         self.profile = profile
         tg = topology.tg
         self.server = tg.trex.server if tg.trex else "?"
         self.api = api if api is not None else import_trex_api(tg.trex.client_path if tg.trex else None)
-        self.client = client if client is not None else self.api.STLClient(
-            server=self.server, sync_port=tg.trex.sync_port, async_port=tg.trex.async_port,
-            verbose_level="none")
+        self.client = (
+            client
+            if client is not None
+            else self.api.STLClient(
+                server=self.server,
+                sync_port=tg.trex.sync_port,
+                async_port=tg.trex.async_port,
+                verbose_level="none",
+            )
+        )
         self.ports = list(tg.trex.ports) if tg.trex else [0, 1]
         self.settle_s = settle_s
         self.rx_delay_ms = rx_delay_ms
@@ -140,13 +158,18 @@ class TrexGenerator:
         for ``link_wait_s`` (a memif peer connects a moment after it starts)."""
         deadline = time.monotonic() + self.link_wait_s
         while True:
-            down = [p for p in self.ports
-                    if str((self.client.get_port_attr(p) or {}).get("link", "UP")).upper() == "DOWN"]
+            down = [
+                p
+                for p in self.ports
+                if str((self.client.get_port_attr(p) or {}).get("link", "UP")).upper() == "DOWN"
+            ]
             if not down:
                 return
             if time.monotonic() >= deadline:
-                raise EnvironmentProblem(f"TRex port link down on {self.server}: ports {down}. Check cabling, the "
-                                         "DUT NIC (is the SUT started and its ports up?) and transceivers")
+                raise EnvironmentProblem(
+                    f"TRex port link down on {self.server}: ports {down}. Check cabling, the "
+                    "DUT NIC (is the SUT started and its ports up?) and transceivers"
+                )
             time.sleep(0.5)
 
     def disconnect(self) -> None:
@@ -175,13 +198,21 @@ class TrexGenerator:
         return directions_for(self.topology, self.profile)
 
     def _data_pgs(self, di: int) -> List[int]:
-        return [DATA_PG + 10 * di + k for k in range(len(self.builder.sizes(self.profile)))] \
-            if self.per_direction else []
+        return (
+            [DATA_PG + 10 * di + k for k in range(len(self.builder.sizes(self.profile)))]
+            if self.per_direction
+            else []
+        )
 
     def _data_streams(self, d, di: int, port_pps: Optional[float], lat_pps: float = 0.0) -> List[Any]:
         pgs = self._data_pgs(di)
-        streams = self.builder.streams(self.profile, d, pg_ids=pgs or None) if port_pps is None else \
-            self.builder.trial_streams(self.profile, d, port_pps, lat_pps, LAT_PG + di, pg_ids=pgs or None)
+        streams = (
+            self.builder.streams(self.profile, d, pg_ids=pgs or None)
+            if port_pps is None
+            else self.builder.trial_streams(
+                self.profile, d, port_pps, lat_pps, LAT_PG + di, pg_ids=pgs or None
+            )
+        )
         return streams
 
     # -- the seam ------------------------------------------------------------------------
@@ -205,14 +236,19 @@ class TrexGenerator:
         limits = [self.port_limit_pps(d.tx_port) for d in dirs]
         clamped = min([per_port] + [lim for lim in limits if lim])
         lat_pps = min(self.latency_pps, clamped * 0.1) if self.latency_pps else 0.0
-        lat_pgs = {f"{self.ports[d.tx_port]}->{self.ports[d.rx_port]}": LAT_PG + i for i, d in enumerate(dirs)} \
-            if self.latency_pps else {}
+        lat_pgs = (
+            {f"{self.ports[d.tx_port]}->{self.ports[d.rx_port]}": LAT_PG + i for i, d in enumerate(dirs)}
+            if self.latency_pps
+            else {}
+        )
         flow_stat_streams = bool(lat_pgs) or self.per_direction
         try:
             if self.latency_pps:
                 self.client.remove_all_streams(ports=tx_ports)
                 for i, d in enumerate(dirs):
-                    self.client.add_streams(self._data_streams(d, i, clamped, lat_pps), ports=[self.ports[d.tx_port]])
+                    self.client.add_streams(
+                        self._data_streams(d, i, clamped, lat_pps), ports=[self.ports[d.tx_port]]
+                    )
             self.client.clear_stats()
             t0 = time.monotonic()
             self.client.start(ports=tx_ports, mult=f"{clamped:.3f}pps", duration=duration_s)
@@ -220,10 +256,14 @@ class TrexGenerator:
             while self.client.is_traffic_active(ports=tx_ports):
                 self._check_server(load_pps)
                 if time.monotonic() > deadline:
-                    raise TrialError(f"TRex still sending {duration_s * 4 + 30:g} s after a {duration_s:g} s trial")
+                    raise TrialError(
+                        f"TRex still sending {duration_s * 4 + 30:g} s after a {duration_s:g} s trial"
+                    )
                 time.sleep(0.01)
             elapsed = time.monotonic() - t0
-            self.client.wait_on_traffic(ports=tx_ports, rx_delay_ms=self.rx_delay_ms if flow_stat_streams else None)
+            self.client.wait_on_traffic(
+                ports=tx_ports, rx_delay_ms=self.rx_delay_ms if flow_stat_streams else None
+            )
             stats = self._settled_stats(rx_ports=[self.ports[d.rx_port] for d in dirs])
         except (EnvironmentProblem, TrialError):
             raise
@@ -233,7 +273,9 @@ class TrexGenerator:
             if "lost" in str(clear) or "unreachable" in str(clear):
                 self._drop_session()
             raise clear from None
-        return self._result(load_pps, duration_s, attempt, dirs, stats, elapsed, per_port, clamped, lat_pps, lat_pgs)
+        return self._result(
+            load_pps, duration_s, attempt, dirs, stats, elapsed, per_port, clamped, lat_pps, lat_pgs
+        )
 
     def _settled_stats(self, rx_ports: List[int], step_s: float = 0.05) -> Dict[Any, Any]:
         """Stats once the rx counters of ``rx_ports`` read the same twice ``step_s`` apart, or
@@ -243,8 +285,9 @@ class TrexGenerator:
         while time.monotonic() < deadline:
             time.sleep(step_s)
             again = self.client.get_stats()
-            if [int((_get(again, p) or {}).get("ipackets", 0)) for p in rx_ports] == \
-                    [int((_get(stats, p) or {}).get("ipackets", 0)) for p in rx_ports]:
+            if [int((_get(again, p) or {}).get("ipackets", 0)) for p in rx_ports] == [
+                int((_get(stats, p) or {}).get("ipackets", 0)) for p in rx_ports
+            ]:
                 return again
             stats = again
         return stats
@@ -253,10 +296,14 @@ class TrexGenerator:
         srv = self.trex_server
         if srv is not None and not srv.alive():
             self._drop_session()
-            raise TrialError(f"TRex server {self.server} died during the trial at {load_pps:.0f} pps "
-                             f"({srv.describe_exit()})")
+            raise TrialError(
+                f"TRex server {self.server} died during the trial at {load_pps:.0f} pps "
+                f"({srv.describe_exit()})"
+            )
 
-    def _result(self, load_pps, duration_s, attempt, dirs, stats, elapsed, per_port, clamped, lat_pps, lat_pgs):
+    def _result(
+        self, load_pps, duration_s, attempt, dirs, stats, elapsed, per_port, clamped, lat_pps, lat_pgs
+    ):
         tx_ports = [self.ports[d.tx_port] for d in dirs]
         rx_ports = [self.ports[d.rx_port] for d in dirs]
         for p in tx_ports + rx_ports:
@@ -265,10 +312,16 @@ class TrexGenerator:
         ps = {p: _get(stats, p) for p in set(tx_ports + rx_ports)}
         tx = sum(int(ps[p]["opackets"]) for p in tx_ports)
         details: Dict[str, Any] = {
-            "generator": "trex", "tg": self.tg_name, "server": self.server, "attempt": attempt,
-            "elapsed_s": round(elapsed, 3), "requested_per_port_pps": per_port, "clamped_per_port_pps": clamped,
-            "port_stats": {str(p): {k: ps[p].get(k) for k in ("opackets", "ipackets", "oerrors", "ierrors")}
-                           for p in ps},
+            "generator": "trex",
+            "tg": self.tg_name,
+            "server": self.server,
+            "attempt": attempt,
+            "elapsed_s": round(elapsed, 3),
+            "requested_per_port_pps": per_port,
+            "clamped_per_port_pps": clamped,
+            "port_stats": {
+                str(p): {k: ps[p].get(k) for k in ("opackets", "ipackets", "oerrors", "ierrors")} for p in ps
+            },
         }
         if self.per_direction:
             rx, per_dir, wrong = self._rx_per_direction(stats, dirs, lat_pgs)
@@ -276,8 +329,9 @@ class TrexGenerator:
             details["misdelivered"] = wrong
         else:
             rx = sum(int(ps[p]["ipackets"]) for p in rx_ports)
-        tg_errors = sum(int(ps[p].get("oerrors", 0)) for p in tx_ports) + \
-            sum(int(ps[p].get("ierrors", 0)) for p in rx_ports)
+        tg_errors = sum(int(ps[p].get("oerrors", 0)) for p in tx_ports) + sum(
+            int(ps[p].get("ierrors", 0)) for p in rx_ports
+        )
         asked = int(round(load_pps * duration_s))
         sendable = int(round(clamped * duration_s)) * len(dirs)
         stretched = elapsed > duration_s * (1 + self.stretch_tolerance) + 0.2
@@ -298,9 +352,17 @@ class TrexGenerator:
             limited = LIMITED_BY_GENERATOR
             details["tg_tx_shortfall"] = sendable - tx  # TRex dropped them itself (low_end, full TX ring)
         result = TrialResult.from_counts(
-            load_pps, duration_s, tx_packets=tx, rx_packets=rx, actual_duration_s=elapsed,
-            intended_packets=asked - rounding, limited_by=limited, tg_drops=tg_errors,
-            frame_size=str(self.profile.frame_size), details=details)
+            load_pps,
+            duration_s,
+            tx_packets=tx,
+            rx_packets=rx,
+            actual_duration_s=elapsed,
+            intended_packets=asked - rounding,
+            limited_by=limited,
+            tg_drops=tg_errors,
+            frame_size=str(self.profile.frame_size),
+            details=details,
+        )
         return result, stretched
 
     def _rx_per_direction(self, stats, dirs, lat_pgs) -> Tuple[int, Dict[str, int], int]:
@@ -314,10 +376,14 @@ class TrexGenerator:
             for pg in pgs:
                 entry = _get(fs, pg)
                 if entry is None:
-                    raise TrialError(f"TRex flow stats lack pg_id {pg} (direction {name}): got {sorted(map(str, fs))}")
+                    raise TrialError(
+                        f"TRex flow stats lack pg_id {pg} (direction {name}): got {sorted(map(str, fs))}"
+                    )
                 rxp = entry.get("rx_pkts") or {}
                 got += int(_get(rxp, self.ports[d.rx_port], 0))
-                wrong += sum(int(v) for k, v in rxp.items() if str(k) not in ("total", str(self.ports[d.rx_port])))
+                wrong += sum(
+                    int(v) for k, v in rxp.items() if str(k) not in ("total", str(self.ports[d.rx_port]))
+                )
             per_dir[name] = got
             total += got
         return total, per_dir, wrong

@@ -33,7 +33,11 @@ def latency_summary(lat: Dict[str, Any]) -> Dict[str, Any]:
     >>> latency_summary({"total_min": 5, "average": 6.5, "total_max": 30})
     {'min_us': 5, 'avg_us': 6.5, 'max_us': 30}
     """
-    out: Dict[str, Any] = {"min_us": lat.get("total_min"), "avg_us": lat.get("average"), "max_us": lat.get("total_max")}
+    out: Dict[str, Any] = {
+        "min_us": lat.get("total_min"),
+        "avg_us": lat.get("average"),
+        "max_us": lat.get("total_max"),
+    }
     hdrh = lat.get("hdrh")
     if hdrh:
         from hdrh.histogram import HdrHistogram

@@ -42,8 +42,16 @@ def _run(argv: List[str], check: bool = True) -> subprocess.CompletedProcess:
 
 
 class TrexLoop:
-    def __init__(self, prefix: str = "tx-", mode: str = "veth", tg_cpu: int = 0, loop_cpu: int = 1,
-                 run_dir: Optional[str] = None, mgmt_net: str = "198.19.255.8", trex: Optional[str] = None):
+    def __init__(
+        self,
+        prefix: str = "tx-",
+        mode: str = "veth",
+        tg_cpu: int = 0,
+        loop_cpu: int = 1,
+        run_dir: Optional[str] = None,
+        mgmt_net: str = "198.19.255.8",
+        trex: Optional[str] = None,
+    ):
         if mode not in ("veth", "memif"):
             raise ValueError(f"mode must be veth or memif, got {mode!r}")
         self.prefix, self.mode, self.tg_cpu, self.loop_cpu = prefix, mode, tg_cpu, loop_cpu
@@ -53,25 +61,56 @@ class TrexLoop:
         self.tg_ip = f"{base[0]}.{int(base[1]) + 2}"
         self.tg_ns, self.loop_ns = f"{prefix}tg", f"{prefix}loop"
         self.sock = str(self.run_dir / "memif" / "memif.sock")
-        self.server = TrexServer(self.ports(), self.tg_ns, tg_cpu, str(self.run_dir), trex=trex, server=self.tg_ip)
+        self.server = TrexServer(
+            self.ports(), self.tg_ns, tg_cpu, str(self.run_dir), trex=trex, server=self.tg_ip
+        )
         self.peer: Optional[subprocess.Popen] = None
         self.topology = self._topology()
 
     def ports(self) -> List[TrexPort]:
         if self.mode == "veth":
-            return [TrexPort("af_packet", TG_MACS[i], LOOP_MACS[i], iface=f"{self.prefix}t{i}") for i in (0, 1)]
-        return [TrexPort("memif", TG_MACS[i], LOOP_MACS[i], memif_socket=self.sock, memif_id=i) for i in (0, 1)]
+            return [
+                TrexPort("af_packet", TG_MACS[i], LOOP_MACS[i], iface=f"{self.prefix}t{i}") for i in (0, 1)
+            ]
+        return [
+            TrexPort("memif", TG_MACS[i], LOOP_MACS[i], memif_socket=self.sock, memif_id=i) for i in (0, 1)
+        ]
 
     def _topology(self) -> Any:
         """A lab topology for the driver: the 'DUT' is the loop (never reached over SSH)."""
-        tg = {f"port{i}": {"name": f"{self.prefix}t{i}", "mac": TG_MACS[i], "link": f"link{i + 1}"} for i in (0, 1)}
-        loop = {f"port{i}": {"name": f"{self.prefix}l{i}", "mac": LOOP_MACS[i], "link": f"link{i + 1}"} for i in (0, 1)}
-        return topology_from_data({
-            "name": f"trex-loop-{self.mode}", "kind": "lab-2node", "prefix": self.prefix,
-            "nodes": {"TG": {"type": "TG", "generator": "trex", "namespace": self.tg_ns, "cpus": [self.tg_cpu],
-                             "trex": {"server": self.tg_ip}, "interfaces": tg},
-                      "LOOP": {"type": "DUT", "namespace": self.loop_ns, "cpus": [self.loop_cpu],
-                               "ssh": {"host": "127.0.0.1"}, "interfaces": loop}}}, source="<trex loop>")
+        tg = {
+            f"port{i}": {"name": f"{self.prefix}t{i}", "mac": TG_MACS[i], "link": f"link{i + 1}"}
+            for i in (0, 1)
+        }
+        loop = {
+            f"port{i}": {"name": f"{self.prefix}l{i}", "mac": LOOP_MACS[i], "link": f"link{i + 1}"}
+            for i in (0, 1)
+        }
+        return topology_from_data(
+            {
+                "name": f"trex-loop-{self.mode}",
+                "kind": "lab-2node",
+                "prefix": self.prefix,
+                "nodes": {
+                    "TG": {
+                        "type": "TG",
+                        "generator": "trex",
+                        "namespace": self.tg_ns,
+                        "cpus": [self.tg_cpu],
+                        "trex": {"server": self.tg_ip},
+                        "interfaces": tg,
+                    },
+                    "LOOP": {
+                        "type": "DUT",
+                        "namespace": self.loop_ns,
+                        "cpus": [self.loop_cpu],
+                        "ssh": {"host": "127.0.0.1"},
+                        "interfaces": loop,
+                    },
+                },
+            },
+            source="<trex loop>",
+        )
 
     # -- bring-up -----------------------------------------------------------------------
     def up(self) -> TrexLoop:
@@ -90,8 +129,18 @@ class TrexLoop:
         for ns in (tg, lp):
             _run(["ip", "netns", "del", ns], check=False)  # a dead run of ours
             _run(["ip", "netns", "add", ns])
-            _run(["ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
-                  "net.ipv6.conf.default.disable_ipv6=1"])
+            _run(
+                [
+                    "ip",
+                    "netns",
+                    "exec",
+                    ns,
+                    "sysctl",
+                    "-qw",
+                    "net.ipv6.conf.all.disable_ipv6=1",
+                    "net.ipv6.conf.default.disable_ipv6=1",
+                ]
+            )
             _run(["ip", "-n", ns, "link", "set", "lo", "up"])
         _run(["ip", "link", "del", f"{p}mtg"], check=False)
         _run(["ip", "link", "add", f"{p}mtg", "type", "veth", "peer", "name", "mgmt", "netns", tg])
@@ -103,31 +152,123 @@ class TrexLoop:
         if self.mode != "veth":
             return
         for i in (0, 1):
-            _run(["ip", "link", "add", f"{p}t{i}", "address", TG_MACS[i], "netns", tg, "type", "veth", "peer",
-                  "name", f"{p}l{i}", "address", LOOP_MACS[i], "netns", lp])
+            _run(
+                [
+                    "ip",
+                    "link",
+                    "add",
+                    f"{p}t{i}",
+                    "address",
+                    TG_MACS[i],
+                    "netns",
+                    tg,
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    f"{p}l{i}",
+                    "address",
+                    LOOP_MACS[i],
+                    "netns",
+                    lp,
+                ]
+            )
             _run(["ip", "-n", tg, "link", "set", f"{p}t{i}", "up", "promisc", "on"])
             _run(["ip", "-n", lp, "link", "set", f"{p}l{i}", "up", "promisc", "on"])
         for a, b in ((0, 1), (1, 0)):
-            _run(["ip", "netns", "exec", lp, "tc", "qdisc", "add", "dev", f"{p}l{a}", "handle", "ffff:", "ingress"])
-            _run(["ip", "netns", "exec", lp, "tc", "filter", "add", "dev", f"{p}l{a}", "parent", "ffff:", "protocol",
-                  "all", "u32", "match", "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", f"{p}l{b}"])
+            _run(
+                [
+                    "ip",
+                    "netns",
+                    "exec",
+                    lp,
+                    "tc",
+                    "qdisc",
+                    "add",
+                    "dev",
+                    f"{p}l{a}",
+                    "handle",
+                    "ffff:",
+                    "ingress",
+                ]
+            )
+            _run(
+                [
+                    "ip",
+                    "netns",
+                    "exec",
+                    lp,
+                    "tc",
+                    "filter",
+                    "add",
+                    "dev",
+                    f"{p}l{a}",
+                    "parent",
+                    "ffff:",
+                    "protocol",
+                    "all",
+                    "u32",
+                    "match",
+                    "u32",
+                    "0",
+                    "0",
+                    "action",
+                    "mirred",
+                    "egress",
+                    "redirect",
+                    "dev",
+                    f"{p}l{b}",
+                ]
+            )
             mask = format(1 << self.loop_cpu, "x")
-            _run(["ip", "netns", "exec", lp, "sh", "-c",
-                  f"echo {mask} > /sys/class/net/{p}l{a}/queues/rx-0/rps_cpus"])
+            _run(
+                [
+                    "ip",
+                    "netns",
+                    "exec",
+                    lp,
+                    "sh",
+                    "-c",
+                    f"echo {mask} > /sys/class/net/{p}l{a}/queues/rx-0/rps_cpus",
+                ]
+            )
 
     def _start_testpmd(self) -> None:
         pmd = shutil.which("dpdk-testpmd")
         if not pmd:
             raise EnvironmentProblem("dpdk-testpmd not found: apt-get install dpdk (the memif loop peer)")
         c = self.loop_cpu
-        vdevs = [f"--vdev=net_memif{i},role=client,id={i},socket-abstract=no,socket={self.sock}" for i in (0, 1)]
-        argv = ["ip", "netns", "exec", self.loop_ns, pmd, "--lcores", f"0@{c},1@{c}", "--no-huge", "-m", "512",
-                "--no-pci", "--file-prefix", f"{self.prefix}pmd", *vdevs, "--", "--forward-mode=io", "--auto-start",
-                "--stats-period", "60", "--nb-cores=1", "--total-num-mbufs=16384"]
+        vdevs = [
+            f"--vdev=net_memif{i},role=client,id={i},socket-abstract=no,socket={self.sock}" for i in (0, 1)
+        ]
+        argv = [
+            "ip",
+            "netns",
+            "exec",
+            self.loop_ns,
+            pmd,
+            "--lcores",
+            f"0@{c},1@{c}",
+            "--no-huge",
+            "-m",
+            "512",
+            "--no-pci",
+            "--file-prefix",
+            f"{self.prefix}pmd",
+            *vdevs,
+            "--",
+            "--forward-mode=io",
+            "--auto-start",
+            "--stats-period",
+            "60",
+            "--nb-cores=1",
+            "--total-num-mbufs=16384",
+        ]
         log = open(self.run_dir / "testpmd.log", "wb")
         try:
-            self.peer = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         start_new_session=True)
+            self.peer = subprocess.Popen(
+                argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+            )
         finally:
             log.close()
 

@@ -1,7 +1,7 @@
 """TRex server lifecycle: config file from the topology's TG ports, start in the TG
 namespace, wait until its RPC answers, stop, and check nothing of it remains.
 
-Config (``render_config``), one entry per TG port in TRex port order:
+Config (``dpgate.traffic.trex.config.render_config``), one entry per TG port in TRex port order:
 
 * af_packet on a Linux interface: ``--vdev=net_af_packetN,iface=<if>,blocksz=4096,
   framesz=2048,framecnt=8192,qdisc_bypass=1`` (TRex's short form uses 256-frame rings and
@@ -26,7 +26,7 @@ The server command is an argv list, run as
 ``ip netns exec <ns> <trex>/trex-sw-server -i --cfg <cfg> -c 1 --software --no-key --iom 0 --hdrh``
 (``--hdrh``: without it the latency stats carry no ``hdrh`` histogram, so no percentiles);
 the client reaches it at ``trex.server`` (in the one-machine lab, over the management veth
-of the TG namespace; see /work/coord/trex-interface.md and docs/lab.md).
+of the TG namespace; see docs/trex.md and docs/lab.md).
 """
 
 from __future__ import annotations
@@ -37,100 +37,14 @@ import signal
 import socket
 import subprocess
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, List, Optional, Sequence
 
-import yaml
-
-from dpgate.model.errors import ConfigError, EnvironmentProblem
+from dpgate.model.errors import EnvironmentProblem
+from dpgate.traffic.trex.config import TrexPort, ports_from_topology, render_config  # noqa: F401  (public names)
 from dpgate.traffic.trex.install import SERVER_SCRIPT, trex_dir
 
-AF_PACKET_RING = "blocksz=4096,framesz=2048,framecnt=8192,qdisc_bypass=1"
-PORT_KINDS = ("af_packet", "memif", "pci")
 PID_FILE = "server.pid"
-
-
-@dataclass(frozen=True)
-class TrexPort:
-    """One TRex port: its kind and where it is; MACs for the config's ``port_info``."""
-
-    kind: str
-    src_mac: str
-    dest_mac: str
-    iface: Optional[str] = None
-    pci: Optional[str] = None
-    memif_socket: Optional[str] = None
-    memif_id: int = 0
-
-    def interface_arg(self, index: int) -> str:
-        if self.kind == "af_packet":
-            return f"--vdev=net_af_packet{index},iface={self.iface},{AF_PACKET_RING}"
-        if self.kind == "memif":
-            return (f"--vdev=net_memif{index},role=server,id={self.memif_id},socket-abstract=no,"
-                    f"socket={self.memif_socket}")
-        if self.kind == "pci":
-            return str(self.pci)
-        raise ConfigError(f"TRex port kind must be one of {', '.join(PORT_KINDS)}, got {self.kind!r}", path="kind")
-
-    @property
-    def virtual(self) -> bool:
-        return self.kind != "pci"
-
-
-def _port_kind(iface: Any) -> str:
-    kind = getattr(iface, "kind", None)
-    if kind:
-        return str(kind)
-    if getattr(iface, "memif", None):
-        return "memif"
-    return "pci" if getattr(iface, "pci", None) else "af_packet"
-
-
-def _memif(iface: Any, field: str, default: Any = None) -> Any:
-    m = getattr(iface, "memif", None)
-    if m is None:
-        return default
-    return m.get(field, default) if isinstance(m, dict) else getattr(m, field, default)
-
-
-def ports_from_topology(topo: Any) -> List[TrexPort]:
-    """The TG ports of a topology in TRex port order (sorted interface keys), each with the MAC
-    of the DUT interface on the same link as ``dest_mac`` (the other TG port without a DUT)."""
-    tg_ports = topo.tg.ports
-    dut_by_link = {}
-    for node in topo.nodes.values():
-        if node.type == "DUT":
-            dut_by_link.update({i.link: i for i in node.ports})
-    out = []
-    for n, iface in enumerate(tg_ports):
-        peer = dut_by_link.get(iface.link) or tg_ports[(n + 1) % len(tg_ports)]
-        kind = _port_kind(iface)
-        if kind == "memif" and _memif(iface, "role", "server") != "server":
-            raise ConfigError("TRex memif ports must be role: server (TRex creates the socket)",
-                              path=f"nodes.TG.interfaces.port{n}.memif.role")
-        out.append(TrexPort(kind=kind, src_mac=iface.mac, dest_mac=peer.mac, iface=iface.name,
-                            pci=getattr(iface, "pci", None), memif_socket=_memif(iface, "socket"),
-                            memif_id=int(_memif(iface, "id", n) or 0)))
-    return out
-
-
-def render_config(ports: Sequence[TrexPort], core: int, low_end: Optional[bool] = None,
-                  file_prefix: Optional[str] = None) -> str:
-    """The TRex config file (YAML) for these ports; ``low_end`` defaults to "all ports virtual".
-    ``file_prefix``: TRex's ``prefix`` (DPDK ``--file-prefix``): without it every TRex and DPDK
-    app on the machine shares /var/run/dpdk/rte and the second one fails "Cannot create lock"."""
-    if not ports:
-        raise ConfigError("TRex needs at least one TG port", path="nodes.TG.interfaces")
-    low_end = all(p.virtual for p in ports) if low_end is None else low_end
-    cfg: dict = {"version": 2, "port_limit": len(ports),
-                 "interfaces": [p.interface_arg(i) for i, p in enumerate(ports)]}
-    if file_prefix:
-        cfg["prefix"] = file_prefix
-    if low_end:
-        cfg.update({"low_end": True, "low_end_core": int(core)})
-    cfg["port_info"] = [{"src_mac": p.src_mac, "dest_mac": p.dest_mac} for p in ports]
-    return yaml.safe_dump([cfg], sort_keys=False, width=1000)
 
 
 class TrexServer:
@@ -142,9 +56,19 @@ class TrexServer:
     ['ip', 'netns', 'exec', 'tx-tg', '/opt/trex/trex-sw-server']
     """
 
-    def __init__(self, ports: Sequence[TrexPort], namespace: Optional[str], core: int, run_dir: str,
-                 trex: Optional[str] = None, server: str = "127.0.0.1", sync_port: int = 4501,
-                 async_port: int = 4500, hdrh: bool = True, client_path: Optional[str] = None):
+    def __init__(
+        self,
+        ports: Sequence[TrexPort],
+        namespace: Optional[str],
+        core: int,
+        run_dir: str,
+        trex: Optional[str] = None,
+        server: str = "127.0.0.1",
+        sync_port: int = 4501,
+        async_port: int = 4500,
+        hdrh: bool = True,
+        client_path: Optional[str] = None,
+    ):
         self.ports = list(ports)
         self.namespace = namespace
         self.core = core
@@ -165,15 +89,34 @@ class TrexServer:
         tg = topo.tg
         t = tg.trex
         core = tg.cpus[0] if tg.cpus else 0
-        return cls(ports_from_topology(topo), tg.namespace, core, run_dir, trex=trex,
-                   server=t.server if t else "127.0.0.1", sync_port=t.sync_port if t else 4501,
-                   async_port=t.async_port if t else 4500, client_path=t.client_path if t else None, **kw)
+        return cls(
+            ports_from_topology(topo),
+            tg.namespace,
+            core,
+            run_dir,
+            trex=trex,
+            server=t.server if t else "127.0.0.1",
+            sync_port=t.sync_port if t else 4501,
+            async_port=t.async_port if t else 4500,
+            client_path=t.client_path if t else None,
+            **kw,
+        )
 
     # -- command ------------------------------------------------------------------------
     def argv(self) -> List[str]:
         trex = self.trex or trex_dir()
-        cmd = [str(trex / SERVER_SCRIPT), "-i", "--cfg", str(self.cfg_path), "-c", "1", "--software",
-               "--no-key", "--iom", "0"]
+        cmd = [
+            str(trex / SERVER_SCRIPT),
+            "-i",
+            "--cfg",
+            str(self.cfg_path),
+            "-c",
+            "1",
+            "--software",
+            "--no-key",
+            "--iom",
+            "0",
+        ]
         if self.hdrh:
             cmd.append("--hdrh")
         return (["ip", "netns", "exec", self.namespace] if self.namespace else []) + cmd
@@ -192,8 +135,14 @@ class TrexServer:
         self._check_free()
         log = open(self.log_path, "wb")
         try:
-            self.proc = subprocess.Popen(self.argv(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         cwd=str(self.dir), start_new_session=True)
+            self.proc = subprocess.Popen(
+                self.argv(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=str(self.dir),
+                start_new_session=True,
+            )
         finally:
             log.close()
         (self.dir / PID_FILE).write_text(f"{self.proc.pid}\n")
@@ -206,8 +155,10 @@ class TrexServer:
 
     def _check_free(self) -> None:
         if _tcp_open(self.server, self.sync_port, 0.3):
-            raise EnvironmentProblem(f"TRex RPC port {self.server}:{self.sync_port} already answers before our "
-                                     "server started: another TRex runs there; stop it or use other addresses")
+            raise EnvironmentProblem(
+                f"TRex RPC port {self.server}:{self.sync_port} already answers before our "
+                "server started: another TRex runs there; stop it or use other addresses"
+            )
 
     def log_tail(self, lines: int = 8) -> str:
         try:
@@ -216,30 +167,37 @@ class TrexServer:
             return ""
         return " | ".join(text[-lines:])
 
-    def wait_ready(self, timeout_s: float = 60.0, probe: Optional[Callable[[], Optional[str]]] = None) -> None:
+    def wait_ready(
+        self, timeout_s: float = 60.0, probe: Optional[Callable[[], Optional[str]]] = None
+    ) -> None:
         """Until the RPC answers a real client (its version is kept), the process dies, or the
         timeout: the last two are one error with the server log's last lines."""
         deadline = time.monotonic() + timeout_s
         probe = probe or self._probe
         while time.monotonic() < deadline:
             if self.proc is not None and self.proc.poll() is not None:
-                raise EnvironmentProblem(f"TRex server exited with code {self.proc.returncode} while starting "
-                                         f"({self.log_path}): {self.log_tail()}")
+                raise EnvironmentProblem(
+                    f"TRex server exited with code {self.proc.returncode} while starting "
+                    f"({self.log_path}): {self.log_tail()}"
+                )
             if _tcp_open(self.server, self.sync_port, 0.5):
                 version = probe()
                 if version:
                     self.version = version
                     return
             time.sleep(0.3)
-        raise EnvironmentProblem(f"TRex server not ready at {self.server}:{self.sync_port} after {timeout_s:g} s "
-                                 f"({self.log_path}): {self.log_tail()}")
+        raise EnvironmentProblem(
+            f"TRex server not ready at {self.server}:{self.sync_port} after {timeout_s:g} s "
+            f"({self.log_path}): {self.log_tail()}"
+        )
 
     def _probe(self) -> Optional[str]:
         from dpgate.traffic.trex.install import client_path_for, import_trex_api
 
         api = import_trex_api(self.client_path or client_path_for(self.trex or trex_dir()))
-        c = api.STLClient(server=self.server, sync_port=self.sync_port, async_port=self.async_port,
-                          verbose_level="none")
+        c = api.STLClient(
+            server=self.server, sync_port=self.sync_port, async_port=self.async_port, verbose_level="none"
+        )
         try:
             c.connect()
             return str(c.get_server_version().get("version") or "unknown")
@@ -354,4 +312,3 @@ class RunningTrex:
 
     def describe_exit(self) -> str:
         return f"pid {self.pid} is gone; log {self.log_path}"
-
