@@ -38,6 +38,7 @@ from dpgate.config.thresholds import load_thresholds
 from dpgate.config.topology import Topology, load_topology
 from dpgate.exec.lock import FileLock, hold_testbed, inherit, outdir_lock
 from dpgate.model.errors import ConfigError
+from dpgate.model.record import F
 from dpgate.outputs.exporters import write_csv, write_openmetrics
 from dpgate.outputs.junit import write_junit
 from dpgate.outputs.results import load_records
@@ -210,9 +211,9 @@ def _run_gate(args, locks: List[FileLock]) -> int:
             signal.signal(s, h)
     records = load_records(args.outdir)
     for rec in records:
-        if rec.get("status") in (None, "RUNNING"):
-            rec["status"] = "ERROR"
-            rec["message"] = "test did not finish (run interrupted)" if interrupted else "test did not finish"
+        if rec.get(F.STATUS) in (None, "RUNNING"):
+            rec[F.STATUS] = "ERROR"
+            rec[F.MESSAGE] = "test did not finish (run interrupted)" if interrupted else "test did not finish"
     write_junit(records, junit)
     write_openmetrics(records, os.path.join(args.outdir, "metrics.txt"))
     write_csv(records, os.path.join(args.outdir, "results.csv"))
@@ -231,7 +232,7 @@ def _run_gate(args, locks: List[FileLock]) -> int:
     if interrupted:
         print(f"dpgate: interrupted by signal {interrupted}: finished tests kept, teardown ran", file=sys.stderr)
         return 128 + interrupted
-    failed = [r for r in records if r.get("status") not in ("PASS", "SKIP")]
+    failed = [r for r in records if r.get(F.STATUS) not in ("PASS", "SKIP")]
     if rc == 252:
         raise ConfigError("robot rejected the arguments (see its message above)")
     if rc and not failed:
@@ -252,7 +253,7 @@ def history_summary(records: List[Dict], hist: str) -> str:
     """The regression check's verdicts as the tests recorded them."""
     lines = [f"regression check against {hist}:"]
     for r in records:
-        for g in r.get("gates", []):
+        for g in r.get(F.GATES, []):
             if g.get("name", "").startswith("regression_"):
                 lines.append(f"  {g['message']}")
     if len(lines) == 1:
@@ -264,14 +265,14 @@ def summary_table(records: List[Dict]) -> str:
     head = f"{'test':44s} {'NDR Mpps':>9s} {'PDR Mpps':>9s} {'CPP':>8s}  verdict"
     lines = [head, "-" * len(head)]
     for r in records:
-        m = r.get("metrics", {})
+        m = r.get(F.METRICS, {})
         ndr = f"{m['ndr_pps'] / 1e6:.3f}" if "ndr_pps" in m else "-"
         pdr = f"{m['pdr_pps'] / 1e6:.3f}" if "pdr_pps" in m else "-"
         cpp = f"{m['cpp']:.0f}" if isinstance(m.get("cpp"), (int, float)) else "-"
-        verdict = r.get("status", "?")
-        if verdict != "PASS" and r.get("message"):
-            verdict += ": " + r["message"].splitlines()[0][:100]
-        lines.append(f"{r.get('name', '?')[:44]:44s} {ndr:>9s} {pdr:>9s} {cpp:>8s}  {verdict}")
+        verdict = r.get(F.STATUS, "?")
+        if verdict != "PASS" and r.get(F.MESSAGE):
+            verdict += ": " + r[F.MESSAGE].splitlines()[0][:100]
+        lines.append(f"{r.get(F.NAME, '?')[:44]:44s} {ndr:>9s} {pdr:>9s} {cpp:>8s}  {verdict}")
     if len(lines) == 2:
         lines.append("(no test produced a result)")
     return "\n".join(lines)
