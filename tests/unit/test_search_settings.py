@@ -35,7 +35,9 @@ def test_overrides_build_a_new_object_and_the_dict_view_matches():
 
 
 def test_one_error_per_bad_key_or_value():
-    with pytest.raises(ConfigError, match=r"'probe' is not known to profile 'sign-off'; accepted: .*probe_duration"):
+    with pytest.raises(
+        ConfigError, match=r"'probe' is not known to profile 'sign-off'; accepted: .*probe_duration"
+    ):
         search_settings("sign-off", probe=2)
     with pytest.raises(ConfigError, match=r"long_step=1.5 must be in \(0, 1\)"):
         search_settings("sign-off", long_step=1.5)
@@ -44,7 +46,21 @@ def test_one_error_per_bad_key_or_value():
 def test_recorded_settings_keep_their_order_and_values():
     r = find_ndr_pdr(make_sut("hard").measure, 1e5, 1.5e6, profile="rfc2544-binary", trial_duration=20)
     assert list(r.settings) == [
-        "trial_overhead", "trial_duration", "width", "resolution_pps", "start_rate",
-        "ndr_loss", "pdr_loss", "min_rate", "max_rate", "wall_time_s",
+        "trial_overhead",
+        "trial_duration",
+        "width",
+        "resolution_pps",
+        "start_rate",
+        "ndr_loss",
+        "pdr_loss",
+        "min_rate",
+        "max_rate",
+        "wall_time_s",
     ]
     assert r.settings["trial_duration"] == 20.0 and r.settings["resolution_pps"] is None
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_a_count_that_is_not_finite_is_one_config_error(value):
+    with pytest.raises(ConfigError, match=r"samples_max=(nan|inf) must be an integer >= 1"):
+        search_settings("sign-off", samples_max=value)

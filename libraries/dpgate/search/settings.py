@@ -49,7 +49,9 @@ class SearchSettings:
     """The settings every profile accepts; each profile's class adds its own."""
 
     trial_overhead: float = setting(
-        DEFAULT_TRIAL_OVERHEAD_S, "non_negative", "accounted per-trial overhead (traffic start/stop, counter reads) [s]"
+        DEFAULT_TRIAL_OVERHEAD_S,
+        "non_negative",
+        "accounted per-trial overhead (traffic start/stop, counter reads) [s]",
     )
 
     @classmethod
@@ -105,7 +107,7 @@ def _check(profile: str, key: str, check: str, value: Any) -> Any:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigError(f"search override {key}={value!r} (profile {profile!r}) must be a number")
     if check == "count":
-        if int(value) != value or value < 1:
+        if not math.isfinite(value) or int(value) != value or value < 1:
             raise ConfigError(f"search override {key}={value!r} must be an integer >= 1")
         return int(value)
     v = float(value)
