@@ -96,6 +96,8 @@ class EmbeddedTestbed:
         self.napi_threaded = napi_threaded
         self.is_up = False
         self.workdir = run_dir(topology.prefix)
+        #: The SUT ports' threaded-NAPI kernel threads (their CPU time is the SUT's own).
+        self.napi_pids: List[int] = []
 
     # -- names -------------------------------------------------------------
     @property
@@ -189,12 +191,14 @@ class EmbeddedTestbed:
             if m and m.group(1) in names:
                 run(["taskset", "-pc", cpus, pid_s], check=False)
                 pinned.append(int(pid_s))
+        self.napi_pids = pinned
         return pinned
 
     def down(self) -> Dict[str, List[str]]:
         """Kill everything in our namespaces and delete them. Idempotent."""
-        removed = cleanup_prefix(self.topology.prefix)
         self.is_up = False
+        self.close_counters()
+        removed = cleanup_prefix(self.topology.prefix)
         return {"namespaces": removed}
 
     def __enter__(self) -> "EmbeddedTestbed":
@@ -211,8 +215,27 @@ class EmbeddedTestbed:
         except (ValueError, IndexError):
             return "MISSING"
 
+    def counters(self, ns: str):
+        """The namespace's process-free counter reader (``dpgate.traffic.nsdev``), started once."""
+        from .traffic.nsdev import NetnsCounters
+
+        readers = self.__dict__.setdefault("_counters", {})
+        if ns not in readers:
+            readers[ns] = NetnsCounters(ns).start()
+        return readers[ns]
+
+    def close_counters(self) -> None:
+        for reader in self.__dict__.pop("_counters", {}).values():
+            reader.close()
+
     def port_stats(self, ns: str, ifname: str) -> Dict[str, int]:
-        """Kernel counters of one port: rx/tx packets, bytes, dropped."""
+        """Kernel counters of one port: rx/tx packets, bytes, dropped (read without a process
+        start from ``/proc/<holder>/net/dev`` while the testbed is up)."""
+        if self.is_up:
+            stats = self.counters(ns).read()
+            if ifname not in stats:
+                raise EnvironmentProblem(f"interface {ifname!r} not found in namespace {ns!r}")
+            return stats[ifname]
         res = run(["ip", "-j", "-s", "link", "show", "dev", ifname], ns=ns)
         st = json.loads(res.stdout)[0]["stats64"]
         return {
@@ -225,7 +248,10 @@ class EmbeddedTestbed:
         }
 
     def ns_stats(self, ns: str) -> Dict[str, Dict[str, int]]:
-        """Counters of every link of a namespace, in one ``ip -j -s link`` call."""
+        """Counters of every link of a namespace (``/proc/<holder>/net/dev`` while the testbed
+        is up, else one ``ip -j -s link`` call)."""
+        if self.is_up:
+            return self.counters(ns).read()
         res = run(["ip", "-j", "-s", "link", "show"], ns=ns)
         out = {}
         for link in json.loads(res.stdout):
