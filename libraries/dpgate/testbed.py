@@ -274,5 +274,10 @@ class EmbeddedTestbed:
 
     def packet_socket_drops(self, ns: Optional[str] = None) -> int:
         """Sum of af_packet socket drops (``ss -f link -a -m`` skmem ``d<N>``) in a namespace."""
-        res = run(["ss", "-f", "link", "-a", "-m"], ns=ns or self.sut_ns, check=False)
-        return sum(int(m) for m in re.findall(r"skmem:\([^)]*?\bd(\d+)\)", res.stdout))
+        if self.is_up:
+            from .traffic.replayproc import run_in_netns
+
+            out = run_in_netns([require_tool("ss"), "-f", "link", "-a", "-m"], ns or self.sut_ns)
+        else:
+            out = run(["ss", "-f", "link", "-a", "-m"], ns=ns or self.sut_ns, check=False).stdout
+        return sum(int(m) for m in re.findall(r"skmem:\([^)]*?\bd(\d+)\)", out))

@@ -137,6 +137,9 @@ class TcpreplayGenerator:
         self.extra_sut_pids: List[int] = []
         self.cpu = CpuAccount(testbed, extra_sut_pids=lambda: self.extra_sut_pids)
         self._sock_drops: Optional[int] = None
+        #: also read af_packet socket drops (``ss``, ~15 ms per trial) into details; the loss
+        #: attribution does not need them (``sut_drops`` = frames in minus frames out)
+        self.socket_drops = False
         self._hz: Optional[float] = None
 
     # -- frames --------------------------------------------------------------
@@ -200,7 +203,7 @@ class TcpreplayGenerator:
         intended = per_dir_count * ndir
         sut_ports = [s.name for _, s in self.tb.topology.pairs()]
         tg0, sut0 = self.tb.ns_stats(self.tb.tg_ns), self.tb.ns_stats(self.tb.sut_ns)
-        sockets = self.sut is not None and getattr(self.sut, "has_process", False)
+        sockets = self.socket_drops and self.sut is not None and getattr(self.sut, "has_process", False)
         if sockets and self._sock_drops is None:
             self._sock_drops = self.tb.packet_socket_drops()
         sock_drops0 = self._sock_drops or 0
