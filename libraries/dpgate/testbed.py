@@ -158,7 +158,10 @@ class EmbeddedTestbed:
             run(["ip", "link", "set", tgp.name, "up"], ns=tg)
             run(["ip", "link", "set", sutp.name, "up"], ns=sut)
             if self.napi_threaded:
+                before = set(self._napi_named())
                 run(["tee", f"/sys/class/net/{sutp.name}/threaded"], ns=sut, input="1\n", check=False)
+                self.napi_pids += [p for p in self._napi_named() if p not in before]
+                self.__dict__.setdefault("_napi_known", set()).update(before)
         # br_netfilter (if loaded) costs ~16 % on the bridge path: off in the SUT namespace.
         for fam in ("iptables", "ip6tables", "arptables"):
             run(["sysctl", "-q", "-w", f"net.bridge.bridge-nf-call-{fam}=0"], ns=sut, check=False)
@@ -174,11 +177,11 @@ class EmbeddedTestbed:
             time.sleep(0.05)
         raise EnvironmentProblem(f"veth links did not come up within {timeout:g} s: {states}")
 
-    def pin_napi_threads(self) -> List[int]:
-        """Pin the SUT ports' threaded-NAPI kernel threads to the SUT core(s)."""
+    def _napi_named(self) -> List[int]:
+        """Pids of NAPI threads named after our SUT ports (``napi/sut0-<id>``): on a shared
+        machine other testbeds' ports may have the same names, so this alone is not ours."""
         names = {s.name for _, s in self.topology.pairs()}
-        pinned = []
-        cpus = ",".join(str(c) for c in self.sut_cpus)
+        out = []
         for pid_s in os.listdir("/proc"):
             if not pid_s.isdigit():
                 continue
@@ -189,10 +192,27 @@ class EmbeddedTestbed:
                 continue
             m = re.match(r"napi/(.+)-\d+$", comm)
             if m and m.group(1) in names:
-                run(["taskset", "-pc", cpus, pid_s], check=False)
-                pinned.append(int(pid_s))
-        self.napi_pids = pinned
-        return pinned
+                out.append(int(pid_s))
+        return out
+
+    def pin_napi_threads(self) -> List[int]:
+        """Pin our SUT ports' threaded-NAPI kernel threads to the SUT core(s).
+
+        Ours are the threads that appeared when we switched our ports to threaded NAPI
+        (``_build`` takes the difference), or, when ours are gone (a SUT re-created its
+        ports' NAPI), the ones that appeared since the last look. Other testbeds' threads
+        with the same port names are never pinned or counted as ours."""
+        named = self._napi_named()
+        known = self.__dict__.setdefault("_napi_known", set())
+        ours = [p for p in self.napi_pids if os.path.exists(f"/proc/{p}")]
+        if len(ours) < len(self.topology.pairs()):
+            ours += [p for p in named if p not in known and p not in ours]
+        known.update(named)
+        cpus = ",".join(str(c) for c in self.sut_cpus)
+        for pid in ours:
+            run(["taskset", "-pc", cpus, str(pid)], check=False)
+        self.napi_pids = sorted(ours)
+        return self.napi_pids
 
     def down(self) -> Dict[str, List[str]]:
         """Kill everything in our namespaces and delete them. Idempotent."""
