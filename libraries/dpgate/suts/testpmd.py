@@ -67,10 +67,16 @@ def stats_delta(before: Dict[str, float], after: Dict[str, float]) -> Dict[str, 
     return out
 
 
+#: Lookup table size (MB) of the noisy engine used for cost injection (beyond the caches).
+NOISY_MB = 64
+
+
 class _Testpmd(EmbeddedSut):
     traffic = "l2"
     has_process = True
     mode = "io"
+    #: random lookup-table reads per packet (cost injection, ``dpgate.suts.cost``); 0 = none
+    noise_reads = 0
 
     def __init__(self, testbed, flows=None):
         super().__init__(testbed, flows)
@@ -90,7 +96,13 @@ class _Testpmd(EmbeddedSut):
         for i, p in enumerate((a, b)):
             argv.append(f"--vdev=net_af_packet{i},iface={p.name},qpairs=1,qdisc_bypass=1,framecnt=4096")
         argv += ["--", "-i", "--nb-cores=1", "--rxq=1", "--txq=1", "--record-core-cycles",
-                 "--total-num-mbufs=16384", f"--forward-mode={self.mode}"]
+                 "--total-num-mbufs=16384"]
+        if self.noise_reads:
+            # DPDK's noisy VNF: io forwarding plus random reads of a lookup table per packet.
+            argv += ["--forward-mode=noisy", f"--noisy-lkup-memory={NOISY_MB}",
+                     f"--noisy-lkup-num-reads={self.noise_reads}"]
+        else:
+            argv.append(f"--forward-mode={self.mode}")
         if self.mode == "mac":
             tga, tgb = self.tg_ports()
             # port 0 transmits towards TG port1 and vice versa (paired ports)
@@ -158,6 +170,20 @@ class _Testpmd(EmbeddedSut):
         stats = stats_delta(self._base or {}, now)
         self._base = now
         return stats
+
+    def set_noise(self, reads: int) -> Dict:
+        """Restart testpmd with ``reads`` random lookup reads per packet (noisy engine)."""
+        if self.mode != "io":
+            from ..errors import ConfigError
+
+            raise ConfigError(f"cost injection needs testpmd io forwarding (DPDK 22.11's noisy engine "
+                              f"forwards like io), not {self.mode}", path="inject_cost")
+        self.stop()
+        self.noise_reads = int(reads)
+        self._base = None
+        self.start()
+        return {"method": "testpmd noisy forwarding", "lookup_reads_per_packet": self.noise_reads,
+                "lookup_memory_mb": NOISY_MB}
 
     def version(self) -> str:
         res = run(["dpkg-query", "-W", "-f=${Version}", "dpdk"], check=False)

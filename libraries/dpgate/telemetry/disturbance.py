@@ -1,0 +1,99 @@
+"""Turning per-trial figures into per-case signal: disturbance of a verdict, cpp_at_load.
+
+A trial carries ``disturbance`` (largest foreign share of a TG/SUT core, see
+:mod:`dpgate.telemetry.cpuacct`) and ``sut_cpu_cycles_per_packet`` (the SUT's own cycles per
+forwarded frame). Here:
+
+* :func:`verdict_trials` picks the trials a verdict rests on: those at the loads of the
+  NDR/PDR lower and upper bounds, and the MRR trials;
+* :func:`disturbance_of` is the largest disturbance among them, and :func:`inconclusive`
+  says whether a gate that would FAIL must be *inconclusive* instead (skipped with the
+  reason and the figure): a neighbour, not the SUT, may have caused the miss;
+* :func:`cpp_at_load_rate` is the fixed load for ``cpp_at_load``: ``share`` (default 50 %) of
+  the smaller of the generator ceiling and the NDR, so that neither limits it;
+* :func:`cpp_at_load` is the median of the SUT's own cycles per packet over the trials at
+  that load (SUT-reported cycles for SUTs that poll, whose CPU time is 100 % by design).
+
+>>> class T:  # a trial as the search sees it
+...     def __init__(self, load, d): self.intended_load_pps, self.disturbance, self.details = load, d, {}
+>>> ts = [T(100.0, 0.02), T(200.0, 0.31), T(150.0, 0.04)]
+>>> disturbance_of(verdict_trials(ts, bounds=[150.0, 200.0]))
+0.31
+>>> inconclusive(0.31, threshold=0.10)
+'disturbed measurement: 31.0 % of a TG/SUT core was used by other work (> 10 %)'
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Iterable, List, Optional, Sequence
+
+#: Default largest foreign share (0..1) of a TG/SUT core for a verdict to count.
+DISTURBANCE_MAX = 0.10
+#: Share of min(generator ceiling, NDR) at which cpp_at_load is measured.
+CPP_LOAD_SHARE = 0.5
+#: Trials (and their length, s) at that load; the median is the figure.
+CPP_TRIALS = 3
+CPP_TRIAL_S = 2.0
+
+
+def verdict_trials(trials: Iterable, bounds: Sequence[Optional[float]], mrr: Iterable = ()) -> List:
+    """Trials whose load is one of ``bounds`` (relative tolerance 1e-6), plus ``mrr`` trials;
+    superseded attempts (measured again because disturbed) are not used by any verdict."""
+    want = [b for b in bounds if b]
+    out = []
+    for t in trials:
+        if (getattr(t, "details", None) or {}).get("superseded"):
+            continue
+        load = float(t.intended_load_pps)
+        if any(abs(load - b) <= 1e-6 * max(1.0, b) for b in want):
+            out.append(t)
+    return out + [t for t in mrr if not (getattr(t, "details", None) or {}).get("superseded")]
+
+
+def disturbance_of(trials: Iterable) -> Optional[float]:
+    """Largest ``disturbance`` among trials that measured it; None when none did."""
+    vals = [t.disturbance for t in trials if getattr(t, "disturbance", None) is not None]
+    return max(vals) if vals else None
+
+
+def inconclusive(disturbance: Optional[float], threshold: Optional[float] = DISTURBANCE_MAX) -> Optional[str]:
+    """The reason a failing verdict is inconclusive, or None when the measurement was clean."""
+    if disturbance is None or threshold is None or disturbance <= threshold:
+        return None
+    return (f"disturbed measurement: {disturbance * 100:.1f} % of a TG/SUT core was used by other work "
+            f"(> {threshold * 100:.0f} %)")
+
+
+def cpp_at_load_rate(generator_max_pps: Optional[float], ndr_pps: Optional[float],
+                     share: float = CPP_LOAD_SHARE) -> Optional[float]:
+    """The fixed load for cpp_at_load.
+
+    >>> cpp_at_load_rate(600_000, 190_000)
+    95000.0
+    >>> cpp_at_load_rate(None, 0) is None
+    True
+    """
+    cands = [v for v in (generator_max_pps, ndr_pps) if v and v > 0]
+    return share * min(cands) if cands else None
+
+
+def cpp_at_load(trials: Iterable, polling: bool = False) -> Optional[float]:
+    """Median SUT cycles per packet over ``trials`` (not superseded ones).
+
+    A polling SUT (testpmd, OVS PMD threads) uses its whole core whatever the load, so its
+    CPU time says nothing per packet: its own busy-cycle report is used instead, and None
+    when it reports only total cycles (DPDK 22.11 testpmd counts idle polls too).
+
+    >>> class T:
+    ...     def __init__(self, own, rep=None): self.sut_cpu_cycles_per_packet, self.sut_cycles_per_packet, self.details = own, rep, {}
+    >>> cpp_at_load([T(3700.0), T(3800.0), T(3650.0)])
+    3700.0
+    """
+    use = [t for t in trials if not (getattr(t, "details", None) or {}).get("superseded")]
+    if polling:
+        vals = [t.sut_cycles_per_packet for t in use if t.sut_cycles_per_packet
+                and not (t.details.get("sut_counters") or {}).get("cycles_include_idle")]
+    else:
+        vals = [t.sut_cpu_cycles_per_packet for t in use if t.sut_cpu_cycles_per_packet]
+    return float(statistics.median(vals)) if vals else None
