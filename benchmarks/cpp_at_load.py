@@ -50,6 +50,28 @@ def one_run(sut: str, prefix: str, load: float, trials: int, duration: float, in
             max((r.disturbance or 0.0) for r in res), sum(r.loss_packets for r in res))
 
 
+def calibrate(sut: str, prefix: str, load: float, trials: int, duration: float, units: int, runs: int) -> None:
+    """Within one bring-up, alternate trials without and with ``units`` injection units, so
+    run-to-run drift cancels; prints the cycles one unit adds per packet."""
+    from dpgate.suts import cost
+
+    for _ in range(runs):
+        with EmbeddedSession("topologies/embedded.yaml", sut, frame_size=64, prefix=prefix, calibrate=False) as s:
+            base = [s.measure(load, duration) for _ in range(trials)]
+            if sut.startswith("linux-"):
+                cost.inject_kernel(s.sut, units)
+            else:
+                s.sut.set_noise(units)
+            hit = [s.measure(load, duration) for _ in range(trials)]
+        b = statistics.median([r.sut_cpu_cycles_per_packet or 0 for r in base])
+        h = statistics.median([r.sut_cpu_cycles_per_packet or 0 for r in hit])
+        rb = statistics.median([r.rx_packets for r in base])
+        rh = statistics.median([r.rx_packets for r in hit])
+        d = max(r.disturbance or 0 for r in base + hit)
+        print(f"{sut:16s} base {b:7.0f}  with {units} units {h:7.0f}  -> {(h - b) / units:6.1f} cycles/unit "
+              f"(+{(h / b - 1) * 100 if b else 0:.1f} %), rx median {rb}/{rh}, max disturbance {d:.2f}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--suts", default="linux-xconnect,linux-bridge,linux-ip4,ovs-xconnect,testpmd-io")
@@ -59,8 +81,14 @@ def main(argv=None) -> int:
     ap.add_argument("--load", default="60kpps")
     ap.add_argument("--duration", type=float, default=2.0)
     ap.add_argument("--inject-cost", type=float, default=0.0, help="percent of per-packet cost to inject")
+    ap.add_argument("--calibrate-units", type=int, default=0,
+                    help="instead: measure what this many injection units add per packet")
     a = ap.parse_args(argv)
     load = parse_rate(a.load).resolve(None)
+    if a.calibrate_units:
+        for sut in a.suts.split(","):
+            calibrate(sut, a.prefix, load, a.trials, a.duration, a.calibrate_units, a.runs)
+        return 0
     print(f"cpp_at_load at {a.load}, {a.runs} runs x {a.trials} trials x {a.duration:g} s"
           + (f", injected +{a.inject_cost:g} %" if a.inject_cost else ""))
     for sut in a.suts.split(","):
