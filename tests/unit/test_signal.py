@@ -162,3 +162,15 @@ def test_unixctl_call_round_trip_and_error(tmp_path):
     t.join(2)
     with pytest.raises(OSError):
         unixctl_call(str(tmp_path / "missing.ctl"), "x")
+
+
+def test_cpp_regression_is_a_rise_through_the_throughput_classifier():
+    from dpgate.compare import classify_current
+
+    hist = [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1000.0]
+    up = disturbance.classify_lower_is_better(classify_current, hist, [1100.0], 0.03, None)
+    assert up.verdict == "regression" and up.change_pct == pytest.approx(10.0, abs=0.5)
+    down = disturbance.classify_lower_is_better(classify_current, hist, [900.0], 0.03, None)
+    assert down.verdict == "progression"
+    same = disturbance.classify_lower_is_better(classify_current, hist, [1008.0], 0.03, None)
+    assert same.verdict == "normal"

@@ -199,6 +199,7 @@ class OvsAfxdpXconnect(OvsXconnect):
     """
 
     name = "ovs-afxdp-xconnect"
+    polls = True
     description = "Open vSwitch userspace datapath, AF_XDP ports (best-effort XDP mode), PMD thread on the SUT core"
 
     def _configure_datapath(self) -> None:

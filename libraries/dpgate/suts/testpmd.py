@@ -74,6 +74,7 @@ NOISY_MB = 64
 class _Testpmd(EmbeddedSut):
     traffic = "l2"
     has_process = True
+    polls = True
     mode = "io"
     #: random lookup-table reads per packet (cost injection, ``dpgate.suts.cost``); 0 = none
     noise_reads = 0

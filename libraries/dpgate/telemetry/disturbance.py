@@ -97,3 +97,50 @@ def cpp_at_load(trials: Iterable, polling: bool = False) -> Optional[float]:
     else:
         vals = [t.sut_cpu_cycles_per_packet for t in use if t.sut_cpu_cycles_per_packet]
     return float(statistics.median(vals)) if vals else None
+
+
+def measure_cpp_at_load(measure, generator_max_pps: Optional[float], ndr_pps: Optional[float],
+                        polling: bool = False, trials: int = CPP_TRIALS, duration_s: float = CPP_TRIAL_S):
+    """(cpp_at_load or None, the load, the trials) with ``measure(load, duration)``; nothing is
+    measured when there is no load to use (no ceiling and no NDR)."""
+    load = cpp_at_load_rate(generator_max_pps, ndr_pps)
+    if not load:
+        return None, None, []
+    got = [measure(load, duration_s) for _ in range(max(1, int(trials)))]
+    return cpp_at_load(got, polling=polling), load, got
+
+
+def case_signal(search_trials: Iterable, bounds: Sequence[Optional[float]], mrr_trials: Iterable = (),
+                cpp_trials: Iterable = (), cpp: Optional[float] = None, cpp_load: Optional[float] = None) -> dict:
+    """The case's metrics from this module: ``disturbance`` (largest foreign share among the
+    trials its verdicts use), ``cpp_at_load`` and ``cpp_at_load_pps`` (absent when unmeasured).
+
+    >>> class T:
+    ...     def __init__(self, load, d): self.intended_load_pps, self.disturbance, self.details = load, d, {}
+    >>> case_signal([T(1.0, 0.5), T(2.0, 0.01)], [2.0], cpp_trials=[T(0.5, 0.03)], cpp=3700.0, cpp_load=0.5)
+    {'disturbance': 0.03, 'cpp_at_load': 3700.0, 'cpp_at_load_pps': 0.5}
+    """
+    used = verdict_trials(search_trials, bounds, list(mrr_trials) + list(cpp_trials))
+    out: dict = {}
+    d = disturbance_of(used)
+    if d is not None:
+        out["disturbance"] = round(d, 4)
+    if cpp is not None:
+        out["cpp_at_load"] = round(cpp, 1)
+        out["cpp_at_load_pps"] = round(float(cpp_load or 0), 1)
+    return out
+
+
+def classify_lower_is_better(classify, history: Sequence, current: Sequence[float], *args, **kw):
+    """Run a higher-is-better classifier (``dpgate.compare.classify_current``) on a metric where
+    lower is better (cycles per packet) through reciprocals; returns its verdict with the
+    values and the change given back in the metric's own terms (a +10 % cpp_at_load is a
+    regression of +10 %)."""
+    def inv(v):
+        return [1.0 / x for x in v] if isinstance(v, list) else 1.0 / float(v)
+
+    v = classify([inv(h) for h in history], [1.0 / x for x in current], *args, **kw)
+    cur = sum(current) / len(current)
+    base = 1.0 / v.baseline if v.baseline else None
+    change = (cur - base) / base * 100 if base else None
+    return type(v)(v.test, v.metric, v.verdict, cur, base, change, v.history_len, v.allowance_pct, v.noise_source)
