@@ -63,8 +63,15 @@ def calibrate(sut: str, prefix: str, load: float, trials: int, duration: float, 
             else:
                 s.sut.set_noise(units)
             hit = [s.measure(load, duration) for _ in range(trials)]
-        b = statistics.median([r.sut_cpu_cycles_per_packet or 0 for r in base])
-        h = statistics.median([r.sut_cpu_cycles_per_packet or 0 for r in hit])
+        if getattr(s.sut, "polls", False):
+            # A polling SUT's CPU time is 100 %: at a load it cannot keep up with, its cycles per
+            # packet are core Hz / the rate it forwarded (saturation CPP).
+            hz = s.generator.cpu_hz()
+            b = statistics.median([hz * duration / max(1, r.rx_packets) for r in base])
+            h = statistics.median([hz * duration / max(1, r.rx_packets) for r in hit])
+        else:
+            b = statistics.median([r.sut_cpu_cycles_per_packet or 0 for r in base])
+            h = statistics.median([r.sut_cpu_cycles_per_packet or 0 for r in hit])
         rb = statistics.median([r.rx_packets for r in base])
         rh = statistics.median([r.rx_packets for r in hit])
         d = max(r.disturbance or 0 for r in base + hit)

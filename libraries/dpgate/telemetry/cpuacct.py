@@ -20,7 +20,8 @@ unexplained time first. ``foreign_share(c) = foreign(c) / total(c)``; the trial'
 in one of our tasks is ours (our frames cause it); softirq run from the idle task counts as
 foreign (over-reports by that little, never hides a neighbour).
 
-``sut_own_s`` is the SUT's own run time on the SUT cores (SUT processes, NAPI threads,
+``sut_wait_share`` is how long the SUT's threads waited, runnable, for a CPU (``run_delay``)
+per second of window. ``sut_own_s`` is the SUT's own run time on the SUT cores (SUT processes, NAPI threads,
 ``ksoftirqd``), the basis of ``cpp_at_load``:
 
 >>> a = CpuSnapshot({1: [100, 0, 0, 0, 0, 0, 0, 0]}, {("sut", 1): 0.0}, 0.0, 0.0)
@@ -58,7 +59,13 @@ def cpu_ticks(cpus: Iterable[int]) -> Dict[int, List[int]]:
 
 def task_runtime_s(pid: int) -> Dict[int, Tuple[float, Tuple[int, ...]]]:
     """{tid: (run time in s, allowed cpus)} of every thread of ``pid`` (gone threads skipped)."""
-    out: Dict[int, Tuple[float, Tuple[int, ...]]] = {}
+    return {tid: (run, cpus) for tid, (run, _, cpus) in task_times_s(pid).items()}
+
+
+def task_times_s(pid: int) -> Dict[int, Tuple[float, float, Tuple[int, ...]]]:
+    """{tid: (run time s, time runnable but waiting for a CPU s, allowed cpus)} of every thread
+    of ``pid``, from ``schedstat`` (``run_delay`` is how long others kept it off the CPU)."""
+    out: Dict[int, Tuple[float, float, Tuple[int, ...]]] = {}
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
@@ -66,11 +73,11 @@ def task_runtime_s(pid: int) -> Dict[int, Tuple[float, Tuple[int, ...]]]:
     for t in tids:
         try:
             with open(f"/proc/{pid}/task/{t}/schedstat") as fh:
-                ns = int(fh.read().split()[0])
+                vals = fh.read().split()
             cpus = tuple(sorted(os.sched_getaffinity(int(t))))
+            out[int(t)] = (int(vals[0]) / 1e9, int(vals[1]) / 1e9, cpus)
         except (OSError, ValueError, IndexError):
             continue
-        out[int(t)] = (ns / 1e9, cpus)
     return out
 
 
@@ -112,27 +119,31 @@ class CpuSnapshot:
     own: Dict[Tuple[str, int], float]
     children_s: float
     self_s: float
+    #: role -> time our tasks of that role were runnable but waiting for a CPU (s)
+    wait: Dict[str, float] = None  # type: ignore[assignment]
 
 
-def _own_by_cpu(pids_by_role: Dict[str, Iterable[int]]) -> Dict[Tuple[str, int], float]:
+def _own_by_cpu(pids_by_role: Dict[str, Iterable[int]]):
     out: Dict[Tuple[str, int], float] = {}
+    wait: Dict[str, float] = {}
     seen = set()
     for role, pids in pids_by_role.items():
         for pid in pids:
-            for tid, (sec, cpus) in task_runtime_s(pid).items():
+            for tid, (sec, delay, cpus) in task_times_s(pid).items():
                 if tid in seen:
                     continue
                 seen.add(tid)
                 key = (role, cpus[0] if len(cpus) == 1 else -1)
                 out[key] = out.get(key, 0.0) + sec
-    return out
+                wait[role] = wait.get(role, 0.0) + delay
+    return out, wait
 
 
 def snapshot(cpus: Iterable[int], pids_by_role: Dict[str, Iterable[int]]) -> CpuSnapshot:
     ch = resource.getrusage(resource.RUSAGE_CHILDREN)
     me = resource.getrusage(resource.RUSAGE_SELF)
-    return CpuSnapshot(cpu_ticks(cpus), _own_by_cpu(pids_by_role), ch.ru_utime + ch.ru_stime,
-                       me.ru_utime + me.ru_stime)
+    own, wait = _own_by_cpu(pids_by_role)
+    return CpuSnapshot(cpu_ticks(cpus), own, ch.ru_utime + ch.ru_stime, me.ru_utime + me.ru_stime, wait)
 
 
 def account(a: CpuSnapshot, b: CpuSnapshot, tg_cpus: Sequence[int], sut_cpus: Sequence[int],
@@ -171,7 +182,10 @@ def account(a: CpuSnapshot, b: CpuSnapshot, tg_cpus: Sequence[int], sut_cpus: Se
     foreign = {c: unexplained[c] + steal[c] for c in busy}
     share = {c: round(min(1.0, foreign[c] / total[c]), 4) if total[c] > 0 else 0.0 for c in busy}
     sut_own = sum(v for (role, cpu), v in own.items() if role == "sut")
+    window = max(total.values()) if total else 0.0
+    sut_wait = max(0.0, (b.wait or {}).get("sut", 0.0) - (a.wait or {}).get("sut", 0.0))
     return {
+        "sut_wait_share": round(sut_wait / window, 4) if window else None,
         "foreign_share": share,
         "steal_share": {c: round(steal[c] / total[c], 4) if total[c] > 0 else 0.0 for c in busy},
         "busy_share": {c: round(busy[c] / total[c], 4) if total[c] > 0 else 0.0 for c in busy},
