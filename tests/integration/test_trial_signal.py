@@ -76,8 +76,8 @@ def test_teardown_leaves_nothing(topology_path, leftovers):
     s = EmbeddedSession(topology_path, sut="linux-bridge", prefix=PREFIX + "x", calibrate=False)
     left = leftovers(PREFIX + "x")
     s.up()
-    holders = [r.pid for r in s.testbed.__dict__.get("_counters", {}).values()]
     s.measure(10_000, 0.3)
+    holders = [r.pid for r in s.testbed.__dict__.get("_counters", {}).values()]
     s.down()
     left.assert_clean()
     assert len(holders) == 2

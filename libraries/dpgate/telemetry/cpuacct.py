@@ -9,9 +9,10 @@ cores were ours while it ran. :class:`CpuAccount` samples, at the start and end 
   the SUT's processes (everything in the SUT namespace), the SUT ports' NAPI kernel threads,
   ``ksoftirqd`` of our cores, any extra pids (e.g. an injected CPU stealer); each task's
   time goes to the core its affinity allows (a task allowed on several cores is "unpinned");
-* the generator's time: children of this process reaped during the trial
-  (``RUSAGE_CHILDREN``: the tcpreplay processes, pinned to the TG core), and this process's
-  own threads (unpinned).
+* the generator's time: its processes still running or exited unreaped at the end
+  (``extra_tg_pids``, pinned to the TG core), children of this process reaped during the
+  trial (``RUSAGE_CHILDREN``: generators cut at the deadline), and this process's own
+  threads (unpinned).
 
 Then for each core ``c``: ``foreign(c) = max(0, busy(c) - ours(c)) + steal(c)`` where busy is
 every non-idle state except steal; unpinned own time is taken off the cores with the most
@@ -202,9 +203,10 @@ class CpuAccount:
     injected on purpose is part of the SUT under test, not a neighbour).
     """
 
-    def __init__(self, testbed, extra_sut_pids=None):
+    def __init__(self, testbed, extra_sut_pids=None, extra_tg_pids=None):
         self.tb = testbed
         self.extra = extra_sut_pids
+        self.extra_tg = extra_tg_pids
         self._a: Optional[CpuSnapshot] = None
         self._key: object = None
         self._sut_pids: List[int] = []
@@ -224,7 +226,8 @@ class CpuAccount:
         sut = list(self._sut_pids) + list(getattr(self.tb, "napi_pids", [])) + self._k_pids["sut"]
         if self.extra:
             sut += list(self.extra())
-        return {"sut": sut, "tg": self._k_pids["tg"]}
+        tg = list(self._k_pids["tg"]) + (list(self.extra_tg()) if self.extra_tg else [])
+        return {"sut": sut, "tg": tg}
 
     def begin(self, key: object = None) -> None:
         """Snapshot before traffic; ``key`` identifies the SUT (a new key rescans its pids)."""

@@ -24,7 +24,7 @@ import re
 import time
 from typing import Callable, Dict, List, Optional
 
-from ..errors import ConfigError, TrialError
+from ..errors import ConfigError
 from ..runner import tail
 from ..telemetry.cpuacct import CpuAccount
 from ..trial import LIMITED_BY_GENERATOR, TrialResult
@@ -32,6 +32,7 @@ from .pcap import frames, write_pcap
 from .profiles import Direction, Profile
 from .calibration import OUTLIER_SHARE, EXTRA_PROBES, ceiling_from_probes  # noqa: F401 (public here)
 from .replayproc import start_all
+from .steps import Phases, TrialSteps
 
 #: Quiet time (s) after which late packets are given up for lost (see ``_settle``): late
 #: frames on veth arrived within a few ms of the generator's stop in measured trials.
@@ -114,7 +115,7 @@ def busy_ratio(before: Dict[int, List[int]], after: Dict[int, List[int]]) -> Opt
     return round(busy / total, 4) if total > 0 else None
 
 
-class TcpreplayGenerator:
+class TcpreplayGenerator(TrialSteps):
     """Real frames through real SUTs. ``sut`` (optional) is checked for liveness and asked for
     per-trial counters; ``max_pps`` is the calibrated ceiling once :meth:`calibrate` ran."""
 
@@ -131,11 +132,14 @@ class TcpreplayGenerator:
         self.calibration: Dict[str, float] = {}
         self._pcaps: Optional[List[str]] = None
         self._procs: List = []
+        self._exiting: List = []
+        self._trial_no = 0
         self.disturbance_max = disturbance_max
         self.remeasure = int(remeasure)
         #: pids whose CPU time counts as the SUT's (e.g. an injected CPU stealer)
         self.extra_sut_pids: List[int] = []
-        self.cpu = CpuAccount(testbed, extra_sut_pids=lambda: self.extra_sut_pids)
+        self.cpu = CpuAccount(testbed, extra_sut_pids=lambda: self.extra_sut_pids,
+                              extra_tg_pids=lambda: [r.proc.pid for r in self._procs])
         self._sock_drops: Optional[int] = None
         #: also read af_packet socket drops (``ss``, ~15 ms per trial) into details; the loss
         #: attribution does not need them (``sut_drops`` = frames in minus frames out)
@@ -192,7 +196,7 @@ class TcpreplayGenerator:
             raise ConfigError(f"trial load must be > 0 pps, got {load_pps!r}", path="load")
         if not duration_s > 0:
             raise ConfigError(f"trial duration must be > 0 s, got {duration_s!r}", path="duration")
-        clock = _Phases()
+        clock = Phases()
         if self.sut is not None:
             self.sut.check_alive()
         pcaps = self.pcaps()
@@ -211,40 +215,36 @@ class TcpreplayGenerator:
         if self.sut is not None:
             self.sut.trial_begin()
         clock.mark("sut_begin")
-        logs = [os.path.join(self.tb.workdir, f"tcpreplay-{i}.log") for i in range(ndir)]
+        self._trial_no += 1
+        # two sets of log names: the last trial's generators may still be writing theirs
+        logs = [os.path.join(self.tb.workdir, f"tcpreplay-{self._trial_no % 2}-{i}.log") for i in range(ndir)]
         argvs = [["tcpreplay", "-i", port, "-K", "--loop=0", f"--pps={per_dir_pps:.3f}", f"--limit={per_dir_count}",
                   f"--duration={int(math.ceil(duration_s)) + 1}", pcap] for port, pcap in zip(tx_ports, pcaps)]
+        self._reap_exiting()
         self.cpu.begin(id(self.sut))
         busy0 = cpu_times(self.tb.sut_cpus)
         clock.mark("cpu_before")
         t0 = time.monotonic()
         self._procs = start_all(argvs, self.tb.tg_ns, self.tb.tg_cpus, logs)
-        stopped_early = 0
+        for r in self._procs:
+            r.trial = self._trial_no
         try:
             self._wait_started(tx_ports, self.budget_s)
             clock.mark("generator_start")
-            # Hard stop at the intended duration (plus half a packet gap and 5 ms): a
-            # generator that falls behind is cut off, so its lag shows as shortfall and
-            # never stretches the trial.
-            grace = 0.005 + 0.5 / per_dir_pps
-            for r in self._procs:
-                code = r.finish(r.started_at + duration_s + grace, self.budget_s)
-                if code == "cut":
-                    stopped_early += 1
-                elif code != 0:
-                    how = f"signal {-code}" if code < 0 else f"code {code}"
-                    raise TrialError(
-                        f"generator exited ({how}) during trial at {load_pps:.0f} pps\n"
-                        f"--- tcpreplay output ---\n{tail(r.log, 8)}"
-                    )
-        finally:
+            stopped_early, sent_at = self._wait_sent(tx_ports, tg0, per_dir_count, duration_s,
+                                                     0.005 + 0.5 / per_dir_pps, load_pps)
+        except BaseException:
             for r in self._procs:
                 r.kill()
             self._procs = []
+            raise
         wall = time.monotonic() - t0
         clock.mark("sending", add=-duration_s)
         busy1 = cpu_times(self.tb.sut_cpus)
         acct = self.cpu.end()
+        # Generators that sent everything exit on their own (closing packet sockets costs
+        # them ~10-20 ms): not waited for here, reaped before the next trial starts.
+        self._exiting, self._procs, done = self._exiting + self._procs, [], self._procs
         clock.mark("cpu_after")
         settle_ms, (tg1, sut1) = self._settle(tx_ports, rx_ports, tg0)
         clock.mark("settle")
@@ -255,8 +255,12 @@ class TcpreplayGenerator:
         tx = delta(tg0, tg1, tx_ports, "tx_packets")
         rx = delta(tg0, tg1, rx_ports, "rx_packets")
         tg_drops = delta(tg0, tg1, tx_ports, "tx_dropped")
-        reports = [parse_tcpreplay_output(tail(log, 40)) for log in logs]
-        actual = max((r.get("seconds", duration_s) for r in reports), default=duration_s)
+        reports = [parse_tcpreplay_output(tail(r.log, 40)) if r.proc.poll() is not None else {}
+                   for r in done]
+        # How long the generator sent: tcpreplay's own figure when it already printed it,
+        # else from the TG tx counters (first move to the intended count reached).
+        actual = max((rep.get("seconds") or (sent_at.get(r.log, r.started_at + duration_s) - r.started_at)
+                      for rep, r in zip(reports, done)), default=duration_s)
         # Loss attribution: frames that entered the SUT namespace but never left it were
         # dropped by the SUT (af_packet rings, OVS, testpmd), whatever its own counters say.
         sut_in = delta(sut0, sut1, sut_ports, "rx_packets")
@@ -283,11 +287,13 @@ class TcpreplayGenerator:
             "profile": self.profile.kind,
             "flows": self.profile.effective_flows,
             "directions": ndir,
-            "retried_enobufs": int(sum(r.get("retried_enobufs", 0) for r in reports)),
-            "tcpreplay_failed": int(sum(r.get("failed", 0) for r in reports)),
+            "retried_enobufs": (int(sum(r.get("retried_enobufs", 0) for r in reports))
+                                if all(reports) else None),
+            "tcpreplay_failed": int(sum(r.get("failed", 0) for r in reports)) if all(reports) else None,
             "generator_max_pps": self.max_pps,
             "wall_s": round(wall, 3),
             "generator_cut_at_deadline": stopped_early,
+            "generator_exited": all(reports),
             "sut_rx_packets": sut_in,
             "sut_tx_packets": sut_out,
             "sut_socket_drops": sock_drops,
@@ -314,60 +320,10 @@ class TcpreplayGenerator:
                 self._hz = detect_cpu_hz(self.tb.sut_cpus[0] if self.tb.sut_cpus else 0)
         return self._hz
 
-    def _wait_started(self, tx_ports: List[str], timeout: float) -> None:
-        """Sending starts only after tcpreplay preloaded the pcap (tens of ms for large
-        pcaps): poll each TG port's tx counter and note when it first moves."""
-        base = {p: self.tb.port_stats(self.tb.tg_ns, p)["tx_packets"] for p in tx_ports}
-        end = time.monotonic() + timeout
-        pending = dict(zip(tx_ports, self._procs))
-        while pending:
-            stats = self.tb.ns_stats(self.tb.tg_ns)
-            for port, r in list(pending.items()):
-                if stats[port]["tx_packets"] != base[port]:
-                    r.started_at = time.monotonic()
-                    del pending[port]
-                elif r.proc.poll() is not None:
-                    raise TrialError(
-                        f"generator exited (code {r.proc.returncode}) before sending\n{tail(r.log, 8)}")
-            if time.monotonic() > end:
-                raise TrialError(f"generator (tcpreplay) did not start sending within {timeout:g} s: killed")
-            if pending:
-                time.sleep(0.0005)
-
-    def _settle(self, tx_ports: List[str], rx_ports: List[str], tg0) -> "tuple[Optional[float], tuple]":
-        """Wait for late packets after the generator stopped: done at once when every sent
-        frame is back (rx == tx on the TG ports), else when no counter of either namespace
-        moved for ``settle_s`` (bounded by ``max(1 s, 20 x settle_s)``), so nothing in
-        flight is counted as lost. Returns (ms from stop to the last counter change, or None
-        when nothing moved after the stop; the final (TG, SUT) counters)."""
-        t_stop = time.monotonic()
-        last_change: Optional[float] = None
-        tg_ns, sut_ns = self.tb.tg_ns, self.tb.sut_ns
-
-        def read():
-            return self.tb.ns_stats(tg_ns), self.tb.ns_stats(sut_ns)
-
-        def sent_back(tg) -> bool:
-            tx = sum(tg[p]["tx_packets"] - tg0[p]["tx_packets"] for p in tx_ports)
-            rx = sum(tg[p]["rx_packets"] - tg0[p]["rx_packets"] for p in rx_ports)
-            return rx >= tx
-
-        now_c = read()
-        seen = now_c
-        end = t_stop + max(1.0, self.settle_s * 20)
-        while not sent_back(now_c[0]):
-            now = time.monotonic()
-            if now - (last_change or t_stop) >= self.settle_s or now > end:
-                break
-            time.sleep(0.001)
-            now_c = read()
-            if now_c != seen:
-                last_change, seen = time.monotonic(), now_c
-        return (round((last_change - t_stop) * 1e3, 2) if last_change else None), now_c
-
     def abort(self) -> None:
-        for p in self._procs:
+        for p in self._procs + self._exiting:
             p.kill()
+        self._procs, self._exiting = [], []
 
     # -- calibration -----------------------------------------------------------
     def calibrate(self, duration_s: float = 1.0, probe_pps: float = 5e6, repeats: int = 3) -> float:
@@ -376,16 +332,3 @@ class TcpreplayGenerator:
         from .calibration import calibrate
 
         return calibrate(self, duration_s, probe_pps, repeats)
-
-
-class _Phases:
-    """Milliseconds spent in each phase of a trial, in order."""
-
-    def __init__(self) -> None:
-        self.ms: Dict[str, float] = {}
-        self._t = time.monotonic()
-
-    def mark(self, name: str, add: float = 0.0) -> None:
-        now = time.monotonic()
-        self.ms[name] = round((now - self._t + add) * 1e3, 2)
-        self._t = now
