@@ -136,6 +136,8 @@ class TcpreplayGenerator(TrialSteps):
         self._trial_no = 0
         self.disturbance_max = disturbance_max
         self.remeasure = int(remeasure)
+        #: also measure again a disturbed trial that lost nothing (e.g. for cycles per packet)
+        self.remeasure_clean = False
         #: pids whose CPU time counts as the SUT's (e.g. an injected CPU stealer)
         self.extra_sut_pids: List[int] = []
         self.cpu = CpuAccount(testbed, extra_sut_pids=lambda: self.extra_sut_pids,
@@ -173,16 +175,18 @@ class TcpreplayGenerator(TrialSteps):
 
     # -- the seam ------------------------------------------------------------
     def measure(self, load_pps: float, duration_s: float) -> TrialResult:
-        """One trial; a trial whose cores were disturbed beyond ``disturbance_max`` (foreign
-        share of a core, see ``dpgate.telemetry.cpuacct``) is measured again, at most
+        """One trial; a lossy trial whose cores were disturbed beyond ``disturbance_max``
+        (foreign share of a core, see ``dpgate.telemetry.cpuacct``) is measured again, at most
         ``remeasure`` times; the last attempt is returned (its ``disturbance`` says how it
         went) and every attempt is reported to ``on_trial`` (superseded ones marked)."""
         attempt = 0
         while True:
             result = self._measure_once(load_pps, duration_s)
             d = result.disturbance
+            # A neighbour can only make a trial look worse: a disturbed trial that lost
+            # nothing stands (unless ``remeasure_clean``), a lossy one is measured again.
             again = (d is not None and self.disturbance_max is not None and d > self.disturbance_max
-                     and attempt < self.remeasure)
+                     and attempt < self.remeasure and (result.loss_packets > 0 or self.remeasure_clean))
             if again:
                 result.details["superseded"] = f"disturbed {d:.1%} > {self.disturbance_max:.0%}: measured again"
             if self.on_trial:
