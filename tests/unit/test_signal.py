@@ -174,3 +174,45 @@ def test_cpp_regression_is_a_rise_through_the_throughput_classifier():
     assert down.verdict == "progression"
     same = disturbance.classify_lower_is_better(classify_current, hist, [1008.0], 0.03, None)
     assert same.verdict == "normal"
+
+
+class _Stub:
+    """The generator's re-measurement policy over a scripted sequence of trial outcomes
+    (``_measure_once`` is the boundary: the real one needs namespaces and tcpreplay)."""
+
+    def __new__(cls, outcomes, **kw):
+        from dpgate.traffic.tcpreplay import TcpreplayGenerator
+
+        gen = TcpreplayGenerator.__new__(TcpreplayGenerator)
+        gen.disturbance_max, gen.remeasure, gen.remeasure_clean = 0.10, 2, False
+        gen.__dict__.update(kw)
+        seq = iter(outcomes)
+        seen = []
+        gen.on_trial = seen.append
+
+        def once(load, dur):
+            from dpgate.trial import TrialResult
+
+            d, lost = next(seq)
+            return TrialResult.from_counts(load, dur, tx_packets=1000, rx_packets=1000 - lost,
+                                           disturbance=d, details={})
+        gen._measure_once = once
+        gen.seen = seen
+        return gen
+
+
+def test_disturbed_lossy_trial_is_measured_again_at_most_twice():
+    gen = _Stub([(0.5, 10), (0.4, 10), (0.3, 5), (0.0, 0)])
+    r = gen.measure(1000, 1.0)
+    assert r.disturbance == 0.3 and len(gen.seen) == 3
+    assert [bool(t.details.get("superseded")) for t in gen.seen] == [True, True, False]
+
+
+def test_clean_or_lossless_trials_stand():
+    gen = _Stub([(0.5, 0), (0.05, 10)])
+    assert gen.measure(1000, 1.0).disturbance == 0.5 and len(gen.seen) == 1
+    assert gen.measure(1000, 1.0).disturbance == 0.05 and len(gen.seen) == 2
+    gen = _Stub([(0.5, 0), (0.02, 0)], remeasure_clean=True)
+    assert gen.measure(1000, 1.0).disturbance == 0.02 and len(gen.seen) == 2
+    gen = _Stub([(0.9, 50)], remeasure=0)
+    assert gen.measure(1000, 1.0).disturbance == 0.9
