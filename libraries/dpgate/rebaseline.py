@@ -21,7 +21,7 @@ Fewer than ``--min-runs`` usable runs for a case is an error naming the case: a 
 two runs is not a spread. Output is YAML in the layout of ``variables/embedded.yaml``.
 
 >>> derive_case({"ndr_pps": [500e3, 520e3, 480e3]}, min_margin=0.03)["ndr_min"]
-'0.441 Mpps'
+'0.440 Mpps'
 """
 
 from __future__ import annotations
