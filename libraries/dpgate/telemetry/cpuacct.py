@@ -37,7 +37,7 @@ from __future__ import annotations
 import os
 import resource
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 #: Ticks per second of /proc/stat (USER_HZ).
 HZ_USER = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -124,7 +124,7 @@ class CpuSnapshot:
     wait: Dict[str, float] = None  # type: ignore[assignment]
 
 
-def _own_by_cpu(pids_by_role: Dict[str, Iterable[int]]):
+def _own_by_cpu(pids_by_role: Mapping[str, Iterable[int]]):
     out: Dict[Tuple[str, int], float] = {}
     wait: Dict[str, float] = {}
     seen = set()
@@ -140,7 +140,7 @@ def _own_by_cpu(pids_by_role: Dict[str, Iterable[int]]):
     return out, wait
 
 
-def snapshot(cpus: Iterable[int], pids_by_role: Dict[str, Iterable[int]]) -> CpuSnapshot:
+def snapshot(cpus: Iterable[int], pids_by_role: Mapping[str, Iterable[int]]) -> CpuSnapshot:
     ch = resource.getrusage(resource.RUSAGE_CHILDREN)
     me = resource.getrusage(resource.RUSAGE_SELF)
     own, wait = _own_by_cpu(pids_by_role)

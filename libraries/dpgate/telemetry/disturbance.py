@@ -26,7 +26,7 @@ forwarded frame). Here:
 from __future__ import annotations
 
 import statistics
-from typing import Iterable, List, Optional, Sequence
+from typing import Any, Iterable, List, Optional, Sequence
 
 #: Default largest foreign share (0..1) of a TG/SUT core for a verdict to count.
 DISTURBANCE_MAX = 0.10
@@ -106,14 +106,14 @@ def measure_cpp_at_load(measure, generator_max_pps: Optional[float], ndr_pps: Op
     load = cpp_at_load_rate(generator_max_pps, ndr_pps)
     if not load:
         return None, None, []
-    gen = getattr(measure, "__self__", None)
+    gen: Any = getattr(measure, "__self__", None)
     saved = getattr(gen, "remeasure_clean", None)
-    if saved is not None:
+    if gen is not None and saved is not None:
         gen.remeasure_clean = True  # a neighbour inflates cycles per packet even without loss
     try:
         got = [measure(load, duration_s) for _ in range(max(1, int(trials)))]
     finally:
-        if saved is not None:
+        if gen is not None and saved is not None:
             gen.remeasure_clean = saved
     return cpp_at_load(got, polling=polling), load, got
 

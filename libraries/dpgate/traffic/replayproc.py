@@ -43,6 +43,8 @@ class ReplayProcess:
     def __init__(self, argv: Sequence[str], ns: str, cpus: Sequence[int], log: str):
         self.log = log
         self.started_at: Optional[float] = None
+        #: number of the generator's trial this process belongs to
+        self.trial = 0
         self.argv = [str(a) for a in argv]
         try:
             fd = os.open(f"/run/netns/{ns}", os.O_RDONLY | os.O_CLOEXEC)

@@ -5,13 +5,21 @@ late packets, leftover generators. Mixed into :class:`~dpgate.traffic.tcpreplay.
 from __future__ import annotations
 
 import time
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from ..errors import TrialError
 from ..runner import tail
 
 
 class TrialSteps:
+    # provided by the generator this is mixed into
+    tb: Any
+    settle_s: float
+    budget_s: float
+    _procs: List[Any]
+    _exiting: List[Any]
+    _trial_no: int
+
     def _wait_sent(self, tx_ports: List[str], tg0, count: int, duration_s: float, grace: float,
                    load_pps: float) -> "tuple[int, Dict[str, float]]":
         """Wait until every TG port sent its ``count`` frames (counters), not for tcpreplay to
