@@ -62,7 +62,7 @@ def hogs(cpus: List[int]) -> List[subprocess.Popen]:
 
 def run_gate(sut: str, prefix: str, outdir: str, history: str, extra: List[str]) -> Dict:
     suite = os.path.join(ROOT, "suites", "embedded", f"{sut}-ndrpdr.robot")
-    argv = [os.path.join(ROOT, ".venv", "bin", "dpgate"), "gate", suite, "--include", "64B", "--prefix", prefix,
+    argv = [sys.executable, "-m", "dpgate.cli", "gate", suite, "--include", "64B", "--prefix", prefix,
             "--outdir", outdir, "--history", history] + extra
     subprocess.run(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     junit = os.path.join(outdir, "junit.xml")
