@@ -23,8 +23,8 @@ from typing import List, Optional
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "libraries"))
 
-from dpgate.embedded import EmbeddedSession  # noqa: E402
-from dpgate.units import parse_rate  # noqa: E402
+from dpgate.config.units import parse_rate  # noqa: E402
+from dpgate.testbeds.embedded.session import EmbeddedSession  # noqa: E402
 
 
 def spread(values: List[float]) -> Optional[float]:
@@ -40,7 +40,7 @@ def spread(values: List[float]) -> Optional[float]:
 def one_run(sut: str, prefix: str, load: float, trials: int, duration: float, inject: float):
     with EmbeddedSession("topologies/embedded.yaml", sut, frame_size=64, prefix=prefix, calibrate=False) as s:
         if inject:
-            from dpgate.suts.cost import inject_cost
+            from dpgate.testbeds.embedded.suts.cost import inject_cost
 
             inject_cost(s.sut, inject)
         res = [s.measure(load, duration) for _ in range(trials)]
@@ -53,7 +53,7 @@ def one_run(sut: str, prefix: str, load: float, trials: int, duration: float, in
 def calibrate(sut: str, prefix: str, load: float, trials: int, duration: float, units: int, runs: int) -> None:
     """Within one bring-up, alternate trials without and with ``units`` injection units, so
     run-to-run drift cancels; prints the cycles one unit adds per packet."""
-    from dpgate.suts import cost
+    from dpgate.testbeds.embedded.suts import cost
 
     for _ in range(runs):
         with EmbeddedSession("topologies/embedded.yaml", sut, frame_size=64, prefix=prefix, calibrate=False) as s:

@@ -21,8 +21,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "libraries"))
 
-from dpgate.embedded import EmbeddedSession  # noqa: E402
-from dpgate.units import parse_rate  # noqa: E402
+from dpgate.config.units import parse_rate  # noqa: E402
+from dpgate.testbeds.embedded.session import EmbeddedSession  # noqa: E402
 
 
 def main(argv=None) -> int:

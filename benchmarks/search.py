@@ -22,16 +22,13 @@ trial per bound (2 x 60.5 s = 121 s).
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
-from typing import Any, Callable, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "libraries"))
-
-from dpgate.search import find_ndr_pdr  # noqa: E402
-from dpgate.search.simulated import KINDS, MAX_RATE, MIN_RATE, make_sut, truths  # noqa: E402
+from dpgate.search import find_ndr_pdr
+from dpgate.search.simulated import KINDS, MAX_RATE, MIN_RATE, make_sut, truths
 
 FLOOR_S = 2 * (60.0 + 0.5)
 
@@ -127,9 +124,8 @@ def main(argv: Sequence[str] = ()) -> int:
                 misses.append(f"{kind} {label} {value:.2f} > {limit}")
 
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-    fmt: Callable[[List[str]], str] = lambda cells: "  ".join(
-        c.ljust(w) if j < 2 else c.rjust(w) for j, (c, w) in enumerate(zip(cells, widths))
-    )
+    def fmt(cells: List[str]) -> str:
+        return "  ".join(c.ljust(w) if j < 2 else c.rjust(w) for j, (c, w) in enumerate(zip(cells, widths)))
     print(f"NDR/PDR search benchmark: {args.reps} seeded repetitions per kind; "
           f"errors vs the 60 s truth (per-commit@1s: vs the 1 s truth)")
     print(fmt(header))

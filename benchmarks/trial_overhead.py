@@ -23,8 +23,8 @@ from typing import Dict, List
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "libraries"))
 
-from dpgate.embedded import EmbeddedSession  # noqa: E402
-from dpgate.units import parse_frame_size, parse_rate  # noqa: E402
+from dpgate.config.units import parse_frame_size, parse_rate  # noqa: E402
+from dpgate.testbeds.embedded.session import EmbeddedSession  # noqa: E402
 
 
 def pct(values: List[float], q: float) -> float:

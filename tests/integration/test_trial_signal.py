@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from dpgate.embedded import EmbeddedSession
+from dpgate.testbeds.embedded.session import EmbeddedSession
 
 PREFIX = os.environ.get("DPGATE_IT_SIGNAL_PREFIX", "sg1-")
 
@@ -60,7 +60,7 @@ def test_trial_records_disturbance_own_time_and_phases(session):
 
 
 def test_cost_injection_puts_filters_before_the_cross_connect(session):
-    from dpgate.suts.cost import inject_cost
+    from dpgate.testbeds.embedded.suts.cost import inject_cost
 
     done = inject_cost(session.sut, 10)
     out = subprocess.run(["ip", "netns", "exec", session.testbed.sut_ns, "tc", "filter", "show", "dev", "sut0",

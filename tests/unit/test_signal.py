@@ -10,11 +10,11 @@ import threading
 
 import pytest
 
-from dpgate.errors import ConfigError
-from dpgate.suts import cost
-from dpgate.suts.ovs import unixctl_call
+from dpgate.model.errors import ConfigError
 from dpgate.telemetry import cpuacct, disturbance
 from dpgate.telemetry.cpuacct import CpuSnapshot, account
+from dpgate.testbeds.embedded.suts import cost
+from dpgate.testbeds.embedded.suts.ovs import unixctl_call
 from dpgate.traffic import nsdev
 
 NET_DEV = """Inter-|   Receive                                                |  Transmit
@@ -165,7 +165,7 @@ def test_unixctl_call_round_trip_and_error(tmp_path):
 
 
 def test_cpp_regression_is_a_rise_through_the_throughput_classifier():
-    from dpgate.compare import classify_current
+    from dpgate.regression.compare import classify_current
 
     hist = [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1000.0]
     up = disturbance.classify_lower_is_better(classify_current, hist, [1100.0], 0.03, None)
@@ -191,7 +191,7 @@ class _Stub:
         gen.on_trial = seen.append
 
         def once(load, dur):
-            from dpgate.trial import TrialResult
+            from dpgate.model.trial import TrialResult
 
             d, lost = next(seq)
             return TrialResult.from_counts(load, dur, tx_packets=1000, rx_packets=1000 - lost,

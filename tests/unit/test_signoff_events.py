@@ -12,11 +12,11 @@ import statistics
 
 import pytest
 
+from dpgate.model.trial import TrialResult
 from dpgate.search import find_ndr_pdr
 from dpgate.search.result import Counts
 from dpgate.search.signoff import DEFAULTS, _event_line, _line, _Search
 from dpgate.search.simulated import MAX_RATE, MIN_RATE, make_sut, truths
-from dpgate.trial import TrialResult
 
 FLOOR_S = 2 * 60.5  # one 60 s trial (plus 0.5 s overhead) per bound
 

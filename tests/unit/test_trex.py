@@ -5,10 +5,10 @@ import types
 
 import pytest
 
-from dpgate.errors import EnvironmentProblem, TrialError
-from dpgate.topology import load_topology
+from dpgate.config.topology import load_topology
+from dpgate.model.errors import EnvironmentProblem, TrialError
 from dpgate.traffic.profiles import make_profile
-from dpgate.trex.driver import TrexGenerator, explain_trex_error, import_trex_api, latency_summary
+from dpgate.traffic.trex.driver import TrexGenerator, explain_trex_error, import_trex_api, latency_summary
 
 TOPO = "topologies/lab-2node.example.yaml"
 

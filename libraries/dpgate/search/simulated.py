@@ -32,7 +32,7 @@ import math
 import random
 from typing import Callable, Dict, List, Tuple
 
-from dpgate.trial import TrialResult
+from dpgate.model.trial import TrialResult
 
 CAPACITY = 1_000_000.0
 MIN_RATE = 100_000.0

@@ -140,7 +140,7 @@ def case_signal(search_trials: Iterable, bounds: Sequence[Optional[float]], mrr_
 
 
 def classify_lower_is_better(classify, history: Sequence, current: Sequence[float], *args, **kw):
-    """Run a higher-is-better classifier (``dpgate.compare.classify_current``) on a metric where
+    """Run a higher-is-better classifier (``dpgate.regression.compare.classify_current``) on a metric where
     lower is better (cycles per packet) through reciprocals; returns its verdict with the
     values and the change given back in the metric's own terms (a +10 % cpp_at_load is a
     regression of +10 %)."""

@@ -6,7 +6,7 @@ the rule that turns probe rates into one ceiling.
 
 from __future__ import annotations
 
-from ..errors import TrialError
+from dpgate.model.errors import TrialError
 
 
 def calibrate(gen, duration_s: float = 1.0, probe_pps: float = 5e6, repeats: int = 3) -> float:
@@ -55,7 +55,7 @@ OUTLIER_SHARE = 0.85
 EXTRA_PROBES = 2
 
 
-def ceiling_from_probes(probe, repeats: int = 3) -> "tuple[float, list]":
+def ceiling_from_probes(probe, repeats: int = 3) -> tuple[float, list]:
     """(ceiling, every probe's rate): the lowest of ``repeats`` consistent probes.
 
     The lowest, not the best, so that rates up to 90 % of the ceiling are sent accurately;

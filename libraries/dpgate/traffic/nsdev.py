@@ -23,8 +23,8 @@ import subprocess
 import time
 from typing import Dict, Optional
 
-from ..errors import EnvironmentProblem
-from ..runner import ns_argv, stop_process
+from dpgate.exec.runner import ns_argv, stop_process
+from dpgate.model.errors import EnvironmentProblem
 
 _FIELDS = ("rx_bytes", "rx_packets", "rx_errors", "rx_dropped", "rx_fifo", "rx_frame", "rx_compressed",
            "rx_multicast", "tx_bytes", "tx_packets", "tx_errors", "tx_dropped")
@@ -67,7 +67,7 @@ class NetnsCounters:
         self.proc: Optional[subprocess.Popen] = None
         self._path = ""
 
-    def start(self, timeout: float = 5.0) -> "NetnsCounters":
+    def start(self, timeout: float = 5.0) -> NetnsCounters:
         want = netns_inode(self.ns)
         self.proc = subprocess.Popen(ns_argv(["sleep", "infinity"], self.ns), stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)

@@ -21,8 +21,8 @@ import subprocess
 import time
 from typing import List, Optional, Sequence, Union
 
-from ..errors import EnvironmentProblem, TrialError
-from ..runner import require_tool, stop_process
+from dpgate.exec.runner import require_tool, stop_process
+from dpgate.model.errors import EnvironmentProblem, TrialError
 
 CLONE_NEWNET = 0x40000000
 _libc = ctypes.CDLL(None, use_errno=True)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import time
 from typing import Any, Dict, List, Optional
 
-from ..errors import TrialError
-from ..runner import tail
+from dpgate.exec.runner import tail
+from dpgate.model.errors import TrialError
 
 
 class TrialSteps:
@@ -21,7 +21,7 @@ class TrialSteps:
     _trial_no: int
 
     def _wait_sent(self, tx_ports: List[str], tg0, count: int, duration_s: float, grace: float,
-                   load_pps: float) -> "tuple[int, Dict[str, float]]":
+                   load_pps: float) -> tuple[int, Dict[str, float]]:
         """Wait until every TG port sent its ``count`` frames (counters), not for tcpreplay to
         exit. A generator still short of it at ``started + duration + grace`` is cut there
         (SIGINT): a generator that falls behind shows as shortfall and never stretches the
@@ -93,7 +93,7 @@ class TrialSteps:
             if pending:
                 time.sleep(0.0005)
 
-    def _settle(self, tx_ports: List[str], rx_ports: List[str], tg0) -> "tuple[Optional[float], tuple]":
+    def _settle(self, tx_ports: List[str], rx_ports: List[str], tg0) -> tuple[Optional[float], tuple]:
         """Wait for late packets after the generator stopped: done at once when every sent
         frame is back (rx == tx on the TG ports), else when no counter of either namespace
         moved for ``settle_s`` (bounded by ``max(1 s, 20 x settle_s)``), so nothing in
