@@ -46,17 +46,25 @@ def one_run(sut: str, prefix: str, load: float, trials: int, duration: float, in
         res = [s.measure(load, duration) for _ in range(trials)]
     own = [r.sut_cpu_cycles_per_packet for r in res if r.sut_cpu_cycles_per_packet]
     rep = [r.sut_cycles_per_packet for r in res if r.sut_cycles_per_packet]
-    return (statistics.median(own) if own else None, statistics.median(rep) if rep else None,
-            max((r.disturbance or 0.0) for r in res), sum(r.loss_packets for r in res))
+    return (
+        statistics.median(own) if own else None,
+        statistics.median(rep) if rep else None,
+        max((r.disturbance or 0.0) for r in res),
+        sum(r.loss_packets for r in res),
+    )
 
 
-def calibrate(sut: str, prefix: str, load: float, trials: int, duration: float, units: int, runs: int) -> None:
+def calibrate(
+    sut: str, prefix: str, load: float, trials: int, duration: float, units: int, runs: int
+) -> None:
     """Within one bring-up, alternate trials without and with ``units`` injection units, so
     run-to-run drift cancels; prints the cycles one unit adds per packet."""
     from dpgate.testbeds.embedded.suts import cost
 
     for _ in range(runs):
-        with EmbeddedSession("topologies/embedded.yaml", sut, frame_size=64, prefix=prefix, calibrate=False) as s:
+        with EmbeddedSession(
+            "topologies/embedded.yaml", sut, frame_size=64, prefix=prefix, calibrate=False
+        ) as s:
             base = [s.measure(load, duration) for _ in range(trials)]
             if sut.startswith("linux-"):
                 cost.inject_kernel(s.sut, units)
@@ -75,8 +83,10 @@ def calibrate(sut: str, prefix: str, load: float, trials: int, duration: float, 
         rb = statistics.median([r.rx_packets for r in base])
         rh = statistics.median([r.rx_packets for r in hit])
         d = max(r.disturbance or 0 for r in base + hit)
-        print(f"{sut:16s} base {b:7.0f}  with {units} units {h:7.0f}  -> {(h - b) / units:6.1f} cycles/unit "
-              f"(+{(h / b - 1) * 100 if b else 0:.1f} %), rx median {rb}/{rh}, max disturbance {d:.2f}")
+        print(
+            f"{sut:16s} base {b:7.0f}  with {units} units {h:7.0f}  -> {(h - b) / units:6.1f} cycles/unit "
+            f"(+{(h / b - 1) * 100 if b else 0:.1f} %), rx median {rb}/{rh}, max disturbance {d:.2f}"
+        )
 
 
 def main(argv=None) -> int:
@@ -88,29 +98,47 @@ def main(argv=None) -> int:
     ap.add_argument("--load", default="60kpps")
     ap.add_argument("--duration", type=float, default=2.0)
     ap.add_argument("--inject-cost", type=float, default=0.0, help="percent of per-packet cost to inject")
-    ap.add_argument("--calibrate-units", type=int, default=0,
-                    help="instead: measure what this many injection units add per packet")
+    ap.add_argument(
+        "--calibrate-units",
+        type=int,
+        default=0,
+        help="instead: measure what this many injection units add per packet",
+    )
     a = ap.parse_args(argv)
     load = parse_rate(a.load).resolve(None)
     if a.calibrate_units:
         for sut in a.suts.split(","):
             calibrate(sut, a.prefix, load, a.trials, a.duration, a.calibrate_units, a.runs)
         return 0
-    print(f"cpp_at_load at {a.load}, {a.runs} runs x {a.trials} trials x {a.duration:g} s"
-          + (f", injected +{a.inject_cost:g} %" if a.inject_cost else ""))
+    print(
+        f"cpp_at_load at {a.load}, {a.runs} runs x {a.trials} trials x {a.duration:g} s"
+        + (f", injected +{a.inject_cost:g} %" if a.inject_cost else "")
+    )
     for sut in a.suts.split(","):
         rows = [one_run(sut, a.prefix, load, a.trials, a.duration, a.inject_cost) for _ in range(a.runs)]
         own = [r[0] for r in rows]
         rep = [r[1] for r in rows]
         sp = spread([v for v in own if v])
-        print(f"{sut:16s} own cpp " + " ".join(f"{v:7.0f}" if v else "    n/a" for v in own)
-              + f"  spread {sp * 100:5.1f} %" if sp is not None else f"{sut:16s} own cpp n/a")
+        print(
+            f"{sut:16s} own cpp "
+            + " ".join(f"{v:7.0f}" if v else "    n/a" for v in own)
+            + f"  spread {sp * 100:5.1f} %"
+            if sp is not None
+            else f"{sut:16s} own cpp n/a"
+        )
         if any(rep):
             sr = spread([v for v in rep if v])
-            print(f"{'':16s} SUT-reported " + " ".join(f"{v:7.0f}" if v else "    n/a" for v in rep)
-                  + (f"  spread {sr * 100:5.1f} %" if sr is not None else ""))
-        print(f"{'':16s} max disturbance per run " + " ".join(f"{r[2]:.2f}" for r in rows)
-              + "  loss " + " ".join(str(r[3]) for r in rows))
+            print(
+                f"{'':16s} SUT-reported "
+                + " ".join(f"{v:7.0f}" if v else "    n/a" for v in rep)
+                + (f"  spread {sr * 100:5.1f} %" if sr is not None else "")
+            )
+        print(
+            f"{'':16s} max disturbance per run "
+            + " ".join(f"{r[2]:.2f}" for r in rows)
+            + "  loss "
+            + " ".join(str(r[3]) for r in rows)
+        )
     return 0
 
 

@@ -43,8 +43,19 @@ def main(argv=None) -> int:
             for arm in ("quiet", "hog"):
                 hog = None
                 if arm == "hog":
-                    hog = subprocess.Popen(["taskset", "-c", str(a.hog_cpu), "nice", "-n", str(a.nice),
-                                            "sh", "-c", "while :; do :; done"])
+                    hog = subprocess.Popen(
+                        [
+                            "taskset",
+                            "-c",
+                            str(a.hog_cpu),
+                            "nice",
+                            "-n",
+                            str(a.nice),
+                            "sh",
+                            "-c",
+                            "while :; do :; done",
+                        ]
+                    )
                     time.sleep(0.2)
                 try:
                     r = s.measure(load, a.duration)
@@ -54,11 +65,15 @@ def main(argv=None) -> int:
                         hog.wait()
                 c = r.details.get("cpu", {})
                 arms[arm].append(r)
-                print(f"  {arm:5s} disturbance {r.disturbance:.3f}  foreign {c.get('foreign_share')}  "
-                      f"steal {c.get('steal_share')}  SUT own cpp {r.sut_cpu_cycles_per_packet}  loss {r.loss_packets}")
+                print(
+                    f"  {arm:5s} disturbance {r.disturbance:.3f}  foreign {c.get('foreign_share')}  "
+                    f"steal {c.get('steal_share')}  SUT own cpp {r.sut_cpu_cycles_per_packet}  loss {r.loss_packets}"
+                )
     for arm, rs in arms.items():
-        print(f"{a.sut} {arm}: median disturbance {statistics.median(r.disturbance for r in rs):.3f}, "
-              f"median SUT own cpp {statistics.median(r.sut_cpu_cycles_per_packet or 0 for r in rs):.0f}")
+        print(
+            f"{a.sut} {arm}: median disturbance {statistics.median(r.disturbance for r in rs):.3f}, "
+            f"median SUT own cpp {statistics.median(r.sut_cpu_cycles_per_packet or 0 for r in rs):.0f}"
+        )
     return 0
 
 

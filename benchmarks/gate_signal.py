@@ -56,14 +56,29 @@ def read_case(junit: str) -> Dict:
 
 def hogs(cpus: List[int]) -> List[subprocess.Popen]:
     """One ``nice -n 19`` busy loop pinned to each CPU (argv lists, no shell strings of ours)."""
-    return [subprocess.Popen(["taskset", "-c", str(c), "nice", "-n", "19", "sh", "-c", "while :; do :; done"])
-            for c in cpus]
+    return [
+        subprocess.Popen(["taskset", "-c", str(c), "nice", "-n", "19", "sh", "-c", "while :; do :; done"])
+        for c in cpus
+    ]
 
 
 def run_gate(sut: str, prefix: str, outdir: str, history: str, extra: List[str]) -> Dict:
     suite = os.path.join(ROOT, "suites", "embedded", f"{sut}-ndrpdr.robot")
-    argv = [sys.executable, "-m", "dpgate.cli", "gate", suite, "--include", "64B", "--prefix", prefix,
-            "--outdir", outdir, "--history", history] + extra
+    argv = [
+        sys.executable,
+        "-m",
+        "dpgate.cli",
+        "gate",
+        suite,
+        "--include",
+        "64B",
+        "--prefix",
+        prefix,
+        "--outdir",
+        outdir,
+        "--history",
+        history,
+    ] + extra
     subprocess.run(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     junit = os.path.join(outdir, "junit.xml")
     if not os.path.exists(junit):
@@ -112,15 +127,24 @@ def main(argv=None) -> int:
                     p.wait()
             res["hog"] = hogged
             healthy.append(res)
-        injected = {s: run_gate(sut, a.prefix, os.path.join(base, f"inject-{s:g}"), history,
-                                ["--inject-cost", f"{s:g}"]) for s in steps}
-        print(f"== {sut} 64B: {a.k} healthy runs ({a.k // 2} with nice -n 19 hogs on CPUs {a.hog_cpus}), "
-              f"injected {', '.join(f'+{s:g} %' for s in steps)}")
+        injected = {
+            s: run_gate(
+                sut, a.prefix, os.path.join(base, f"inject-{s:g}"), history, ["--inject-cost", f"{s:g}"]
+            )
+            for s in steps
+        }
+        print(
+            f"== {sut} 64B: {a.k} healthy runs ({a.k // 2} with nice -n 19 hogs on CPUs {a.hog_cpus}), "
+            f"injected {', '.join(f'+{s:g} %' for s in steps)}"
+        )
         for i, r in enumerate(healthy):
             d = r["props"].get("disturbance")
-            print(f"  healthy-{i}{' (hog)' if r['hog'] else '      '} {r['verdict']:5s} disturbance "
-                  f"{fmt(d, pct=False)}  " + "  ".join(f"{m}={fmt(r['props'].get(m), pct=False)}" for m in METRICS)
-                  + (f"  [{r['message'][:110]}]" if r["verdict"] != "PASS" else ""))
+            print(
+                f"  healthy-{i}{' (hog)' if r['hog'] else '      '} {r['verdict']:5s} disturbance "
+                f"{fmt(d, pct=False)}  "
+                + "  ".join(f"{m}={fmt(r['props'].get(m), pct=False)}" for m in METRICS)
+                + (f"  [{r['message'][:110]}]" if r["verdict"] != "PASS" else "")
+            )
             totals["healthy"] += 1
             totals["false_fail"] += r["verdict"] in ("FAIL", "ERROR")
             totals["inconclusive"] += r["verdict"] == "SKIP"
@@ -134,10 +158,14 @@ def main(argv=None) -> int:
                 line += f" | +{s:g} %: {fmt(ch)}"
             print(line)
         for s, r in injected.items():
-            print(f"  inject +{s:g} %: {r['verdict']} ({'detected' if r['verdict'] == 'FAIL' else 'not detected'})"
-                  + (f" [{r['message'][:140]}]" if r["message"] else ""))
-    print(f"total: {totals['healthy']} healthy runs, {totals['false_fail']} false FAIL, "
-          f"{totals['inconclusive']} inconclusive")
+            print(
+                f"  inject +{s:g} %: {r['verdict']} ({'detected' if r['verdict'] == 'FAIL' else 'not detected'})"
+                + (f" [{r['message'][:140]}]" if r["message"] else "")
+            )
+    print(
+        f"total: {totals['healthy']} healthy runs, {totals['false_fail']} false FAIL, "
+        f"{totals['inconclusive']} inconclusive"
+    )
     return 0
 
 

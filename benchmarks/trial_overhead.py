@@ -54,30 +54,44 @@ def main(argv=None) -> int:
         ends.append(time.time())
         results.append(r)
 
-    with EmbeddedSession(a.topology, a.sut, frame_size=parse_frame_size(a.frame_size), prefix=a.prefix,
-                         calibrate=False, on_trial=on_trial) as s:
+    with EmbeddedSession(
+        a.topology,
+        a.sut,
+        frame_size=parse_frame_size(a.frame_size),
+        prefix=a.prefix,
+        calibrate=False,
+        on_trial=on_trial,
+    ) as s:
         load = parse_rate(a.rate).resolve(None)
         t_first = time.time()
         for _ in range(a.trials):
             s.measure(load, a.duration)
     gaps = [(e - b) - a.duration for b, e in zip([t_first] + ends[:-1], ends)]
     ms = [g * 1e3 for g in gaps]
-    print(f"{a.sut} {a.frame_size}B {a.rate} x {a.duration:g} s, {len(ms)} trials: overhead per trial "
-          f"median {statistics.median(ms):.1f} ms, p90 {pct(ms, 0.9):.1f} ms, min {min(ms):.1f}, max {max(ms):.1f}")
+    print(
+        f"{a.sut} {a.frame_size}B {a.rate} x {a.duration:g} s, {len(ms)} trials: overhead per trial "
+        f"median {statistics.median(ms):.1f} ms, p90 {pct(ms, 0.9):.1f} ms, min {min(ms):.1f}, max {max(ms):.1f}"
+    )
     phases: Dict[str, List[float]] = {}
     for r in results:
         for k, v in (r.details.get("phases_ms") or {}).items():
             phases.setdefault(k, []).append(v)
     if phases:
-        print("  phase medians (ms): " + ", ".join(f"{k} {statistics.median(v):.1f}" for k, v in phases.items()))
+        print(
+            "  phase medians (ms): " + ", ".join(f"{k} {statistics.median(v):.1f}" for k, v in phases.items())
+        )
     settle = [r.details["settle_ms"] for r in results if r.details.get("settle_ms") is not None]
     if settle:
-        print(f"  late packets: last rx counter change after the generator stopped: median "
-              f"{statistics.median(settle):.2f} ms, max {max(settle):.2f} ms")
+        print(
+            f"  late packets: last rx counter change after the generator stopped: median "
+            f"{statistics.median(settle):.2f} ms, max {max(settle):.2f} ms"
+        )
     print("  per trial: loss, shortfall, disturbance, settle_ms, superseded")
     for r in results:
-        print(f"    {r.loss_packets:7d} {r.tg_shortfall:7d} {r.disturbance!s:>7} {r.details.get('settle_ms')!s:>7} "
-              f"{'yes' if r.details.get('superseded') else ''} {r.details.get('cpu', {}).get('foreign_share')}")
+        print(
+            f"    {r.loss_packets:7d} {r.tg_shortfall:7d} {r.disturbance!s:>7} {r.details.get('settle_ms')!s:>7} "
+            f"{'yes' if r.details.get('superseded') else ''} {r.details.get('cpu', {}).get('foreign_share')}"
+        )
     return 0
 
 

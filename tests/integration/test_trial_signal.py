@@ -32,8 +32,12 @@ def session(topology_path, leftovers):
 
 
 def _ip_counters(ns: str, dev: str) -> dict:
-    out = subprocess.run(["ip", "netns", "exec", ns, "ip", "-j", "-s", "link", "show", "dev", dev],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["ip", "netns", "exec", ns, "ip", "-j", "-s", "link", "show", "dev", dev],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return json.loads(out)[0]["stats64"]
 
 
@@ -63,10 +67,14 @@ def test_cost_injection_puts_filters_before_the_cross_connect(session):
     from dpgate.testbeds.embedded.suts.cost import inject_cost
 
     done = inject_cost(session.sut, 10)
-    out = subprocess.run(["ip", "netns", "exec", session.testbed.sut_ns, "tc", "filter", "show", "dev", "sut0",
-                          "ingress"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["ip", "netns", "exec", session.testbed.sut_ns, "tc", "filter", "show", "dev", "sut0", "ingress"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     handles = [ln.split(" fh ")[1].split()[0] for ln in out.splitlines() if " fh 800::" in ln]
-    assert handles[:done["filters_per_port"]] == [f"800::{i + 1}" for i in range(done["filters_per_port"])]
+    assert handles[: done["filters_per_port"]] == [f"800::{i + 1}" for i in range(done["filters_per_port"])]
     assert handles[-1] == "800::800"  # the mirred filter is still walked last
     r = session.measure(20_000, 0.5)
     assert r.rx_packets >= 0.99 * r.tx_packets  # never-matching filters do not change forwarding

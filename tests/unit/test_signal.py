@@ -33,8 +33,14 @@ def test_doctests(mod):
 def test_net_dev_counters():
     c = nsdev.parse_net_dev(NET_DEV)
     assert set(c) == {"lo", "tg0", "tg1"}
-    assert c["tg0"] == {"rx_packets": 100000, "rx_bytes": 6400000, "rx_dropped": 0, "tx_packets": 200000,
-                        "tx_bytes": 12800000, "tx_dropped": 7}
+    assert c["tg0"] == {
+        "rx_packets": 100000,
+        "rx_bytes": 6400000,
+        "rx_dropped": 0,
+        "tx_packets": 200000,
+        "tx_bytes": 12800000,
+        "tx_dropped": 7,
+    }
     assert c["tg1"]["rx_dropped"] == 2
 
 
@@ -194,8 +200,10 @@ class _Stub:
             from dpgate.model.trial import TrialResult
 
             d, lost = next(seq)
-            return TrialResult.from_counts(load, dur, tx_packets=1000, rx_packets=1000 - lost,
-                                           disturbance=d, details={})
+            return TrialResult.from_counts(
+                load, dur, tx_packets=1000, rx_packets=1000 - lost, disturbance=d, details={}
+            )
+
         gen._measure_once = once
         gen.seen = seen
         return gen

@@ -44,8 +44,9 @@ def _pct(x: float) -> str:
     return f"{int(-(-x * 100 // 1))}%"
 
 
-def derive_case(values: Dict[str, List[float]], min_margin: float = 0.03,
-                at_ceiling: Optional[Dict[str, bool]] = None) -> Dict[str, str]:
+def derive_case(
+    values: Dict[str, List[float]], min_margin: float = 0.03, at_ceiling: Optional[Dict[str, bool]] = None
+) -> Dict[str, str]:
     """Thresholds of one case from its per-run values (see the module doc)."""
     out: Dict[str, str] = {}
     noise = 0.0
@@ -99,16 +100,22 @@ def collect(run_dirs: List[str], disturbance_max: float = DEFAULT_DISTURBANCE_MA
 
 
 def render(cases, runs: int, min_runs: int, min_margin: float) -> str:
-    lines = [f"# Derived by 'python -m dpgate.config.rebaseline' from {runs} runs (healthy measurements only):",
-             "# floors = lowest seen x (1 - spread), cpp_at_load_max = highest seen x (1 + spread),",
-             f"# noise = spread x 1.1; spread = max/min - 1 over the runs, at least {min_margin:.0%}.",
-             "defaults: {}", "nfs:"]
+    lines = [
+        f"# Derived by 'python -m dpgate.config.rebaseline' from {runs} runs (healthy measurements only):",
+        "# floors = lowest seen x (1 - spread), cpp_at_load_max = highest seen x (1 + spread),",
+        f"# noise = spread x 1.1; spread = max/min - 1 over the runs, at least {min_margin:.0%}.",
+        "defaults: {}",
+        "nfs:",
+    ]
     by_nf: Dict[str, Dict[str, Dict[str, str]]] = {}
     for (nf, size), (vals, ceil) in sorted(cases.items()):
         n = len(vals.get("ndr_pps", []))
         if n < min_runs:
-            raise ConfigError(f"{nf} {size}: only {n} usable run(s) (need {min_runs}); run more healthy "
-                              "'dpgate gate' runs or lower --min-runs", path="rebaseline")
+            raise ConfigError(
+                f"{nf} {size}: only {n} usable run(s) (need {min_runs}); run more healthy "
+                "'dpgate gate' runs or lower --min-runs",
+                path="rebaseline",
+            )
         by_nf.setdefault(nf, {})[size] = derive_case(vals, min_margin, ceil)
     for nf, sizes in by_nf.items():
         lines.append(f"  {nf}:")
@@ -119,7 +126,9 @@ def render(cases, runs: int, min_runs: int, min_margin: float) -> str:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m dpgate.config.rebaseline", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m dpgate.config.rebaseline", description=__doc__.split("\n")[0]
+    )
     ap.add_argument("runs", nargs="+", help="output directories of healthy 'dpgate gate' runs")
     ap.add_argument("--min-runs", type=int, default=5)
     ap.add_argument("--min-margin", type=float, default=0.03)

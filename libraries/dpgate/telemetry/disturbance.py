@@ -61,12 +61,15 @@ def inconclusive(disturbance: Optional[float], threshold: Optional[float] = DIST
     """The reason a failing verdict is inconclusive, or None when the measurement was clean."""
     if disturbance is None or threshold is None or disturbance <= threshold:
         return None
-    return (f"disturbed measurement: {disturbance * 100:.1f} % of a TG/SUT core was used by other work "
-            f"(> {threshold * 100:.0f} %)")
+    return (
+        f"disturbed measurement: {disturbance * 100:.1f} % of a TG/SUT core was used by other work "
+        f"(> {threshold * 100:.0f} %)"
+    )
 
 
-def cpp_at_load_rate(generator_max_pps: Optional[float], ndr_pps: Optional[float],
-                     share: float = CPP_LOAD_SHARE) -> Optional[float]:
+def cpp_at_load_rate(
+    generator_max_pps: Optional[float], ndr_pps: Optional[float], share: float = CPP_LOAD_SHARE
+) -> Optional[float]:
     """The fixed load for cpp_at_load.
 
     >>> cpp_at_load_rate(600_000, 190_000)
@@ -92,15 +95,25 @@ def cpp_at_load(trials: Iterable, polling: bool = False) -> Optional[float]:
     """
     use = [t for t in trials if not (getattr(t, "details", None) or {}).get("superseded")]
     if polling:
-        vals = [t.sut_cycles_per_packet for t in use if t.sut_cycles_per_packet
-                and not (t.details.get("sut_counters") or {}).get("cycles_include_idle")]
+        vals = [
+            t.sut_cycles_per_packet
+            for t in use
+            if t.sut_cycles_per_packet
+            and not (t.details.get("sut_counters") or {}).get("cycles_include_idle")
+        ]
     else:
         vals = [t.sut_cpu_cycles_per_packet for t in use if t.sut_cpu_cycles_per_packet]
     return float(statistics.median(vals)) if vals else None
 
 
-def measure_cpp_at_load(measure, generator_max_pps: Optional[float], ndr_pps: Optional[float],
-                        polling: bool = False, trials: int = CPP_TRIALS, duration_s: float = CPP_TRIAL_S):
+def measure_cpp_at_load(
+    measure,
+    generator_max_pps: Optional[float],
+    ndr_pps: Optional[float],
+    polling: bool = False,
+    trials: int = CPP_TRIALS,
+    duration_s: float = CPP_TRIAL_S,
+):
     """(cpp_at_load or None, the load, the trials) with ``measure(load, duration)``; nothing is
     measured when there is no load to use (no ceiling and no NDR)."""
     load = cpp_at_load_rate(generator_max_pps, ndr_pps)
@@ -118,8 +131,14 @@ def measure_cpp_at_load(measure, generator_max_pps: Optional[float], ndr_pps: Op
     return cpp_at_load(got, polling=polling), load, got
 
 
-def case_signal(search_trials: Iterable, bounds: Sequence[Optional[float]], mrr_trials: Iterable = (),
-                cpp_trials: Iterable = (), cpp: Optional[float] = None, cpp_load: Optional[float] = None) -> dict:
+def case_signal(
+    search_trials: Iterable,
+    bounds: Sequence[Optional[float]],
+    mrr_trials: Iterable = (),
+    cpp_trials: Iterable = (),
+    cpp: Optional[float] = None,
+    cpp_load: Optional[float] = None,
+) -> dict:
     """The case's metrics from this module: ``disturbance`` (largest foreign share among the
     trials its verdicts use), ``cpp_at_load`` and ``cpp_at_load_pps`` (absent when unmeasured).
 
@@ -144,6 +163,7 @@ def classify_lower_is_better(classify, history: Sequence, current: Sequence[floa
     lower is better (cycles per packet) through reciprocals; returns its verdict with the
     values and the change given back in the metric's own terms (a +10 % cpp_at_load is a
     regression of +10 %)."""
+
     def inv(v):
         return [1.0 / x for x in v] if isinstance(v, list) else 1.0 / float(v)
 
@@ -151,4 +171,6 @@ def classify_lower_is_better(classify, history: Sequence, current: Sequence[floa
     cur = sum(current) / len(current)
     base = 1.0 / v.baseline if v.baseline else None
     change = (cur - base) / base * 100 if base else None
-    return type(v)(v.test, v.metric, v.verdict, cur, base, change, v.history_len, v.allowance_pct, v.noise_source)
+    return type(v)(
+        v.test, v.metric, v.verdict, cur, base, change, v.history_len, v.allowance_pct, v.noise_source
+    )

@@ -26,8 +26,20 @@ from typing import Dict, Optional
 from dpgate.exec.runner import ns_argv, stop_process
 from dpgate.model.errors import EnvironmentProblem
 
-_FIELDS = ("rx_bytes", "rx_packets", "rx_errors", "rx_dropped", "rx_fifo", "rx_frame", "rx_compressed",
-           "rx_multicast", "tx_bytes", "tx_packets", "tx_errors", "tx_dropped")
+_FIELDS = (
+    "rx_bytes",
+    "rx_packets",
+    "rx_errors",
+    "rx_dropped",
+    "rx_fifo",
+    "rx_frame",
+    "rx_compressed",
+    "rx_multicast",
+    "tx_bytes",
+    "tx_packets",
+    "tx_errors",
+    "tx_dropped",
+)
 KEYS = ("rx_packets", "rx_bytes", "rx_dropped", "tx_packets", "tx_bytes", "tx_dropped")
 
 
@@ -69,8 +81,13 @@ class NetnsCounters:
 
     def start(self, timeout: float = 5.0) -> NetnsCounters:
         want = netns_inode(self.ns)
-        self.proc = subprocess.Popen(ns_argv(["sleep", "infinity"], self.ns), stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        self.proc = subprocess.Popen(
+            ns_argv(["sleep", "infinity"], self.ns),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         self._path = f"/proc/{self.proc.pid}/net/dev"
         end = time.monotonic() + timeout
         # ``ip netns exec`` switches namespace and then execs sleep in the same process.
@@ -82,8 +99,9 @@ class NetnsCounters:
                 pass
             if self.proc.poll() is not None or time.monotonic() > end:
                 self.close()
-                raise EnvironmentProblem(f"cannot read counters of namespace {self.ns!r}: "
-                                         "the holder process did not enter it")
+                raise EnvironmentProblem(
+                    f"cannot read counters of namespace {self.ns!r}: the holder process did not enter it"
+                )
             time.sleep(0.001)
 
     def read(self) -> Dict[str, Dict[str, int]]:

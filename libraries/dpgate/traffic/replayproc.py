@@ -34,6 +34,7 @@ def _enter(fd: int, cpus: Sequence[int]):
             os._exit(126)
         if cpus:
             os.sched_setaffinity(0, cpus)
+
     return child
 
 
@@ -53,9 +54,15 @@ class ReplayProcess:
         try:
             with open(log, "wb") as out:
                 try:
-                    self.proc = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT,
-                                                 stdin=subprocess.DEVNULL, start_new_session=True,
-                                                 preexec_fn=_enter(fd, list(cpus)), pass_fds=(fd,))
+                    self.proc = subprocess.Popen(
+                        self.argv,
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                        stdin=subprocess.DEVNULL,
+                        start_new_session=True,
+                        preexec_fn=_enter(fd, list(cpus)),
+                        pass_fds=(fd,),
+                    )
                 except FileNotFoundError:
                     require_tool(self.argv[0])
                     raise
@@ -79,7 +86,9 @@ class ReplayProcess:
             self.proc.wait(min(budget, 2.0))
         except subprocess.TimeoutExpired:
             self.kill()
-            raise TrialError(f"generator ({self.argv[0]}) ignored SIGINT at the end of the trial: killed") from None
+            raise TrialError(
+                f"generator ({self.argv[0]}) ignored SIGINT at the end of the trial: killed"
+            ) from None
         return "cut"
 
     def kill(self) -> None:
@@ -108,8 +117,15 @@ def run_in_netns(argv: Sequence[str], ns: str, timeout: float = 10.0) -> str:
     except OSError:
         return ""
     try:
-        res = subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=timeout,
-                             preexec_fn=_enter(fd, []), pass_fds=(fd,), check=False)
+        res = subprocess.run(
+            [str(a) for a in argv],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            preexec_fn=_enter(fd, []),
+            pass_fds=(fd,),
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return ""
     finally:

@@ -20,8 +20,9 @@ class TrialSteps:
     _exiting: List[Any]
     _trial_no: int
 
-    def _wait_sent(self, tx_ports: List[str], tg0, count: int, duration_s: float, grace: float,
-                   load_pps: float) -> tuple[int, Dict[str, float]]:
+    def _wait_sent(
+        self, tx_ports: List[str], tg0, count: int, duration_s: float, grace: float, load_pps: float
+    ) -> tuple[int, Dict[str, float]]:
         """Wait until every TG port sent its ``count`` frames (counters), not for tcpreplay to
         exit. A generator still short of it at ``started + duration + grace`` is cut there
         (SIGINT): a generator that falls behind shows as shortfall and never stretches the
@@ -45,8 +46,10 @@ class TrialSteps:
                 if code is not None:
                     if code != 0:
                         how = f"signal {-code}" if code < 0 else f"code {code}"
-                        raise TrialError(f"generator exited ({how}) during trial at {load_pps:.0f} pps\n"
-                                         f"--- tcpreplay output ---\n{tail(r.log, 8)}")
+                        raise TrialError(
+                            f"generator exited ({how}) during trial at {load_pps:.0f} pps\n"
+                            f"--- tcpreplay output ---\n{tail(r.log, 8)}"
+                        )
                     del pending[port]  # done by its own account (failed sends show as shortfall)
                 elif now > r.started_at + duration_s + grace:
                     if r.finish(now, self.budget_s) == "cut":
@@ -87,7 +90,8 @@ class TrialSteps:
                     del pending[port]
                 elif r.proc.poll() is not None:
                     raise TrialError(
-                        f"generator exited (code {r.proc.returncode}) before sending\n{tail(r.log, 8)}")
+                        f"generator exited (code {r.proc.returncode}) before sending\n{tail(r.log, 8)}"
+                    )
             if time.monotonic() > end:
                 raise TrialError(f"generator (tcpreplay) did not start sending within {timeout:g} s: killed")
             if pending:

@@ -53,10 +53,15 @@ def units_for(sut_name: str, percent: float) -> int:
     16
     """
     if not 0 < percent <= 100:
-        raise ConfigError(f"injected cost must be a percentage in (0, 100], got {percent!r}", path="inject_cost")
+        raise ConfigError(
+            f"injected cost must be a percentage in (0, 100], got {percent!r}", path="inject_cost"
+        )
     if sut_name not in CALIBRATION:
-        raise ConfigError(f"cost injection is not available for SUT {sut_name!r} (available: "
-                          f"{', '.join(sorted(CALIBRATION))}); use --sut-cpu-steal for it", path="inject_cost")
+        raise ConfigError(
+            f"cost injection is not available for SUT {sut_name!r} (available: "
+            f"{', '.join(sorted(CALIBRATION))}); use --sut-cpu-steal for it",
+            path="inject_cost",
+        )
     base, unit = CALIBRATION[sut_name]
     return max(1, int(round(percent / 100.0 * base / unit)))
 
@@ -67,8 +72,22 @@ def never_matching_filter(dev: str, node: int, keys: int = KEYS) -> list:
     >>> " ".join(never_matching_filter("sut0", 1, keys=2)[11:])
     'handle 800::1 u32 match u32 0 0 at 0 match u32 0xffffffff 0xffffffff at 12 flowid ffff:1'
     """
-    argv = ["tc", "filter", "add", "dev", dev, "parent", "ffff:", "protocol", "all", "prio", "1",
-            "handle", f"800::{node}", "u32"]
+    argv = [
+        "tc",
+        "filter",
+        "add",
+        "dev",
+        dev,
+        "parent",
+        "ffff:",
+        "protocol",
+        "all",
+        "prio",
+        "1",
+        "handle",
+        f"800::{node}",
+        "u32",
+    ]
     for k in range(keys - 1):
         argv += ["match", "u32", "0", "0", "at", str(4 * k)]
     # EtherType/length word at offset 12 is never 0xffffffff in a frame we send.
