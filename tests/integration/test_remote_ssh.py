@@ -384,3 +384,32 @@ def test_pabot_pool_hands_out_a_lab_topology(sshd, env, tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert "1 tests, 1 passed" in proc.stdout or "1 test, 1 passed" in proc.stdout, proc.stdout[-2000:]
     assert _files_containing(out, sshd.password) == []
+
+
+def test_dut_lock_over_real_ssh_between_two_pipelines(sshd, env):
+    """dpgate.exec.nodelock over two SSH sessions (two pipelines): the second is refused naming
+    the first, a dead first (no heartbeat past its lease) is taken over, release frees it."""
+    from dpgate.exec.lock import Busy, me
+    from dpgate.exec.nodelock import NodeLock
+
+    path = f"/home/{sshd.user}/dpgate-locks/dut.lock"
+    first_owner = me("dpgate gate")
+    first_owner.host = "ci-runner-1"  # another machine: only the lease can tell it is dead
+    a, b = node(sshd), node(sshd)
+    first = NodeLock(a, "DUT DUT1", path, lease_s=2.0, owner=first_owner).acquire()
+    try:
+        time.sleep(3.0)  # past the lease: the heartbeat keeps it
+        with pytest.raises(Busy, match=r"^DUT DUT1 is in use by pid \d+, `dpgate gate`, since .* on ci-runner-1; "):
+            NodeLock(b, "DUT DUT1", path).acquire(wait=0)
+        first._stop.set()  # the first pipeline dies: no more renewals
+        first._beat.join(5)
+        time.sleep(3.5)
+        second = NodeLock(b, "DUT DUT1", path, command="dpgate gate").acquire(wait=10, poll=0.5)
+        assert second.record.token in b.run(["cat", f"{path}/owner"]).stdout
+        second.release()
+        assert b.run(["test", "-e", path], check=False).returncode == 1
+        assert all("sh -c" not in line for line in a.lines + b.lines)
+    finally:
+        first.release()
+        a.close()
+        b.close()

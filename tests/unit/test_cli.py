@@ -52,6 +52,8 @@ def trial(*extra):
         ("--duration", "-2", "--duration must be > 0"),
         ("--duration", "two", "--duration must be a number"),
         ("--flows", "many", "invalid int value"),
+        ("--wait-testbed", "soon", "expected a duration like 10m, 90s or 0"),
+        ("--wait-testbed", "-5m", "expected a duration like 10m, 90s or 0"),
     ],
 )
 def test_bad_option_exits_2_naming_option(option, value, needle, capsys):
@@ -127,3 +129,14 @@ def test_exit_code_2_as_a_process():
     assert res.returncode == 2
     assert "argument --rate" in res.stderr and "'lots'" in res.stderr
     assert res.stdout == ""
+
+
+def test_wait_testbed_defaults_to_10_minutes_for_trial_and_gate():
+    from dpgate.cli.main import build_parser
+
+    p = build_parser()
+    assert p.parse_args(trial()).wait_testbed == 600.0
+    assert p.parse_args(trial("--wait-testbed", "90s")).wait_testbed == 90.0
+    assert p.parse_args(["gate"]).wait_testbed == 600.0
+    assert p.parse_args(["gate", "--wait-testbed", "0"]).wait_testbed == 0.0
+    assert p.parse_args(["cleanup", "--force"]).force is True

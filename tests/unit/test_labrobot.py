@@ -146,7 +146,7 @@ def test_vpp_ip4_ht_two_cores_end_to_end(in_test, tmp_path):
     starts = [k for n, k in lab.clients[0].calls if n == "start"]
     assert starts and all(k["ports"] == [0, 1] for k in starts)
     # telemetry: perf stat on the DUT over the node, pinned to the allocated workers
-    perf = [c for c in node.calls if c[:2] == ["perf", "stat"] and "-C" in c]
+    perf = [c for c in node.calls if c[:4] == ["env", "LC_ALL=C", "perf", "stat"] and "-C" in c]
     assert perf and perf[-1][perf[-1].index("-C") + 1] == "2,58,3,59"
     assert res.telemetry["ipc"] == pytest.approx(2.0)
     assert res.telemetry["ddio_miss_rate_itom"].startswith("not supported (")  # no pcm here: a reason
@@ -326,7 +326,7 @@ def test_latency_trials_at_fractions_of_pdr_and_telemetry_at_pdr(in_test, tmp_pa
     assert "5 s trials at 90/50/10 % of PDR" in rec["latency_note"]
     assert rec["profile"] == "per-commit" and len(rec["trials"]) == res.trials
     # telemetry: a 2 s counting window inside the trial, and PDR captured too (or noted = NDR)
-    perf = [c for c in lab.fake_node.calls if c[:2] == ["perf", "stat"] and "-C" in c]
+    perf = [c for c in lab.fake_node.calls if c[:4] == ["env", "LC_ALL=C", "perf", "stat"] and "-C" in c]
     assert perf[-1][-2:] == ["sleep", "2"]
     assert "ipc_pdr" in res.telemetry or res.telemetry["telemetry_pdr"].startswith("PDR = NDR")
     lab.tear_down_lab_testbed()

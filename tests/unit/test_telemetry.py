@@ -15,7 +15,11 @@ from dpgate.telemetry.pcm import (
     reason_from_output,
 )
 from dpgate.telemetry.perf import derive, parse_perf_stat, perf_stat_argv, probe_perf
-from dpgate.telemetry.tmam import plot_tmam_bars, tmam_from_events, tmam_from_topdown_metrics
+from dpgate.telemetry.tmam import (
+    plot_tmam_bars,
+    tmam_from_events,
+    tmam_from_topdown_metrics,
+)
 
 HERE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "telemetry")
 
@@ -70,7 +74,7 @@ def test_perf_malformed_is_a_clear_error(text, words):
 
 def test_perf_argv_is_a_list_on_the_sut_cpus():
     argv = perf_stat_argv([1, 3], ["cycles", "instructions"], 2)
-    assert argv[:2] == ["perf", "stat"] and "-C" in argv and argv[argv.index("-C") + 1] == "1,3"
+    assert argv[:4] == ["env", "LC_ALL=C", "perf", "stat"] and "-C" in argv and argv[argv.index("-C") + 1] == "1,3"
     assert argv[-2:] == ["sleep", "2"]
 
 
@@ -101,7 +105,8 @@ def test_probe_perf_on_this_host_or_a_missing_tool():
     assert "no CPU PMU" in probe_perf(CannedNode(0, "", fixture("perf-stat-vm-not-supported.csv"))).reason
     pmu = CannedNode(0, "", "100,,cycles,1,100.00,,\n90,,instructions,1,100.00,,\n")
     assert probe_perf(pmu, cpus=[2, 3]) is None
-    assert pmu.calls[0][:7] == ["perf", "stat", "-x,", "-a", "-C", "2,3", "-e"]
+    assert pmu.calls[0][:9] == ["env", "LC_ALL=C", "perf", "stat", "-x,", "-a", "-C", "2,3", "-e"]
+    assert "install linux-perf" in probe_perf(CannedNode(127, "", "env: 'perf': No such file or directory")).reason
 
 
 # -- pcm-pcie ---------------------------------------------------------------------------

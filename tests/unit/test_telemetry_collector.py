@@ -27,6 +27,15 @@ PCIE_PROBE_OK = "Skt,PCIRdCur,RFO,CRd,DRd,ItoM,PRd,WiL\n0,1,0,0,0,0,0,0\n1,0,0,0
 MEM_PROBE_OK = fixture("pcm-memory-skx-csv.csv")
 
 
+def without_c_locale(argv):
+    """argv without the ``env LC_ALL=C`` perf runs under (the real DUT sees it; scripts match the tool)."""
+    argv = list(argv)
+    if argv[:1] == ["env"]:
+        assert argv[1] == "LC_ALL=C", argv
+        return argv[2:]
+    return argv
+
+
 class ScriptedTelemetryNode:
     """Fake dpgate.exec.remote node for unit tests: ``script(argv)`` -> (code, stdout, stderr).
 
@@ -51,14 +60,14 @@ class ScriptedTelemetryNode:
             in_window = argv[-2:] == ["sleep", "1"] or "-B" in argv or "-nc" in argv
             if self._barrier is not None and in_window:
                 self._barrier.wait(timeout=5)   # BrokenBarrierError unless all tools run at once
-            code, out, err = self.script(list(argv))
+            code, out, err = self.script(without_c_locale(argv))
         finally:
             with self._lock:
                 self._running -= 1
         return Result(list(argv), code, out, err)
 
     def argv_of(self, tool, *must):
-        return [a for a, _ in self.calls if a[0] == tool and all(m in a for m in must)]
+        return [a for a, _ in self.calls if without_c_locale(a)[0] == tool and all(m in a for m in must)]
 
 
 def pmu_host(topdown="metric", toplev=False):
@@ -112,7 +121,7 @@ def test_metric_group_host_builds_the_argv_and_derives_everything():
     assert c.probe() == (None, None)
     assert c.plan().tmam_method == "perf-metric-TopdownL1"
     cmds = c.commands(2.0)
-    assert cmds["perf"] == ["perf", "stat", "-x,", "-a", "-C", "2,3", "-e", ",".join(PERF_EVENTS),
+    assert cmds["perf"] == ["env", "LC_ALL=C", "perf", "stat", "-x,", "-a", "-C", "2,3", "-e", ",".join(PERF_EVENTS),
                             "-M", "TopdownL1", "--", "sleep", "2"]
     assert cmds["pcm-pcie"] == ["pcm-pcie", "-csv", "-e", "-B", "-i=1", "2"]
     assert cmds["pcm-memory"] == ["pcm-memory", "-csv", "-nc", "-i=1", "2"]
@@ -144,7 +153,7 @@ def test_tools_of_one_window_run_at_the_same_time():
     c.measure(1.0, 1e6)
     assert node.max_parallel == 3
     window = [(a, t) for a, t in node.calls if a[-1] == "1" or a[-2:] == ["sleep", "1"]]
-    assert {a[0] for a, _ in window} == {"perf", "pcm-pcie", "pcm-memory"}
+    assert {without_c_locale(a)[0] for a, _ in window} == {"perf", "pcm-pcie", "pcm-memory"}
     assert all(t == 31.0 for _, t in window)   # each waits for the window + 30 s, no longer
 
 
@@ -215,7 +224,7 @@ def test_pcm_failing_during_the_window_marks_only_its_values():
 def test_process_mode_counts_perf_on_the_pid():
     c = TelemetryCollector([], pmu_host("metric"), pid=4242, pcm=False)
     argv = c.commands(1)["perf"]
-    assert argv[3:5] == ["-p", "4242"] and "-a" not in argv
+    assert argv[5:7] == ["-p", "4242"] and "-a" not in argv
     assert "pcm disabled" in c.plan().pcie.reason
     with pytest.raises(TelemetryError, match="cpus"):
         TelemetryCollector([])
@@ -259,7 +268,8 @@ class ScriptedSshClient:
 
 def test_collector_over_ssh_on_a_lab_dut():
     inner = pmu_host("metric")
-    fake = ScriptedSshClient(lambda argv: inner.script(argv[2:] if argv[:2] == ["sudo", "-n"] else argv))
+    fake = ScriptedSshClient(lambda argv: inner.script(without_c_locale(argv[2:] if argv[:2] == ["sudo", "-n"]
+                                                                         else argv)))
     node = SshNode(Ssh(host="192.0.2.10", user="lab", sudo=True), client_factory=lambda: fake, env={})
     c = TelemetryCollector([4, 5], node)
     rec = c.measure(2.0, 2 * 29.8e6)
@@ -268,4 +278,4 @@ def test_collector_over_ssh_on_a_lab_dut():
     sent = [shlex.split(cmd) for cmd in fake.commands]
     assert ["sudo", "-n", "pcm-pcie", "-csv", "-e", "-B", "-i=1", "2"] in sent
     perf = next(a for a in sent if "perf" in a and "TopdownL1" in a and a[-1] == "2")
-    assert perf[:8] == ["sudo", "-n", "perf", "stat", "-x,", "-a", "-C", "4,5"]
+    assert perf[:10] == ["sudo", "-n", "env", "LC_ALL=C", "perf", "stat", "-x,", "-a", "-C", "4,5"]

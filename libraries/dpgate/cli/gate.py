@@ -13,6 +13,11 @@ MRR against the history of the same test and testbed (``dpgate compare`` rules) 
 on a regression; after the run its passing tests are added to the store (not with
 ``--no-history-add``, and never runs with injected faults).
 
+The gate owns its output directory and its testbed's namespace prefix for its whole life
+(``dpgate.exec.lock``): a second gate into the same ``--outdir`` is refused at once naming
+the holder; one on a busy testbed waits up to ``--wait-testbed`` (default 10m). Robot, the
+gate's child, inherits the testbed lock (``DPGATE_LOCKS_HELD`` and the lock's open file).
+
 Exit codes: 0 all gates passed (skips allowed), 1 a gate failed or a test errored,
 2 bad input, 3 environment problem, 130/143 interrupted (results and JUnit still written).
 """
@@ -28,8 +33,10 @@ import subprocess
 import sys
 from typing import Dict, List, Optional
 
+from dpgate.cli.trial import add_wait_option
 from dpgate.config.thresholds import load_thresholds
-from dpgate.config.topology import load_topology
+from dpgate.config.topology import Topology, load_topology
+from dpgate.exec.lock import FileLock, hold_testbed, inherit, outdir_lock
 from dpgate.model.errors import ConfigError
 from dpgate.outputs.exporters import write_csv, write_openmetrics
 from dpgate.outputs.junit import write_junit
@@ -65,6 +72,7 @@ def add_parser(sub) -> None:
                    help="fault injection: make the SUT do this %% more work per packet (tc filters, testpmd noisy)")
     g.add_argument("--sut-cpu-steal", type=_percent("--sut-cpu-steal"), default=0.0,
                    help="fault injection: take this %% of the SUT core(s) away (shows the regression check works)")
+    add_wait_option(g)
     g.set_defaults(func=cmd_gate)
 
 
@@ -123,14 +131,31 @@ def robot_argv(args) -> List[str]:
     return argv + list(args.suites)
 
 
-def preflight(args) -> None:
+def preflight(args) -> Topology:
+    """Check the input and the machine; returns the topology."""
     for s in args.suites:
         if not os.path.exists(s):
             raise ConfigError(f"suite path {s!r} does not exist", path="suites")
     load_thresholds(args.thresholds or "variables/embedded.yaml")
-    topo = load_topology(args.topology or "topologies/embedded.yaml", args.prefix)
+    var_prefix = [v.split(":", 1)[1] for v in args.variable if v.startswith("PREFIX:")]
+    topo = load_topology(args.topology or "topologies/embedded.yaml", args.prefix or (var_prefix or [None])[-1])
     if topo.kind == "embedded":
         check_environment()
+    return topo
+
+
+def take_ownership(args, topo: Topology) -> List[FileLock]:
+    """Lock the output directory (no wait) and the testbed's namespace prefix (``--wait-testbed``):
+    the embedded testbed, or a lab built in namespaces on this machine (a real lab's DUT and
+    TRex are locked by the lab keywords, ``dpgate.exec.nodelock`` and TRex's port ownership)."""
+    locks = [outdir_lock(os.path.abspath(args.outdir)).acquire(wait=0, command="dpgate gate")]
+    try:
+        if topo.kind == "embedded" or any(getattr(n, "namespace", None) for n in topo.nodes.values()):
+            locks.append(hold_testbed(topo.prefix, getattr(args, "wait_testbed", None), "dpgate gate"))
+    except BaseException:
+        locks[0].release()
+        raise
+    return locks
 
 
 def fresh_outdir(outdir: str) -> None:
@@ -142,7 +167,15 @@ def fresh_outdir(outdir: str) -> None:
 
 
 def cmd_gate(args) -> int:
-    preflight(args)
+    locks = take_ownership(args, preflight(args))
+    try:
+        return _run_gate(args, locks)
+    finally:
+        for lock in reversed(locks):
+            lock.release()
+
+
+def _run_gate(args, locks: List[FileLock]) -> int:
     fresh_outdir(args.outdir)
     junit = args.junit or os.path.join(args.outdir, "junit.xml")
     if args.commit:
@@ -151,7 +184,10 @@ def cmd_gate(args) -> int:
     # reaches it once, through us. Robot treats a second signal as "stop now, skip
     # teardowns", so only the first one is forwarded at once; a repeated signal to us
     # is forwarded as the user's insistence. If we die, the kernel sends Robot SIGTERM.
-    proc = subprocess.Popen(robot_argv(args), start_new_session=True, preexec_fn=_die_with_parent)
+    env = dict(os.environ)
+    fds = inherit(env, *locks[1:])  # Robot's testbed set-up must not wait for its own parent
+    proc = subprocess.Popen(robot_argv(args), start_new_session=True, preexec_fn=_die_with_parent,
+                            env=env, pass_fds=fds)
     interrupted: Optional[int] = None
     received = 0
 

@@ -4,6 +4,10 @@
                  --duration 2 --frame-size 64 [--json]
 
 ``dpgate trial`` and its JSON keys (the TrialResult field names) are public: stable.
+
+The trial owns its testbed for its whole life (``dpgate.exec.lock``): a second run on the same
+prefix waits up to ``--wait-testbed`` (default 10m) with a progress line every 30 s, then
+fails with one error naming the holder.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ import json
 from typing import Callable, Optional
 
 from dpgate.config.units import FrameSize, Rate, UnitError, format_pps, parse_frame_size, parse_rate
+from dpgate.exec.lock import hold_testbed, parse_wait
+from dpgate.model.errors import ConfigError
 from dpgate.model.trial import TrialResult
 from dpgate.testbeds.embedded.session import EmbeddedSession
 
@@ -44,6 +50,19 @@ def _rate(text: str) -> Rate:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+def _wait(text: str) -> float:
+    try:
+        return parse_wait(text)
+    except ConfigError as err:
+        raise argparse.ArgumentTypeError(err.reason) from None
+
+
+def add_wait_option(parser: argparse.ArgumentParser) -> None:
+    """``--wait-testbed DURATION`` (trial, gate): how long to wait for a testbed another run owns."""
+    parser.add_argument("--wait-testbed", type=_wait, default="10m", metavar="DURATION",
+                        help="wait this long for a testbed another run owns, e.g. 90s, 10m, 0 (default 10m)")
+
+
 def add_parser(sub) -> None:
     t = sub.add_parser("trial", help="bring up the embedded testbed, run one trial, tear down")
     t.add_argument("--topology", default="topologies/embedded.yaml")
@@ -56,6 +75,7 @@ def add_parser(sub) -> None:
     t.add_argument("--prefix", default=None, help="namespace prefix (default: the topology's)")
     t.add_argument("--no-calibrate", action="store_true", help="skip measuring the generator ceiling")
     t.add_argument("--json", action="store_true", help="print one JSON object (TrialResult fields)")
+    add_wait_option(t)
     t.set_defaults(func=cmd_trial)
 
 
@@ -65,9 +85,13 @@ def cmd_trial(args: argparse.Namespace) -> int:
         bidirectional=args.bidirectional, prefix=args.prefix,
         calibrate=not args.no_calibrate or args.rate.percent is not None,
     )
-    with session:
-        load = args.rate.resolve(session.max_pps)
-        result = session.measure(load, args.duration)
+    lock = hold_testbed(session.topology.prefix, args.wait_testbed, "dpgate trial")
+    try:
+        with session:
+            load = args.rate.resolve(session.max_pps)
+            result = session.measure(load, args.duration)
+    finally:
+        lock.release()
     if args.json:
         print(json.dumps(result.to_dict(), sort_keys=True))
     else:

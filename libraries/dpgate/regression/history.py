@@ -11,6 +11,7 @@ import os
 import time
 from typing import Dict, List, Optional, Union
 
+from dpgate.exec.appendfile import append_line, read_lines
 from dpgate.model.errors import ConfigError
 from dpgate.outputs.results import load_records, test_id
 
@@ -27,19 +28,16 @@ def history_path(store: str, testbed: str, longname: str) -> str:
 
 def read_history(store: str, testbed: str, longname: str) -> List[Dict]:
     path = history_path(store, testbed, longname)
-    if not os.path.exists(path):
-        return []
-    out = []
-    with open(path) as fh:
-        for n, line in enumerate(fh, 1):
-            if line.strip():
-                try:
-                    entry = json.loads(line)
-                except ValueError:
-                    raise ConfigError(f"line {n} is not JSON (corrupted history?)", path) from None
-                if not isinstance(entry, dict):
-                    raise ConfigError(f"line {n} is not a JSON object (corrupted history?)", path)
-                out.append(entry)
+    out = []  # complete lines only, under a shared flock: a concurrent append is never half-read
+    for n, line in enumerate(read_lines(path), 1):
+        if line.strip():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                raise ConfigError(f"line {n} is not JSON (corrupted history?)", path) from None
+            if not isinstance(entry, dict):
+                raise ConfigError(f"line {n} is not a JSON object (corrupted history?)", path)
+            out.append(entry)
     return out
 
 
@@ -77,7 +75,6 @@ def add_to_history(outdir: str, store: str, commit: Optional[str] = None, only_p
         samples = {k: v for k, v in (rec.get("samples") or {}).items() if k in METRICS}
         if samples:
             entry["samples"] = samples
-        with open(path, "a") as fh:
-            fh.write(json.dumps(entry) + "\n")
+        append_line(path, json.dumps(entry))  # flock'd: concurrent runs never tear the file
         n += 1
     return n

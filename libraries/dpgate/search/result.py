@@ -75,6 +75,9 @@ class SearchResult:
     ``max_rate``: the answer is limited by the generator or line rate, not the SUT.
     ``trials`` holds ``(load_pps, duration_s, result)`` in the order measured;
     ``total_time_s`` is the sum of trial durations plus the per-trial overhead.
+    ``ndr_bracket``/``pdr_bracket`` (optional, ``None`` from profiles that do not
+    estimate it): ``(low, high)`` loads between which the search is sure the answer
+    lies; either end ``None`` where its evidence does not set it (``sign-off``).
     """
 
     ndr: Optional[float]
@@ -87,6 +90,8 @@ class SearchResult:
     settings: Dict[str, Any] = field(default_factory=dict)
     ndr_at_max: bool = False
     pdr_at_max: bool = False
+    ndr_bracket: Optional[Tuple[Optional[float], Optional[float]]] = None
+    pdr_bracket: Optional[Tuple[Optional[float], Optional[float]]] = None
 
     @property
     def trial_count(self) -> int:

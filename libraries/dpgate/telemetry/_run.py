@@ -24,6 +24,8 @@ def run_tool(node: Any, argv: Sequence[str], timeout: float) -> Union[Any, NotSu
     """``node.run(argv, check=False)``; missing tools, timeouts and SSH errors become NotSupported."""
     node = node if node is not None else local_node()
     tool = str(argv[0])
+    if tool == "env":   # env VAR=value... tool: name the tool, not env (perf runs under LC_ALL=C)
+        tool = next((str(a) for a in argv[1:] if "=" not in str(a)), tool)
     try:
         res = node.run(list(argv), timeout=timeout, check=False)
     except FileNotFoundError:

@@ -32,13 +32,25 @@ from .pcm import (
     probe_pcm,
     reason_from_output,
 )
-from .perf import CACHE_EVENTS, TMAM_RAW_EVENTS, derive, parse_perf_stat, perf_stat_argv, probe_perf
-from .tmam import l1_name, parse_toplev_csv, tmam_from_events, tmam_from_perf_metrics
+from .perf import (
+    CACHE_EVENTS,
+    TMAM_RAW_EVENTS,
+    derive,
+    not_installed,
+    parse_perf_stat,
+    perf_stat_argv,
+    probe_perf,
+)
+from .perf_records import Metric
+from .tmam import Tmam, l1_name, parse_toplev_csv, tmam_from_events
 
 PERF_EVENTS = ("cycles", "instructions") + CACHE_EVENTS
 PROBE_S = 0.05
 #: TMAM methods in the order they are tried.
 TMAM_METHODS = ("perf-metric-TopdownL1", "perf-topdown", "toplev", "perf-raw-events")
+#: perf options of each perf TMAM method; --topdown implies --metric-only (perf-stat.txt), which
+#: would drop the cycles/instructions counts: --no-metric-only keeps the event lines.
+PERF_TMAM_OPTIONS = {"perf-metric-TopdownL1": ("-M", "TopdownL1"), "perf-topdown": ("--topdown", "--no-metric-only")}
 
 
 @dataclass(frozen=True)
@@ -76,6 +88,9 @@ class Capture:
         no_pkts = NotSupported("no packets forwarded during the capture window")
         if "perf" in self.outputs:
             values.update(self._perf(self.outputs["perf"], packets))
+            for key in ("ipc_pmu", "tmam_pmu"):     # hybrid CPUs: which core PMU the values are from
+                if key in values:
+                    info[key] = str(values.pop(key))
         if "toplev" in self.outputs:
             values.update(self._toplev(self.outputs["toplev"]))
         if p.tmam_method and ("toplev" in self.outputs or ("perf" in self.outputs and p.tmam_method != "toplev")):
@@ -113,21 +128,29 @@ class Capture:
             return {k: out for k in keys}
         if out.returncode != 0:
             tail = (out.stderr or out.stdout or "").strip().splitlines()[-1:] or ["no output"]
-            return {k: NotSupported(f"perf stat failed (exit {out.returncode}): {tail[0]}") for k in keys}
+            why = not_installed(out) or NotSupported(f"perf stat failed (exit {out.returncode}): {tail[0]}")
+            return {k: why for k in keys}
         try:
             stat = parse_perf_stat(out.stderr)
         except TelemetryError as err:
             return {k: NotSupported(f"perf stat output not understood: {err}") for k in keys}
         vals: Dict[str, Any] = dict(derive(stat, packets))
+        if stat.ipc_pmu:
+            vals["ipc_pmu"] = stat.ipc_pmu
         if method and method.startswith("perf"):
             try:
+                pmu: Optional[str] = None
                 if method == "perf-raw-events":
                     missing = [e for e in TMAM_RAW_EVENTS if e in stat.unsupported]
                     if missing:
                         raise TelemetryError(f"{', '.join(missing)} not counted")
-                    tmam = tmam_from_events(stat.counts, self.slots_per_cycle)
+                    tmam: Optional[Tmam] = tmam_from_events(stat.counts, self.slots_per_cycle)
                 else:
-                    tmam = tmam_from_perf_metrics(stat.metrics)
+                    tmam, pmu = stat.tmam_with_pmu()
+                if tmam is None:
+                    raise TelemetryError("perf printed no level-1 topdown metrics")
+                if pmu:
+                    vals["tmam_pmu"] = pmu
                 vals.update(tmam.as_dict())
             except TelemetryError as err:
                 vals.update({k: NotSupported(f"TMAM ({method}): {err}") for k in TMAM_KEYS})
@@ -212,13 +235,14 @@ class TelemetryCollector:
         missing = [e for e in events if e in TMAM_RAW_EVENTS and e in stat.unsupported]
         if missing:
             return f"{', '.join(missing)} <not supported>"
-        if extra and not any(l1_name(unit) for unit in stat.metrics):
+        if extra and not any(isinstance(r, Metric) and l1_name(r.name) for r in stat.records):
             return "perf printed no level-1 topdown metrics"
         return None
 
     def _probe_tmam(self):
         tried: List[str] = []
-        for method, extra in (("perf-metric-TopdownL1", ["-M", "TopdownL1"]), ("perf-topdown", ["--topdown"])):
+        for method in ("perf-metric-TopdownL1", "perf-topdown"):
+            extra = list(PERF_TMAM_OPTIONS[method])
             why = self._perf_try(extra)
             if why is None:
                 return None, method, None, ()
@@ -262,8 +286,7 @@ class TelemetryCollector:
         plan = self.plan()
         cmds: Dict[str, List[str]] = {}
         if plan.perf is None:
-            extra = {"perf-metric-TopdownL1": ["-M", "TopdownL1"], "perf-topdown": ["--topdown"]}.get(
-                plan.tmam_method or "", [])
+            extra = list(PERF_TMAM_OPTIONS.get(plan.tmam_method or "", ()))
             events = PERF_EVENTS + (TMAM_RAW_EVENTS if plan.tmam_method == "perf-raw-events" else ())
             cmds["perf"] = perf_stat_argv(self.cpus, events, duration_s, extra=extra, pid=self.pid)
         if plan.tmam_method == "toplev" and plan.toplev:

@@ -50,6 +50,8 @@ _L1 = {"retiring": "retiring", "bad_speculation": "bad_speculation", "badspecula
        "backend_bound": "backend_bound", "be_bound": "backend_bound"}
 #: How far the four level-1 values may add up away from 100 % (printing rounds each to 0.1-0.01).
 SUM_TOLERANCE = 0.01
+#: How far one level-1 value may lie outside 0..100 % (rounding of a value printed as 0.0 or 100.0).
+RANGE_TOLERANCE = 0.001
 
 
 def l1_name(name: str) -> Optional[str]:
@@ -61,8 +63,7 @@ def l1_name(name: str) -> Optional[str]:
     """
     k = name.strip().lstrip("%").strip().lower().replace(" ", "_").replace("-", "_")
     for prefix in ("tma_", "topdown_"):
-        if k.startswith(prefix):
-            k = k[len(prefix):]
+        k = k.removeprefix(prefix)
     return _L1.get(k)
 
 
@@ -77,6 +78,11 @@ def tmam_checked(values: Mapping[str, float], source: str, percent: Optional[boo
         percent = total > 10.0
     scale = 100.0 if percent else 1.0
     t = Tmam(**{k: float(v) / scale for k, v in values.items()})
+    bad = {k: v for k, v in values.items() if not -RANGE_TOLERANCE <= float(v) / scale <= 1 + RANGE_TOLERANCE}
+    if bad:
+        shown = ", ".join(f"{k} {v:g}{' %' if percent else ''}" for k, v in bad.items())
+        raise TelemetryError(f"{source}: TMAM level-1 value outside 0..100 %: {shown} (not a fraction of "
+                             "pipeline slots: wrong units or a broken counter)")
     if abs(t.total - 1.0) > SUM_TOLERANCE:
         shown = ", ".join(f"{k} {v:g}" for k, v in values.items())
         raise TelemetryError(f"{source}: TMAM level-1 values add up to {t.total * 100:.1f} %, not 100 % "
@@ -90,7 +96,7 @@ def tmam_from_events(events: Mapping[str, float], slots_per_cycle: int = 4) -> T
     need = ["UOPS_RETIRED.RETIRE_SLOTS", "UOPS_ISSUED.ANY", "INT_MISC.RECOVERY_CYCLES",
             "IDQ_UOPS_NOT_DELIVERED.CORE"]
     missing = [e for e in need if e not in ev] + ([] if clk is not None else ["CPU_CLK_UNHALTED.THREAD(_ANY)"])
-    if missing:
+    if missing or clk is None:
         raise TelemetryError(f"TMAM level 1 needs events {', '.join(missing)}")
     slots = slots_per_cycle * float(clk)
     if slots <= 0:
@@ -166,6 +172,8 @@ def parse_toplev_csv(text: str) -> Tmam:
             val = float(r[v])
         except ValueError:
             raise TelemetryError(f"toplev CSV: {r[a]} value {r[v]!r} is not a number") from None
+        if not -100 * RANGE_TOLERANCE <= val <= 100 * (1 + RANGE_TOLERANCE):
+            raise TelemetryError(f"toplev CSV row {','.join(r)!r}: {r[a]} {val:g} % of slots is outside 0..100 %")
         target = summary if t is not None and r[t].strip() == "SUMMARY" else acc
         target.setdefault(k, []).append(val)
     use = summary or acc

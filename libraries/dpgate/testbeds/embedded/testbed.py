@@ -1,12 +1,14 @@
 """The embedded testbed: network namespaces and veth pairs on this machine.
 
-``NamespaceTestbed(topology).up()`` removes leftovers of an earlier run with the same
-prefix, creates the TG and SUT namespaces and the veth links, and applies the kernel
-settings that keep the SUT's work on the SUT core (see docs and the facts note):
-TSO off on TG ports, GRO on and threaded NAPI on SUT ports with the NAPI threads pinned
-to the SUT core, IPv6 off (no stray ND frames in the counters), br_netfilter off in the
-SUT namespace. ``down()`` kills every process in our namespaces and deletes them (which
-deletes the veths); it is safe to call twice and after a failure.
+``NamespaceTestbed(topology).up()`` takes the testbed's lock (``dpgate.exec.lock``: a run
+on a busy prefix waits, then fails naming the holder), removes leftovers of an earlier run
+with the same prefix (we own the testbed now, so their owner is dead), creates the TG and
+SUT namespaces and the veth links, and applies the kernel settings that keep the SUT's
+work on the SUT core (see docs and the facts note): TSO off on TG ports, GRO on and
+threaded NAPI on SUT ports with the NAPI threads pinned to the SUT core, IPv6 off (no
+stray ND frames in the counters), br_netfilter off in the SUT namespace. ``down()`` kills
+every process in our namespaces and deletes them (which deletes the veths); it is safe to
+call twice and after a failure.
 
 Example::
 
@@ -24,6 +26,7 @@ import time
 from typing import Dict, List, Optional
 
 from dpgate.config.topology import Topology
+from dpgate.exec.lock import FileLock, hold_testbed
 from dpgate.exec.runner import CommandError, kill_pids, require_tool, run
 from dpgate.model.errors import EnvironmentProblem
 
@@ -98,6 +101,7 @@ class NamespaceTestbed:
         self.workdir = run_dir(topology.prefix)
         #: The SUT ports' threaded-NAPI kernel threads (their CPU time is the SUT's own).
         self.napi_pids: List[int] = []
+        self._lock: Optional[FileLock] = None
 
     # -- names -------------------------------------------------------------
     @property
@@ -127,7 +131,9 @@ class NamespaceTestbed:
                     f"{self.topology.source}: nodes.{role}.cpus: CPU {bad[0]} does not exist on this machine "
                     f"(it has {ncpu}: 0..{ncpu - 1}); edit the topology"
                 )
-        cleanup_prefix(self.topology.prefix)
+        if self._lock is None:
+            self._lock = hold_testbed(self.topology.prefix)  # re-entrant: the CLI may hold it already
+        cleanup_prefix(self.topology.prefix)  # we own the testbed: what is there is a dead run's
         os.makedirs(self.workdir, exist_ok=True)
         try:
             self._build()
@@ -216,9 +222,15 @@ class NamespaceTestbed:
 
     def down(self) -> Dict[str, List[str]]:
         """Kill everything in our namespaces and delete them. Idempotent."""
-        self.is_up = False
-        self.close_counters()
-        removed = cleanup_prefix(self.topology.prefix)
+        try:
+            self.is_up = False
+            self.close_counters()
+            removed = cleanup_prefix(self.topology.prefix)
+        finally:
+            self.is_up = False
+            lock, self._lock = self._lock, None
+            if lock is not None:
+                lock.release()
         return {"namespaces": removed}
 
     def __enter__(self) -> NamespaceTestbed:
