@@ -69,6 +69,8 @@ def add_parser(sub) -> None:
                    help="smallest change in %% the regression check reports (default 3)")
     g.add_argument("--commit", default=None, help="commit under test (default: CI_COMMIT_SHA / GIT_COMMIT / GITHUB_SHA)")
     g.add_argument("--mrr-trials", type=int, default=None, help="MRR trials after each search (default 3; 0 = none)")
+    g.add_argument("--inject-cost", type=_percent("--inject-cost"), default=0.0,
+                   help="fault injection: make the SUT do this %% more work per packet (tc filters, testpmd noisy)")
     g.add_argument("--sut-cpu-steal", type=_percent("--sut-cpu-steal"), default=0.0,
                    help="fault injection: take this %% of the SUT core(s) away (shows the regression check works)")
     add_wait_option(g)
@@ -117,6 +119,8 @@ def robot_argv(args) -> List[str]:
         argv += ["--variable", f"MRR_TRIALS:{args.mrr_trials}"]
     if getattr(args, "sut_cpu_steal", 0):
         argv += ["--variable", f"SUT_CPU_STEAL:{args.sut_cpu_steal:g}%"]
+    if getattr(args, "inject_cost", 0):
+        argv += ["--variable", f"INJECT_COST:{args.inject_cost:g}%"]
     for tag in args.include:
         argv += ["--include", tag]
     for tag in args.exclude:
@@ -224,7 +228,7 @@ def _run_gate(args, locks: List[FileLock]) -> int:
         if not interrupted and not args.no_history_add:
             n = add_to_history(args.outdir, hist, args.commit, only_passed=True)
             print(f"history: added {n} passing test(s) of this run to {hist}"
-                  + (" (runs with injected faults are never added)" if getattr(args, "sut_cpu_steal", 0) else ""))
+                  + (" (runs with injected faults are never added)" if getattr(args, "sut_cpu_steal", 0) or getattr(args, "inject_cost", 0) else ""))
     out = os.path.abspath(args.outdir)
     print(f"\nreport: {os.path.join(out, 'report.html')}\nlog:    {os.path.join(out, 'log.html')}\n"
           f"junit:  {os.path.abspath(junit)}\nmetrics: {os.path.join(out, 'metrics.txt')} (OpenMetrics), "

@@ -17,7 +17,8 @@ from dpgate.model.record import F
 from dpgate.outputs.results import load_records, test_id
 
 #: The metrics the regression check compares (and the history keeps).
-METRICS = ("ndr_pps", "pdr_pps", "mrr_pps")
+#: cpp_at_load is lower-is-better: the comparison turns it around (regression/compare.py)
+METRICS = ("ndr_pps", "pdr_pps", "mrr_pps", "cpp_at_load")
 #: One run's value of a metric: a number, or its samples when the run measured several.
 RunValue = Union[float, List[float]]
 
@@ -52,7 +53,8 @@ def run_value(entry: Dict, metric: str) -> Optional[RunValue]:
 
 
 def injected(rec: Dict) -> bool:
-    return bool((rec.get("metrics") or {}).get("injected_sut_cpu_steal"))
+    """A run with a fault injected on purpose (``injected_sut_cpu_steal``, ``injected_cost``)."""
+    return any(k.startswith("injected_") and v for k, v in (rec.get("metrics") or {}).items())
 
 
 def add_to_history(outdir: str, store: str, commit: Optional[str] = None, only_passed: bool = False) -> int:
