@@ -181,7 +181,17 @@ def test_ovs_pmd_stats_two_threads_weighted():
 def test_testpmd_forward_stats_20kpps():
     out = parse_forward_stats(fixture("testpmd", "stop-io-20kpps.txt"))
     assert out == {"rx_packets": 20000, "rx_dropped": 0, "tx_packets": 20000, "tx_dropped": 0,
-                   "cycles_per_packet": pytest.approx(21251.39), "cycles_mhz": 2600}
+                   "cycles_per_packet": pytest.approx(21251.39), "cycles_mhz": 2600,
+                   "cycles": 425027815, "cycles_packets": 20000, "cycles_include_idle": 1.0}
+
+
+def test_testpmd_cumulative_stats_delta_per_trial():
+    from dpgate.testbeds.embedded.suts.testpmd import stats_delta
+
+    a = parse_forward_stats(fixture("testpmd", "stop-io-20kpps.txt"))
+    b = dict(a, rx_packets=a["rx_packets"] + 5000, cycles=a["cycles"] + 5000 * 300, cycles_packets=25000)
+    d = stats_delta(a, b)
+    assert d["rx_packets"] == 5000 and d["cycles_per_packet"] == 300.0 and d["cycles_include_idle"] == 1.0
 
 
 def test_testpmd_forward_stats_overload_uses_accumulated_block():

@@ -38,6 +38,7 @@ from dpgate.config.thresholds import load_thresholds
 from dpgate.config.topology import Topology, load_topology
 from dpgate.exec.lock import FileLock, hold_testbed, inherit, outdir_lock
 from dpgate.model.errors import ConfigError
+from dpgate.model.record import F
 from dpgate.outputs.exporters import write_csv, write_openmetrics
 from dpgate.outputs.junit import write_junit
 from dpgate.outputs.results import load_records
@@ -68,6 +69,8 @@ def add_parser(sub) -> None:
                    help="smallest change in %% the regression check reports (default 3)")
     g.add_argument("--commit", default=None, help="commit under test (default: CI_COMMIT_SHA / GIT_COMMIT / GITHUB_SHA)")
     g.add_argument("--mrr-trials", type=int, default=None, help="MRR trials after each search (default 3; 0 = none)")
+    g.add_argument("--inject-cost", type=_percent("--inject-cost"), default=0.0,
+                   help="fault injection: make the SUT do this %% more work per packet (tc filters, testpmd noisy)")
     g.add_argument("--sut-cpu-steal", type=_percent("--sut-cpu-steal"), default=0.0,
                    help="fault injection: take this %% of the SUT core(s) away (shows the regression check works)")
     add_wait_option(g)
@@ -116,6 +119,8 @@ def robot_argv(args) -> List[str]:
         argv += ["--variable", f"MRR_TRIALS:{args.mrr_trials}"]
     if getattr(args, "sut_cpu_steal", 0):
         argv += ["--variable", f"SUT_CPU_STEAL:{args.sut_cpu_steal:g}%"]
+    if getattr(args, "inject_cost", 0):
+        argv += ["--variable", f"INJECT_COST:{args.inject_cost:g}%"]
     for tag in args.include:
         argv += ["--include", tag]
     for tag in args.exclude:
@@ -210,9 +215,9 @@ def _run_gate(args, locks: List[FileLock]) -> int:
             signal.signal(s, h)
     records = load_records(args.outdir)
     for rec in records:
-        if rec.get("status") in (None, "RUNNING"):
-            rec["status"] = "ERROR"
-            rec["message"] = "test did not finish (run interrupted)" if interrupted else "test did not finish"
+        if rec.get(F.STATUS) in (None, "RUNNING"):
+            rec[F.STATUS] = "ERROR"
+            rec[F.MESSAGE] = "test did not finish (run interrupted)" if interrupted else "test did not finish"
     write_junit(records, junit)
     write_openmetrics(records, os.path.join(args.outdir, "metrics.txt"))
     write_csv(records, os.path.join(args.outdir, "results.csv"))
@@ -223,7 +228,7 @@ def _run_gate(args, locks: List[FileLock]) -> int:
         if not interrupted and not args.no_history_add:
             n = add_to_history(args.outdir, hist, args.commit, only_passed=True)
             print(f"history: added {n} passing test(s) of this run to {hist}"
-                  + (" (runs with injected faults are never added)" if getattr(args, "sut_cpu_steal", 0) else ""))
+                  + (" (runs with injected faults are never added)" if getattr(args, "sut_cpu_steal", 0) or getattr(args, "inject_cost", 0) else ""))
     out = os.path.abspath(args.outdir)
     print(f"\nreport: {os.path.join(out, 'report.html')}\nlog:    {os.path.join(out, 'log.html')}\n"
           f"junit:  {os.path.abspath(junit)}\nmetrics: {os.path.join(out, 'metrics.txt')} (OpenMetrics), "
@@ -231,7 +236,7 @@ def _run_gate(args, locks: List[FileLock]) -> int:
     if interrupted:
         print(f"dpgate: interrupted by signal {interrupted}: finished tests kept, teardown ran", file=sys.stderr)
         return 128 + interrupted
-    failed = [r for r in records if r.get("status") not in ("PASS", "SKIP")]
+    failed = [r for r in records if r.get(F.STATUS) not in ("PASS", "SKIP")]
     if rc == 252:
         raise ConfigError("robot rejected the arguments (see its message above)")
     if rc and not failed:
@@ -252,7 +257,7 @@ def history_summary(records: List[Dict], hist: str) -> str:
     """The regression check's verdicts as the tests recorded them."""
     lines = [f"regression check against {hist}:"]
     for r in records:
-        for g in r.get("gates", []):
+        for g in r.get(F.GATES, []):
             if g.get("name", "").startswith("regression_"):
                 lines.append(f"  {g['message']}")
     if len(lines) == 1:
@@ -264,14 +269,14 @@ def summary_table(records: List[Dict]) -> str:
     head = f"{'test':44s} {'NDR Mpps':>9s} {'PDR Mpps':>9s} {'CPP':>8s}  verdict"
     lines = [head, "-" * len(head)]
     for r in records:
-        m = r.get("metrics", {})
+        m = r.get(F.METRICS, {})
         ndr = f"{m['ndr_pps'] / 1e6:.3f}" if "ndr_pps" in m else "-"
         pdr = f"{m['pdr_pps'] / 1e6:.3f}" if "pdr_pps" in m else "-"
         cpp = f"{m['cpp']:.0f}" if isinstance(m.get("cpp"), (int, float)) else "-"
-        verdict = r.get("status", "?")
-        if verdict != "PASS" and r.get("message"):
-            verdict += ": " + r["message"].splitlines()[0][:100]
-        lines.append(f"{r.get('name', '?')[:44]:44s} {ndr:>9s} {pdr:>9s} {cpp:>8s}  {verdict}")
+        verdict = r.get(F.STATUS, "?")
+        if verdict != "PASS" and r.get(F.MESSAGE):
+            verdict += ": " + r[F.MESSAGE].splitlines()[0][:100]
+        lines.append(f"{r.get(F.NAME, '?')[:44]:44s} {ndr:>9s} {pdr:>9s} {cpp:>8s}  {verdict}")
     if len(lines) == 2:
         lines.append("(no test produced a result)")
     return "\n".join(lines)

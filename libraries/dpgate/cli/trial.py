@@ -111,6 +111,10 @@ def format_trial(r: TrialResult, max_pps: Optional[float], sut: str) -> str:
     ]
     if r.sut_cycles_per_packet is not None:
         lines.append(f"  SUT-reported cycles/packet {r.sut_cycles_per_packet:.1f}")
+    if r.sut_cpu_cycles_per_packet is not None:
+        lines.append(f"  SUT own CPU cycles/packet {r.sut_cpu_cycles_per_packet:.1f}")
+    if r.disturbance is not None:
+        lines.append(f"  disturbance {r.disturbance * 100:.1f} % of a TG/SUT core used by other work")
     if max_pps:
         lines.append(f"  generator ceiling {format_pps(max_pps)}")
     return "\n".join(lines)

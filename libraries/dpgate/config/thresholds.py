@@ -95,6 +95,13 @@ class CaseThresholds:
     noise: Optional[str] = field(default=None, metadata={"check": _ratio_check})
     #: the same for MRR (several trials at the ceiling per run: usually far steadier than NDR)
     mrr_noise: Optional[str] = field(default=None, metadata={"check": _ratio_check})
+    #: ceiling of the SUT's own cycles per packet at a fixed load (``cpp_at_load``)
+    cpp_at_load_max: Optional[float] = field(default=None, metadata={"check": _pos})
+    #: run-to-run noise of cpp_at_load (the regression check's allowance while history is short)
+    cpp_noise: Optional[str] = field(default=None, metadata={"check": _ratio_check})
+    #: largest foreign share of a TG/SUT core a failing verdict may rest on before it is
+    #: inconclusive instead (default 10 %, ``dpgate.telemetry.disturbance``)
+    disturbance_max: Optional[str] = field(default=None, metadata={"check": _ratio_check})
 
     def merged(self, other: CaseThresholds) -> CaseThresholds:
         vals = {f.name: getattr(other, f.name) if getattr(other, f.name) is not None else getattr(self, f.name)

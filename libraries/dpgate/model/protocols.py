@@ -19,9 +19,12 @@ True
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, runtime_checkable
 
 from dpgate.model.trial import TrialResult
+
+#: One trial: ``measure(load_pps, duration_s)`` (a :class:`TrafficGenerator`'s ``measure``).
+Measure = Callable[[float, float], TrialResult]
 
 
 @runtime_checkable

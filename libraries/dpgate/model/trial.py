@@ -38,6 +38,11 @@ class TrialResult:
     frame_size: Optional[str] = None
     sut_cycles_per_packet: Optional[float] = None
     sut_busy_ratio: Optional[float] = None
+    #: largest foreign share (0..1) of a TG or SUT core during the trial: CPU time that was
+    #: neither ours nor idle, plus VM steal (``dpgate.telemetry.cpuacct``); None if unmeasured
+    disturbance: Optional[float] = None
+    #: the SUT's own CPU time on its cores (processes, NAPI threads) x core Hz / forwarded frames
+    sut_cpu_cycles_per_packet: Optional[float] = None
     details: Dict[str, Any] = field(default_factory=dict)
 
     @classmethod

@@ -16,6 +16,7 @@ from typing import Any, Dict, Iterable, List
 import junitparser
 from junitparser import xunit2
 
+from dpgate.model.record import F
 from dpgate.outputs.results import metric_items
 
 
@@ -26,17 +27,17 @@ def _fmt(value: Any) -> str:
 
 
 def testcase(rec: Dict[str, Any]) -> xunit2.TestCase:
-    tc = xunit2.TestCase(rec.get("name", rec.get("longname", "?")), classname=rec.get("suite", ""),
-                         time=float(rec.get("elapsed_s") or 0.0))
+    tc = xunit2.TestCase(rec.get(F.NAME, rec.get(F.LONGNAME, "?")), classname=rec.get(F.SUITE, ""),
+                         time=float(rec.get(F.ELAPSED_S) or 0.0))
     lines: List[str] = []
     for key, value in metric_items(rec):
         tc.add_property(key, _fmt(value))
         lines.append(f"{key}={_fmt(value)}")
-    for gate in rec.get("gates", []):
+    for gate in rec.get(F.GATES, []):
         verdict = "SKIP" if gate.get("skipped") else ("PASS" if gate["passed"] else "FAIL")
         lines.append(f"gate.{gate['name']}={verdict}: {gate['message']}")
-    status = rec.get("status", "RUNNING")
-    message = rec.get("message", "")
+    status = rec.get(F.STATUS, "RUNNING")
+    message = rec.get(F.MESSAGE, "")
     if status == "FAIL":
         tc.result = [junitparser.Failure(message or "failed")]
         if message:
@@ -52,7 +53,7 @@ def testcase(rec: Dict[str, Any]) -> xunit2.TestCase:
 def write_junit(records: Iterable[Dict[str, Any]], path: str, name: str = "dpgate") -> str:
     by_suite: Dict[str, xunit2.TestSuite] = {}
     for rec in records:
-        suite = rec.get("suite", "dpgate")
+        suite = rec.get(F.SUITE, "dpgate")
         if suite not in by_suite:
             by_suite[suite] = xunit2.TestSuite(suite)
         by_suite[suite].add_testcase(testcase(rec))

@@ -33,6 +33,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from dpgate.metrics import multi_core_speedup
 from dpgate.model.errors import ConfigError
 from dpgate.model.names import CASE_NAME
+from dpgate.model.record import F
 from dpgate.outputs import report_plots as plots
 from dpgate.outputs.results import load_records
 from dpgate.regression.compare import compare
@@ -79,22 +80,22 @@ class Case:
 
 
 def case_of(rec: Dict[str, Any]) -> Case:
-    name = rec.get("name", "?")
+    name = rec.get(F.NAME, "?")
     m = CASE_NAME.match(name)
-    metrics = rec.get("metrics") or {}
+    metrics = rec.get(F.METRICS) or {}
     if m:
         size, cores = m.group("size").upper(), int(m.group("cores"))
         threads = int(m.group("threads")) if m.group("threads") else None
-        nf = rec.get("nf") or m.group("rest")
+        nf = rec.get(F.NF) or m.group("rest")
     else:
         size, cores, threads = str(metrics.get("frame_size", "?")), int(metrics.get("cores", 1) or 1), None
-        nf = rec.get("nf", "?")
-    return Case(name, nf, size, threads, cores, rec.get("status", "?"), rec.get("message", ""), metrics,
-                rec.get("latency") if isinstance(rec.get("latency"), dict) else None)
+        nf = rec.get(F.NF, "?")
+    return Case(name, nf, size, threads, cores, rec.get(F.STATUS, "?"), rec.get(F.MESSAGE, ""), metrics,
+                rec.get(F.LATENCY) if isinstance(rec.get(F.LATENCY), dict) else None)
 
 
 def _cases(outdir: str) -> List[Case]:
-    return [case_of(r) for r in load_records(outdir) if "ndr_pps" in (r.get("metrics") or {})]
+    return [case_of(r) for r in load_records(outdir) if "ndr_pps" in (r.get(F.METRICS) or {})]
 
 
 def _pct(cur: Optional[float], base: Optional[float]) -> str:

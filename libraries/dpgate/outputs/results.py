@@ -28,7 +28,7 @@ from typing import Any, Dict, Iterable, List, Optional
 import jsonschema
 
 from dpgate.model.errors import ConfigError
-from dpgate.model.record import SCHEMA
+from dpgate.model.record import SCHEMA, F
 
 OLD_SCHEMAS = ("dpgate.result/1",)
 _SCHEMA_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "schemas", "result-2.schema.json")
@@ -70,8 +70,8 @@ def _jsonable(obj: Any) -> Any:
 def new_record(longname: str) -> Dict[str, Any]:
     """A valid record for a test that has just started (the listener fills in the rest)."""
     suite, _, name = longname.rpartition(".")
-    return {"schema": SCHEMA, "longname": longname, "test_id": test_id(longname), "name": name or longname,
-            "suite": suite, "status": "RUNNING", "commit": run_commit()}
+    return {F.SCHEMA: SCHEMA, F.LONGNAME: longname, F.TEST_ID: test_id(longname), F.NAME: name or longname,
+            F.SUITE: suite, F.STATUS: "RUNNING", F.COMMIT: run_commit()}
 
 
 class ResultStore:
@@ -97,7 +97,7 @@ class ResultStore:
         for key, value in fields.items():
             if isinstance(value, dict) and isinstance(rec.get(key), dict):
                 rec[key] = {**rec[key], **value}
-            elif isinstance(value, list) and key == "gates":
+            elif isinstance(value, list) and key == F.GATES:
                 rec[key] = rec.get(key, []) + value
             else:
                 rec[key] = value
@@ -119,26 +119,27 @@ def load_record(path: str) -> Dict[str, Any]:
         raise ConfigError(f"not JSON ({err}): a truncated or corrupted result file", path) from None
     if not isinstance(rec, dict):
         raise ConfigError("not a dpgate result (expected a JSON object)", path)
-    if rec.get("schema") in OLD_SCHEMAS:
+    if rec.get(F.SCHEMA) in OLD_SCHEMAS:
         rec = upgrade(rec)
-    if rec.get("schema") != SCHEMA:
-        raise ConfigError(f"not a dpgate result (schema {rec.get('schema')!r}, expected {SCHEMA!r})", path)
+    if rec.get(F.SCHEMA) != SCHEMA:
+        raise ConfigError(f"not a dpgate result (schema {rec.get(F.SCHEMA)!r}, expected {SCHEMA!r})", path)
     validate_record(rec, path)
     return rec
 
 
 def upgrade(rec: Dict[str, Any]) -> Dict[str, Any]:
     """A ``dpgate.result/1`` record as ``/2``: the fields /2 added get their derivable values."""
-    out = dict(rec, schema=SCHEMA)
-    longname = out.get("longname", "")
-    out.setdefault("test_id", test_id(longname))
-    out.setdefault("name", longname.rsplit(".", 1)[-1])
-    out.setdefault("suite", longname.rsplit(".", 1)[0] if "." in longname else "")
-    out.setdefault("status", "RUNNING")
-    out.setdefault("commit", None)
-    prof = (out.get("metrics") or {}).get("search_profile")
-    if prof and "profile" not in out:
-        out["profile"] = prof
+    out = dict(rec)
+    out[F.SCHEMA] = SCHEMA
+    longname = out.get(F.LONGNAME, "")
+    out.setdefault(F.TEST_ID, test_id(longname))
+    out.setdefault(F.NAME, longname.rsplit(".", 1)[-1])
+    out.setdefault(F.SUITE, longname.rsplit(".", 1)[0] if "." in longname else "")
+    out.setdefault(F.STATUS, "RUNNING")
+    out.setdefault(F.COMMIT, None)
+    prof = (out.get(F.METRICS) or {}).get("search_profile")
+    if prof and F.PROFILE not in out:
+        out[F.PROFILE] = prof
     return out
 
 
@@ -165,9 +166,9 @@ def load_records(outdir: str) -> List[Dict[str, Any]]:
     if not os.path.isdir(d):
         return []
     recs = [load_record(os.path.join(d, f)) for f in sorted(os.listdir(d)) if f.endswith(".json")]
-    return sorted(recs, key=lambda r: r.get("started", 0))
+    return sorted(recs, key=lambda r: r.get(F.STARTED, 0))
 
 
 def metric_items(rec: Dict[str, Any]) -> Iterable:
     """(key, value) of every metric of a record, in a stable order."""
-    return sorted((rec.get("metrics") or {}).items())
+    return sorted((rec.get(F.METRICS) or {}).items())

@@ -57,13 +57,16 @@ class Verdict:
     allowance_pct: Optional[float] = None
     noise_source: str = ""
 
+    def _show(self, v: float) -> str:
+        return f"{v:.0f} cycles/packet" if self.metric == "cpp_at_load" else f"{v / 1e6:.3f} Mpps"
+
     def line(self) -> str:
         if self.baseline is None:
-            return f"{self.test} {self.metric}: {self.verdict} (current {self.current / 1e6:.3f} Mpps)"
+            return f"{self.test} {self.metric}: {self.verdict} (current {self._show(self.current)})"
         allow = (f", allowance {self.allowance_pct:.1f} % from {self.noise_source}"
                  if self.allowance_pct is not None else "")
-        return (f"{self.test} {self.metric}: {self.verdict}: {self.current / 1e6:.3f} Mpps vs "
-                f"{self.baseline / 1e6:.3f} Mpps ({self.change_pct:+.1f} %, {self.history_len} runs of history{allow})")
+        return (f"{self.test} {self.metric}: {self.verdict}: {self._show(self.current)} vs "
+                f"{self._show(self.baseline)} ({self.change_pct:+.1f} %, {self.history_len} runs of history{allow})")
 
 
 def _mean(v: RunValue) -> float:
@@ -148,6 +151,9 @@ def verdicts_for(rec: Dict, store: str, min_change: float = 0.03, noise: Optiona
     mrr_noise = mrr_noise if mrr_noise is not None else recorded("regression_mrr_noise")
     if mrr_noise is None:
         mrr_noise = noise
+    cpp_noise = recorded("regression_cpp_noise")
+    if cpp_noise is None:
+        cpp_noise = noise
     hist = read_history(store, rec.get("testbed", ""), rec["longname"])
     if rec.get("started") is not None:
         # the gate adds a run to the history as it ends: never compare a run with itself
@@ -158,6 +164,15 @@ def verdicts_for(rec: Dict, store: str, min_change: float = 0.03, noise: Optiona
         if cur is None:
             continue
         past = [v for v in (run_value(h, metric) for h in hist) if v is not None]
+        if metric == "cpp_at_load":
+            # cycles per packet: lower is better, and no generator ceiling limits it
+            from dpgate.telemetry.disturbance import classify_lower_is_better
+
+            v = classify_lower_is_better(classify_current, past, cur if isinstance(cur, list) else [cur],
+                                         min_change, cpp_noise)
+            out.append(Verdict(rec.get("name", rec["longname"]), metric, v.verdict, v.current, v.baseline,
+                               v.change_pct, v.history_len, v.allowance_pct, v.noise_source))
+            continue
         declared = mrr_noise if metric == "mrr_pps" else noise
         v = classify_current(past, cur if isinstance(cur, list) else [cur], min_change, declared)
         lim_key = "mrr_limited_by" if metric == "mrr_pps" else "limited_by"

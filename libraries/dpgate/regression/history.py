@@ -13,10 +13,12 @@ from typing import Dict, List, Optional, Union
 
 from dpgate.exec.appendfile import append_line, read_lines
 from dpgate.model.errors import ConfigError
+from dpgate.model.record import F
 from dpgate.outputs.results import load_records, test_id
 
 #: The metrics the regression check compares (and the history keeps).
-METRICS = ("ndr_pps", "pdr_pps", "mrr_pps")
+#: cpp_at_load is lower-is-better: the comparison turns it around (regression/compare.py)
+METRICS = ("ndr_pps", "pdr_pps", "mrr_pps", "cpp_at_load")
 #: One run's value of a metric: a number, or its samples when the run measured several.
 RunValue = Union[float, List[float]]
 
@@ -42,16 +44,17 @@ def read_history(store: str, testbed: str, longname: str) -> List[Dict]:
 
 def run_value(entry: Dict, metric: str) -> Optional[RunValue]:
     """The value of ``metric`` in one history entry or record: its samples when several."""
-    samples = (entry.get("samples") or {}).get(metric)
+    samples = (entry.get(F.SAMPLES) or {}).get(metric)
     if samples and len(samples) > 1:
         return [float(x) for x in samples]
-    m = entry.get("metrics", entry)
+    m = entry.get(F.METRICS, entry)
     v = m.get(metric)
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
 def injected(rec: Dict) -> bool:
-    return bool((rec.get("metrics") or {}).get("injected_sut_cpu_steal"))
+    """A run with a fault injected on purpose (``injected_sut_cpu_steal``, ``injected_cost``)."""
+    return any(k.startswith("injected_") and v for k, v in (rec.get("metrics") or {}).items())
 
 
 def add_to_history(outdir: str, store: str, commit: Optional[str] = None, only_passed: bool = False) -> int:
@@ -60,17 +63,17 @@ def add_to_history(outdir: str, store: str, commit: Optional[str] = None, only_p
               or os.environ.get("GIT_COMMIT") or os.environ.get("GITHUB_SHA") or "unknown")
     n = 0
     for rec in load_records(outdir):
-        m = rec.get("metrics", {})
+        m = rec.get(F.METRICS, {})
         allowed = ("PASS",) if only_passed else ("PASS", "FAIL")
-        if rec.get("status") not in allowed or "ndr_pps" not in m or injected(rec):
+        if rec.get(F.STATUS) not in allowed or "ndr_pps" not in m or injected(rec):
             continue
-        path = history_path(store, rec.get("testbed", ""), rec["longname"])
+        path = history_path(store, rec.get(F.TESTBED, ""), rec[F.LONGNAME])
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        entry = {"commit": rec.get("commit") or commit, "time": rec.get("started", time.time()),
-                 "sut_version": rec.get("sut_version"), "limited_by": m.get("limited_by"),
+        entry = {"commit": rec.get(F.COMMIT) or commit, "time": rec.get(F.STARTED, time.time()),
+                 "sut_version": rec.get(F.SUT_VERSION), "limited_by": m.get("limited_by"),
                  "mrr_limited_by": m.get("mrr_limited_by"),
                  **{k: m[k] for k in METRICS if isinstance(m.get(k), (int, float))}}
-        samples = {k: v for k, v in (rec.get("samples") or {}).items() if k in METRICS}
+        samples = {k: v for k, v in (rec.get(F.SAMPLES) or {}).items() if k in METRICS}
         if samples:
             entry["samples"] = samples
         append_line(path, json.dumps(entry))  # flock'd: concurrent runs never tear the file

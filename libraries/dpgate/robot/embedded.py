@@ -33,6 +33,7 @@ from dpgate.model.ndrpdr import NdrPdrResult
 from dpgate.robot.base import TestbedKeywords, ndrpdr_result, rate_arg, record, telemetry_at_goals
 from dpgate.search.bounded import _measured_cpp_near, search_ndr_pdr, trial_dicts
 from dpgate.telemetry.collector import TelemetryCollector, capture_during_trial
+from dpgate.telemetry.disturbance import case_signal, measure_cpp_at_load
 from dpgate.testbeds.embedded.handicap import CpuSteal
 from dpgate.testbeds.embedded.session import EmbeddedSession
 from dpgate.traffic.profiles import make_profile
@@ -60,7 +61,7 @@ class EmbeddedTestbed(TestbedKeywords):
     # -- lifecycle -------------------------------------------------------------
     @keyword
     def bring_up_embedded_testbed(self, nf: str, *frame_sizes: str, prefix: Optional[str] = None,
-                                  sut_cpu_steal: str = "0") -> float:
+                                  sut_cpu_steal: str = "0", inject_cost: str = "0") -> float:
         """Create namespaces and veths, calibrate the generator for each frame size, start SUT ``nf``.
 
         Returns the calibrated generator ceiling (pps) of the first frame size. ``prefix``
@@ -72,8 +73,14 @@ class EmbeddedTestbed(TestbedKeywords):
         | `Bring Up Embedded Testbed` | linux-ip4 | 64B | IMIX | 1518B |
         | `Bring Up Embedded Testbed` | linux-ip4 | 64B | prefix=dpg2- |
         | `Bring Up Embedded Testbed` | testpmd-io | 64B | sut_cpu_steal=10% |
+        | `Bring Up Embedded Testbed` | linux-ip4 | 64B | inject_cost=10% |
+
+        ``inject_cost`` (fault injection, e.g. ``10%``) makes the SUT do that much more work per
+        packet (``dpgate.testbeds.embedded.suts.cost``); records say ``injected_cost``.
         """
         steal = parse_ratio(sut_cpu_steal or "0", "sut_cpu_steal")
+        cost = parse_ratio(inject_cost or "0", "inject_cost")
+        self._cost: Optional[Dict[str, Any]] = None
         if prefix:
             self.prefix = prefix
 
@@ -96,6 +103,15 @@ class EmbeddedTestbed(TestbedKeywords):
                 self._steal = CpuSteal(s.testbed.sut_cpus, steal).start()
                 logger.warn(f"fault injection: {steal:.0%} of SUT CPU(s) {s.testbed.sut_cpus} taken by a "
                             "real-time stealer for this suite (sut_cpu_steal)")
+                for gen in self.generators.values():
+                    # the stealer is part of the SUT under test, not a neighbour
+                    gen.extra_sut_pids = list(self._steal.pids)
+            if cost > 0:
+                from dpgate.testbeds.embedded.suts.cost import inject_cost as inject
+
+                self._cost = inject(s.sut, cost * 100)
+                logger.warn(f"fault injection: +{cost:.0%} work per packet in SUT {nf} for this suite "
+                            f"(inject_cost): {self._cost}")
         except BaseException:
             self.tear_down_embedded_testbed()
             raise
@@ -181,7 +197,8 @@ class EmbeddedTestbed(TestbedKeywords):
     def find_ndr_and_pdr(self, frame_size: str = "64B", profile: str = "per-commit",
                          min_rate: Rate = Rate(pps=9001.0), max_rate: Rate = Rate(percent=100.0),
                          ndr_loss: str = "0", pdr_loss: str = "0.5%", time_limit: float = 0,
-                         mrr_trials: int = 0, mrr_duration: float = 1.0, **overrides: str) -> NdrPdrResult:
+                         mrr_trials: int = 0, mrr_duration: float = 1.0, cpp_at_load: bool = True,
+                         **overrides: str) -> NdrPdrResult:
         """Search NDR and PDR for ``frame_size`` with a search profile, compute CPP, record metrics.
 
         ``max_rate`` defaults to the calibrated generator ceiling (the testbed's "line rate");
@@ -203,11 +220,18 @@ class EmbeddedTestbed(TestbedKeywords):
         gen.sut.check_alive()
         run = search_ndr_pdr(gen.measure, lo, hi, ndr_loss, pdr_loss, profile, overrides, time_limit, logger.warn)
         gen.sut.check_alive()
-        mrr = tuple(gen.measure(gen.max_pps, float(mrr_duration)).rx_rate_pps for _ in range(int(mrr_trials)))
+        mrr_runs = [gen.measure(gen.max_pps, float(mrr_duration)) for _ in range(int(mrr_trials))]
+        mrr = tuple(t.rx_rate_pps for t in mrr_runs)
+        cpp, cpp_load, cpp_runs = (measure_cpp_at_load(gen.measure, gen.max_pps, run.ndr,
+                                                       polling=bool(getattr(gen.sut, "polls", False)))
+                                   if cpp_at_load else (None, None, []))
         hz, source = self._s.cpu_freq()
         sut_cpp, busy_cpp = _measured_cpp_near(run.res, run.ndr, hz)
         telemetry: Dict[str, Any] = {"cpp_busy": round(busy_cpp, 1)} if busy_cpp else {}
         telemetry["search_complete"] = run.complete
+        search_trials = [t[-1] if isinstance(t, tuple) else t for t in getattr(run.res, "trials", ())]
+        bounds = [run.ndr, run.pdr, getattr(run.res, "ndr_upper", None), getattr(run.res, "pdr_upper", None)]
+        telemetry.update(case_signal(search_trials, bounds, mrr_runs, cpp_runs, cpp, cpp_load))
         if self.telemetry:
             telemetry.update(telemetry_at_goals(lambda load, sfx: self._telemetry_at(gen, load, sfx), run))
         out = ndrpdr_result(run, nf=self.nf or "?", frame_size=frame_size, profile=profile, lo=lo, hi=hi,
@@ -218,6 +242,9 @@ class EmbeddedTestbed(TestbedKeywords):
         metrics = dict(out.metrics(), tg=_tg_name())
         if self._steal is not None:
             metrics["injected_sut_cpu_steal"] = self._steal.share
+        cost_info = getattr(self, "_cost", None)
+        if cost_info:
+            metrics["injected_cost"] = cost_info["percent"] / 100.0
         record(metrics=metrics, nf=out.nf, sut_version=self.sut_version(),
                testbed=self._s.topology.name, prefix=self._s.topology.prefix, profile=profile,
                trials=trial_dicts(run.res), latency=None, samples={"mrr_pps": list(mrr)} if mrr else {},

@@ -39,6 +39,8 @@ from dpgate.exec.cpu import detect_cpu_hz
 from dpgate.exec.remote import node_for
 from dpgate.model.errors import ConfigError, DpgateError, SutError
 from dpgate.model.ndrpdr import NdrPdrResult
+from dpgate.model.protocols import TrafficGenerator
+from dpgate.model.trial import TrialResult
 from dpgate.robot.base import TestbedKeywords, ndrpdr_result, rate_arg, record, telemetry_at_goals
 from dpgate.search.bounded import _measured_cpp_near, search_ndr_pdr, trial_dicts
 from dpgate.search.latency import latency_trials
@@ -294,7 +296,7 @@ class LabTestbed(TestbedKeywords):
             if other is not gen and getattr(other, "connected", False):
                 other.close()
 
-    def _measure(self, gen, load: float, duration: float):
+    def _measure(self, gen: TrafficGenerator, load: float, duration: float) -> TrialResult:
         result = gen.measure(load, duration)
         self._on_trial(result)
         return result

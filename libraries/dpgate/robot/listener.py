@@ -15,6 +15,7 @@ from typing import Optional
 
 from robot.libraries.BuiltIn import BuiltIn
 
+from dpgate.model.record import F
 from dpgate.outputs.junit import write_junit
 from dpgate.outputs.results import ResultStore, load_records
 
@@ -57,7 +58,7 @@ class DpgateListener:
         rec = store.update(f"{suite}.{result.name}", suite=suite, name=result.name, status=result.status,
                            message=result.message, elapsed_s=elapsed, tags=list(result.tags))
         self.done += 1
-        m = rec.get("metrics", {})
+        m = rec.get(F.METRICS, {})
         nums = ""
         if "ndr_pps" in m:
             nums = f" NDR {m['ndr_pps'] / 1e6:.3f} Mpps PDR {m['pdr_pps'] / 1e6:.3f} Mpps CPP {m.get('cpp')}"

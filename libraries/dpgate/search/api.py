@@ -9,30 +9,30 @@
 from __future__ import annotations
 
 import math
+from types import ModuleType
 from typing import Any, Dict, Optional
 
 from dpgate.model.errors import ConfigError
 from dpgate.search import binary, mlr, signoff
-from dpgate.search.result import DEFAULT_TRIAL_OVERHEAD_S, Measure, Progress, SearchResult, TrialLog
+from dpgate.search.result import Measure, Progress, SearchResult, TrialLog
+from dpgate.search.settings import SearchSettings, build
 
-PROFILES = {
+#: Profile name -> module with ``PROFILE``, ``SETTINGS`` (its frozen settings class,
+#: derived from :class:`~dpgate.search.settings.SearchSettings`) and ``run``.
+PROFILES: Dict[str, ModuleType] = {
     mlr.PROFILE: mlr,
     signoff.PROFILE: signoff,
     binary.PROFILE: binary,
 }
 
-#: Overrides every profile accepts.
-COMMON_DEFAULTS: Dict[str, Any] = {"trial_overhead": DEFAULT_TRIAL_OVERHEAD_S}
 
-_INT_SETTINGS = {"samples_min", "samples_max", "max_long_trials", "tail_accept", "preceding_targets", "expansion_coefficient"}
+def search_settings(profile: str, **overrides: Any) -> SearchSettings:
+    """The settings of ``profile``: its frozen dataclass with ``overrides`` applied and validated.
 
-
-def profile_settings(profile: str, **overrides: Any) -> Dict[str, Any]:
-    """Defaults of ``profile`` with ``overrides`` applied and validated.
-
-    >>> profile_settings("per-commit")["duration_sum"]
-    21.0
-    >>> profile_settings("per-commit", widht=0.01)
+    >>> s = search_settings("rfc2544-binary", trial_duration=20)
+    >>> type(s).__name__, s.trial_duration, s.trial_overhead
+    ('BinarySettings', 20.0, 0.5)
+    >>> search_settings("per-commit", widht=0.01)
     Traceback (most recent call last):
     ...
     dpgate.model.errors.ConfigError: search override 'widht' is not known to profile 'per-commit'; accepted: duration_sum, exceed_ratio, expansion_coefficient, final_trial_duration, preceding_targets, search_duration_max, trial_duration, trial_overhead, warmup, width
@@ -41,43 +41,17 @@ def profile_settings(profile: str, **overrides: Any) -> Dict[str, Any]:
         raise ConfigError(
             f"unknown search profile {profile!r}; accepted: {', '.join(sorted(PROFILES))}"
         )
-    settings = dict(COMMON_DEFAULTS, **PROFILES[profile].DEFAULTS)
-    for key, value in overrides.items():
-        if key not in settings:
-            raise ConfigError(
-                f"search override {key!r} is not known to profile {profile!r}; "
-                f"accepted: {', '.join(sorted(settings))}"
-            )
-        settings[key] = _check(profile, key, value)
+    settings: SearchSettings = build(PROFILES[profile].SETTINGS, profile, **overrides)
     return settings
 
 
-def _check(profile: str, key: str, value: Any) -> Any:
-    if key in ("resolution_pps", "start_rate") and value is None:
-        return None
-    if key == "warmup":
-        if value is True:
-            return 1.0
-        if value in (False, None):
-            return 0.0
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"search override {key}={value!r} (profile {profile!r}) must be a number")
-    if key in _INT_SETTINGS:
-        if int(value) != value or value < 1:
-            raise ConfigError(f"search override {key}={value!r} must be an integer >= 1")
-        return int(value)
-    v = float(value)
-    if not math.isfinite(v):
-        raise ConfigError(f"search override {key}={value!r} must be finite")
-    if key in ("width", "signoff_width", "long_step") and not 0 < v < 1:
-        raise ConfigError(f"search override {key}={value!r} must be in (0, 1)")
-    if key == "exceed_ratio" and not 0 <= v < 1:
-        raise ConfigError(f"search override {key}={value!r} must be in [0, 1)")
-    if key in ("trial_overhead", "warmup") and v < 0:
-        raise ConfigError(f"search override {key}={value!r} must be >= 0")
-    if key not in ("trial_overhead", "warmup", "exceed_ratio") and v <= 0:
-        raise ConfigError(f"search override {key}={value!r} must be > 0")
-    return v
+def profile_settings(profile: str, **overrides: Any) -> Dict[str, Any]:
+    """:func:`search_settings` as a plain dict (name -> value), as a search records it.
+
+    >>> profile_settings("per-commit")["duration_sum"]
+    21.0
+    """
+    return search_settings(profile, **overrides).as_dict()
 
 
 def _check_loss(name: str, value: Any) -> float:
@@ -111,7 +85,7 @@ def find_ndr_pdr(
     :class:`dpgate.search.SearchAborted` (with ``.partial`` trials) if a trial or the
     search fails.
     """
-    settings = profile_settings(profile, **overrides)
+    settings = search_settings(profile, **overrides)
     ndr_loss = _check_loss("ndr_loss", ndr_loss)
     pdr_loss = _check_loss("pdr_loss", pdr_loss)
     if pdr_loss < ndr_loss:
@@ -122,8 +96,8 @@ def find_ndr_pdr(
     if not min_rate < max_rate:
         raise ConfigError(f"min_rate {min_rate:g} pps must be below max_rate {max_rate:g} pps")
     min_rate, max_rate = float(min_rate), float(max_rate)
-    log = TrialLog(measure, overhead_s=settings["trial_overhead"], progress=progress)
-    recorded = dict(settings, ndr_loss=ndr_loss, pdr_loss=pdr_loss, min_rate=min_rate, max_rate=max_rate)
+    log = TrialLog(measure, overhead_s=settings.trial_overhead, progress=progress)
+    recorded = dict(settings.as_dict(), ndr_loss=ndr_loss, pdr_loss=pdr_loss, min_rate=min_rate, max_rate=max_rate)
     try:
         bounds = PROFILES[profile].run(log, min_rate, max_rate, ndr_loss, pdr_loss, settings)
     except Exception as err:  # noqa: BLE001 - re-raised with the partial trials attached

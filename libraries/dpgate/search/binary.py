@@ -21,28 +21,40 @@ measured once and the bound is ``min_rate`` or ``None``.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple
+from dataclasses import dataclass
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 from dpgate.search.result import TrialLog
+from dpgate.search.settings import SearchSettings, own_defaults, setting
 
 PROFILE = "rfc2544-binary"
 
-DEFAULTS: Dict[str, Any] = {
-    "trial_duration": 60.0,
-    "width": 0.005,
-    "resolution_pps": None,
-    "start_rate": None,
-}
+
+@dataclass(frozen=True)
+class BinarySettings(SearchSettings):
+    """The classic binary search's parameters (see the module's docstring)."""
+
+    trial_duration: float = setting(60.0, "positive", "every trial [s]")
+    width: float = setting(0.005, "fraction", "stop when upper - lower <= width x upper (relative)")
+    resolution_pps: Optional[float] = setting(
+        None, "optional_positive", "absolute minimum rate change that stops the search [pps]; replaces width"
+    )
+    start_rate: Optional[float] = setting(None, "optional_positive", "first trial load [pps]; None = max_rate")
+
+
+SETTINGS = BinarySettings
+#: The defaults by name (read-only; the settings are :class:`BinarySettings`).
+DEFAULTS: Mapping[str, Any] = own_defaults(BinarySettings)
 
 
 def _one_goal(
-    log: TrialLog, min_rate: float, max_rate: float, loss: float, s: Dict[str, Any]
+    log: TrialLog, min_rate: float, max_rate: float, loss: float, s: BinarySettings
 ) -> Tuple[Optional[float], Optional[float]]:
-    duration = s["trial_duration"]
+    duration = s.trial_duration
     lower, upper = min_rate, max_rate
     passed: Optional[float] = None
     failed: Optional[float] = None
-    load = min(max(s["start_rate"] or max_rate, min_rate), max_rate)
+    load = min(max(s.start_rate or max_rate, min_rate), max_rate)
     while True:
         if log.measure(load, duration).loss_ratio <= loss:
             passed = load if passed is None else max(passed, load)
@@ -52,7 +64,7 @@ def _one_goal(
         else:
             failed = load if failed is None else min(failed, load)
             upper = load
-        step = s["resolution_pps"] if s["resolution_pps"] else s["width"] * upper
+        step = s.resolution_pps if s.resolution_pps else s.width * upper
         if upper - lower <= step:
             break
         load = (lower + upper) / 2.0
@@ -65,7 +77,7 @@ def _one_goal(
 
 
 def run(
-    log: TrialLog, min_rate: float, max_rate: float, ndr_loss: float, pdr_loss: float, s: Dict[str, Any]
+    log: TrialLog, min_rate: float, max_rate: float, ndr_loss: float, pdr_loss: float, s: BinarySettings
 ) -> Dict[str, Optional[float]]:
     """NDR search, then a separate PDR search."""
     ndr, ndr_upper = _one_goal(log, min_rate, max_rate, ndr_loss, s)

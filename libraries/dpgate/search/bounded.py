@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from dpgate.config.units import format_pps, parse_ratio
+from dpgate.model.trial import TrialResult
 from dpgate.search import SearchAborted, find_ndr_pdr
 from dpgate.search.result import Measure
 
@@ -64,7 +65,7 @@ def search_ndr_pdr(measure: Measure, lo: float, hi: float, ndr_loss: str, pdr_lo
     limit = float(time_limit or 0)
     t0 = time.monotonic()
 
-    def bounded(load: float, duration: float):
+    def bounded(load: float, duration: float) -> TrialResult:
         if limit and time.monotonic() - t0 > limit:
             raise _TimeUp(f"search time limit {limit:g} s reached")
         return measure(load, duration)

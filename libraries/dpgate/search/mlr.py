@@ -18,38 +18,51 @@ exceed_ratio=0``, is MLRsearch's RFC 2544-style goal (used in ``benchmarks/searc
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from dataclasses import dataclass
+from typing import Any, Dict, Mapping, Optional
 
 from dpgate.search.result import TrialLog
+from dpgate.search.settings import SearchSettings, own_defaults, setting
 
 PROFILE = "per-commit"
 
-#: CSIT's NDR/PDR settings (see ../shared/notes/field-facts.md).
-DEFAULTS: Dict[str, Any] = {
-    "trial_duration": 1.0,  # initial trial duration [s]
-    "final_trial_duration": 1.0,  # [s]
-    "duration_sum": 21.0,  # [s]
-    "width": 0.005,  # relative
-    "exceed_ratio": 0.5,
-    "warmup": 0.0,  # warm-up trial duration at max load [s]; 0 = none
-    "search_duration_max": 1e9,  # wall clock [s]
-    "preceding_targets": 2,
-    "expansion_coefficient": 2,
-}
+
+@dataclass(frozen=True)
+class PerCommitSettings(SearchSettings):
+    """CSIT's NDR/PDR settings (see ../shared/notes/field-facts.md).
+
+    >>> PerCommitSettings().duration_sum
+    21.0
+    """
+
+    trial_duration: float = setting(1.0, "positive", "initial trial duration [s]")
+    final_trial_duration: float = setting(1.0, "positive", "final trial duration [s]")
+    duration_sum: float = setting(21.0, "positive", "sum of final trial durations per load [s]")
+    width: float = setting(0.005, "fraction", "goal width, relative to the upper bound")
+    exceed_ratio: float = setting(0.5, "ratio", "share of the duration sum allowed to fail the loss goal")
+    warmup: float = setting(0.0, "duration_or_flag", "warm-up trial duration at max load [s]; 0 = none")
+    search_duration_max: float = setting(1e9, "positive", "wall clock limit of the search [s]")
+    preceding_targets: int = setting(2, "count", "intermediate targets before the final one")
+    expansion_coefficient: int = setting(2, "count", "how fast the interval grows when a bound moves")
 
 
-def _goal(loss: float, s: Dict[str, Any]) -> Any:
+SETTINGS = PerCommitSettings
+#: The defaults by name (read-only; the settings are :class:`PerCommitSettings`).
+DEFAULTS: Mapping[str, Any] = own_defaults(PerCommitSettings)
+
+
+def _goal(loss: float, s: PerCommitSettings) -> Any:
     from MLRsearch import SearchGoal
 
     return SearchGoal(
         loss_ratio=loss,
-        exceed_ratio=s["exceed_ratio"],
-        relative_width=s["width"],
-        initial_trial_duration=s["trial_duration"],
-        final_trial_duration=s["final_trial_duration"],
-        duration_sum=s["duration_sum"],
-        preceding_targets=s["preceding_targets"],
-        expansion_coefficient=s["expansion_coefficient"],
+        exceed_ratio=s.exceed_ratio,
+        relative_width=s.width,
+        initial_trial_duration=s.trial_duration,
+        final_trial_duration=s.final_trial_duration,
+        duration_sum=s.duration_sum,
+        preceding_targets=s.preceding_targets,
+        expansion_coefficient=s.expansion_coefficient,
         fail_fast=False,
     )
 
@@ -59,7 +72,7 @@ def _float(value: Any) -> Optional[float]:
 
 
 def run(
-    log: TrialLog, min_rate: float, max_rate: float, ndr_loss: float, pdr_loss: float, s: Dict[str, Any]
+    log: TrialLog, min_rate: float, max_rate: float, ndr_loss: float, pdr_loss: float, s: PerCommitSettings
 ) -> Dict[str, Optional[float]]:
     """Run MLRsearch through ``log``; return relevant lower/upper bounds as floats."""
     from MLRsearch import AbstractMeasurer, Config, MeasurementResult, MultipleLossRatioSearch
@@ -88,8 +101,8 @@ def run(
     else:
         config.min_load = min_rate
         config.max_load = max_rate
-    config.search_duration_max = s["search_duration_max"]
-    config.warmup_duration = float(s["warmup"]) if s["warmup"] else None
+    config.search_duration_max = s.search_duration_max
+    config.warmup_duration = float(s.warmup) if s.warmup else None
     results = MultipleLossRatioSearch(config=config).search(measurer=_Adapter())
     ndr_res = results[goals[0]]
     pdr_res = results[goals[-1]]

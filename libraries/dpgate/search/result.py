@@ -18,10 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from dpgate.model.errors import DpgateError
-from dpgate.model.trial import TrialResult
+from dpgate.model.protocols import Measure as Measure  # re-exported: the search's seam
 
-#: One trial: ``measure(load_pps, duration_s)`` (a TrafficGenerator's ``measure``).
-Measure = Callable[[float, float], TrialResult]
 Progress = Callable[[int, float, Any], None]
 
 #: Simulated/accounted per-trial overhead (traffic start/stop, counter reads) [s].

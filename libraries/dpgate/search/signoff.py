@@ -139,30 +139,13 @@ from dpgate.search.signoff_fit import line as _line
 from dpgate.search.signoff_fit import median as _median
 from dpgate.search.signoff_full import follow_tail, step_down
 from dpgate.search.signoff_knee import locate_knee
+from dpgate.search.signoff_settings import DEFAULTS, SignOffSettings
 
-__all__ = ["DEFAULTS", "PROFILE", "_Search", "_event_line", "_line", "run"]
+__all__ = ["DEFAULTS", "PROFILE", "SETTINGS", "SignOffSettings", "_Search", "_event_line", "_line", "run"]
 
 PROFILE = "sign-off"
 
-DEFAULTS: dict[str, Any] = {
-    "trial_duration": 60.0,
-    "probe_duration": 1.0,
-    "width": 0.005,
-    "signoff_width": 0.01,
-    "samples_min": 5,
-    "samples_max": 15,
-    "long_step": 0.08,
-    "max_long_trials": 10,
-    "tail_accept": 3,
-    "pdr_margin": 0.001,
-    "tail_probe_duration": 10.0,
-    "event_probe_duration": 2.0,
-    "event_near": 0.04,
-    "event_margin": 0.005,
-    "event_accept": 0.01,
-    "event_budget": 3.0,
-    "event_spread": 0.03,
-}
+SETTINGS = SignOffSettings
 
 
 @dataclass
@@ -170,7 +153,7 @@ class _Search:
     log: TrialLog
     min_rate: float
     max_rate: float
-    s: dict[str, Any]
+    s: SignOffSettings
     samples: list[float] = field(default_factory=list)
     #: (load, lost frames per second) of every trial that lost something, any duration
     lossy: list[tuple[float, float]] = field(default_factory=list)
@@ -194,7 +177,7 @@ class _Search:
 
     def probe(self, load: float, duration: float | None = None) -> Counts:
         load = self._clip(load)
-        d = duration or self.s["probe_duration"]
+        d = duration or self.s.probe_duration
         c = self.log.measure(load, d)
         self.probes.append((load, c.loss_ratio))
         if c.loss:
@@ -203,7 +186,7 @@ class _Search:
 
     def long(self, load: float) -> Counts:
         load = self._clip(load)
-        d = self.s["trial_duration"]
+        d = self.s.trial_duration
         self.long_trials += 1
         c = self.log.measure(load, d)
         if c.loss:
@@ -218,12 +201,12 @@ class _Search:
         return allowed > 0 and c.loss <= allowed + math.sqrt(allowed)
 
     def budget_left(self) -> bool:
-        return self.long_trials < self.s["max_long_trials"]
+        return self.long_trials < self.s.max_long_trials
 
     # -- phase 1: locate -------------------------------------------------------
     def locate(self, ndr_loss: float, pdr_loss: float) -> tuple[float, float, bool]:
         """Return (ndr_candidate, pdr_candidate, capacity_limited)."""
-        d = self.s["probe_duration"]
+        d = self.s.probe_duration
         first = self.probe(self.max_rate)
         if first.loss_ratio <= ndr_loss:
             return self.max_rate, self.max_rate, True
@@ -242,11 +225,11 @@ class _Search:
             # most three times), and take more samples before believing the result.
             low = min(self.samples or [cap])
             for _ in range(3):
-                check = self.probe(low * (1 - self.s["width"]))
+                check = self.probe(low * (1 - self.s.width))
                 if check.loss_ratio <= ndr_loss:
                     # A little under the exact PDR load (``pdr_margin``), so that frame
                     # rounding or a rare stall does not cost a second full trial.
-                    pdr_c = cap / (1 - pdr_loss) * (1 - self.s["pdr_margin"])
+                    pdr_c = cap / (1 - pdr_loss) * (1 - self.s.pdr_margin)
                     result = cap, min(self.max_rate, pdr_c), True
                     break
                 if check.rx > 0:
@@ -255,19 +238,19 @@ class _Search:
                 return result
             if result is None:
                 break
-        self.tail_below = min(self.samples or [cap]) * (1 - self.s["width"])
+        self.tail_below = min(self.samples or [cap]) * (1 - self.s.width)
         return locate_knee(self, ndr_loss, pdr_loss, cap)
 
     def _sample(self, top: float, ndr_loss: float, pdr_loss: float, more: bool) -> float | None:
         """Overloaded probes until the capacity samples agree (or ``samples_max``, if
         ``more``); return the highest load seen, or None if ``max_rate`` passed."""
-        d = self.s["probe_duration"]
+        d = self.s.probe_duration
         tries = 0
-        while len(self.samples) < self.s["samples_max"] and tries < self.s["samples_max"] + 3:
+        while len(self.samples) < self.s.samples_max and tries < self.s.samples_max + 3:
             tries += 1
-            if len(self.samples) >= self.s["samples_min"] and not more:
+            if len(self.samples) >= self.s.samples_min and not more:
                 lo, hi = min(self.samples), max(self.samples)
-                if hi <= lo * (1 + self.s["width"]):
+                if hi <= lo * (1 + self.s.width):
                     break
             load = min(self.max_rate, top * 1.25)
             c = self.probe(load)
@@ -292,9 +275,9 @@ class _Search:
         self, candidate: float, loss: float, capacity_limited: bool, floor: float
     ) -> tuple[float | None, float | None]:
         """Confirm ``candidate`` for ``loss`` with full trials; return (lower, upper)."""
-        T = self.s["trial_duration"]
+        T = self.s.trial_duration
         candidate = max(self._clip(candidate), floor)
-        varies = bool(self.samples) and max(self.samples) > min(self.samples) * (1 + self.s["width"])
+        varies = bool(self.samples) and max(self.samples) > min(self.samples) * (1 + self.s.width)
         if self.duration_dependent and loss == 0.0:
             # An earlier full trial forwarded less than every short probe at the same
             # overload: loss grows with duration, the short-trial NDR is too high.
@@ -306,10 +289,10 @@ class _Search:
             # variation the samples missed, or loss that grows with duration. A deficit
             # larger than the samples' agreement (``width``) may be variation they
             # missed: more samples tell them apart. A smaller one they cannot resolve.
-            if fwd < _median(self.samples) * (1 - self.s["width"]) and (
+            if fwd < _median(self.samples) * (1 - self.s.width) and (
                 self._sample(max(self.samples), self.goals[0], self.goals[1], more=True) is not None
             ):
-                varies = max(self.samples) > min(self.samples) * (1 + self.s["width"])
+                varies = max(self.samples) > min(self.samples) * (1 + self.s.width)
             if not (varies and fwd >= min(self.samples) * (1 - 1e-9)):
                 self.duration_dependent = True
                 if c.loss:
@@ -344,7 +327,7 @@ class _Search:
 
 
 def run(
-    log: TrialLog, min_rate: float, max_rate: float, ndr_loss: float, pdr_loss: float, s: dict[str, Any]
+    log: TrialLog, min_rate: float, max_rate: float, ndr_loss: float, pdr_loss: float, s: SignOffSettings
 ) -> dict[str, Any]:
     search = _Search(log, min_rate, max_rate, s, goals=(ndr_loss, pdr_loss))
     ndr_c, pdr_c, cap_limited = search.locate(ndr_loss, pdr_loss)

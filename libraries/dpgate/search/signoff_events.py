@@ -48,7 +48,7 @@ def hunt(sr: _Search, load: float) -> tuple[float, int]:
     so its loss is the loss of one event at this load.
     """
     load = sr._clip(load)
-    d, T = sr.s["event_probe_duration"], sr.s["trial_duration"]
+    d, T = sr.s.event_probe_duration, sr.s.trial_duration
     spent = 0.0
     while spent < T * (1 - 1e-9):
         c = sr.probe(load, min(d, T - spent))
@@ -70,9 +70,9 @@ def event_search(
     exposures per load (:func:`read`). See :mod:`dpgate.search.signoff`, section 3.
     Returns (NDR or None, lowest failed full trial); sets ``sr.bracket``.
     """
-    w, step = sr.s["width"], sr.s["long_step"]
-    margin, near = sr.s["event_margin"], sr.s["event_near"]
-    accept = sr.s["event_accept"]
+    w, step = sr.s.width, sr.s.long_step
+    margin, near = sr.s.event_margin, sr.s.event_near
+    accept = sr.s.event_accept
     start = len(sr.log.trials)
     la, ga = hunt(sr, candidate * (1 - 2 * w))
     x0 = la  # the highest load of the event search, just under capacity
@@ -127,8 +127,8 @@ def event_search(
         return fit
 
     slope, theta = locate()
-    T, margin = sr.s["trial_duration"], sr.s["event_margin"]
-    if slope is not None and step_like(events, slope, theta, sr.s["event_spread"]):
+    T, margin = sr.s.trial_duration, sr.s.event_margin
+    if slope is not None and step_like(events, slope, theta, sr.s.event_spread):
         # Every event turns lossy at about the same load: the rate of lossy events is
         # about zero under theta and its full rate over it, counted on every probe there.
         for extra in range(3):
@@ -144,7 +144,7 @@ def event_search(
             sr.bracket = (None if thin else x0, upper)
             return x0, upper
         return _line_decide(sr, slope, theta, floor, upper)
-    budget = sr.s["event_budget"] * T
+    budget = sr.s.event_budget * T
     fails = 0
     target = theta * (1 - margin)  # where the line puts the answer
     decided = False
@@ -162,6 +162,7 @@ def event_search(
                 sr.bracket = (None, upper)
                 return None, upper
         else:
+            assert rd.answer is not None  # read() sets it whenever it sets below
             nxt = rd.answer
             if slope is not None and rd.above is not None and rd.below <= target <= rd.above:
                 nxt = target  # the line's answer lies in the counted bracket: trust it there
@@ -208,7 +209,7 @@ def _line_decide(
     """Step-like events: full trials from ``theta x (1 - event_margin)`` down; a pass, or
     a failure whose loss over the slope puts its event within ``event_accept`` under the
     load (the coin flip expected at the answer), is the answer."""
-    margin, accept = sr.s["event_margin"], sr.s["event_accept"]
+    margin, accept = sr.s.event_margin, sr.s.event_accept
     load = max(theta * (1 - margin), floor)
     fails = 0
     while sr.budget_left():

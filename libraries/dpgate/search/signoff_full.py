@@ -28,7 +28,7 @@ def follow_tail(
     """
     load, lost = hi, counts.loss
     upper = hi
-    while lost > sr.s["tail_accept"] and sr.budget_left():
+    while lost > sr.s.tail_accept and sr.budget_left():
         nxt = max(floor, load - math.log(lost / math.log(2.0)) / slope)
         c = sr.long(nxt)
         load, lost = nxt, c.loss
@@ -41,10 +41,10 @@ def step_down(
     sr: _Search, hi: float, hi_counts: Counts | None, loss: float, floor: float
 ) -> tuple[float | None, float | None]:
     """Loss that short probes did not predict: search with full trials."""
-    T = sr.s["trial_duration"]
-    sw = sr.s["signoff_width"]
+    T = sr.s.trial_duration
+    sw = sr.s.signoff_width
     # PDR misses are usually marginal: start small there.
-    step = sr.s["long_step"] if loss == 0.0 else 2 * sr.s["width"]
+    step = sr.s.long_step if loss == 0.0 else 2 * sr.s.width
     lo: float | None = None
     passes: list[float] = []
     fails: list[tuple[float, float]] = []
@@ -67,7 +67,7 @@ def step_down(
                 hi = lo
                 passes = [x for x in passes if x < hi]
                 lo = max(passes) if passes else None
-                step = sr.s["long_step"] if loss == 0.0 else 2 * sr.s["width"]
+                step = sr.s.long_step if loss == 0.0 else 2 * sr.s.width
                 continue
             nxt = math.sqrt(lo * hi)
             zero = loss_intercept(fails) if loss == 0.0 else None
@@ -77,7 +77,7 @@ def step_down(
         elif first and loss > 0.0:
             # Forwarded-rate correction: the load at which this trial's forwarding
             # would have met the goal, a little under it.
-            nxt = min(fwd / (1.0 - loss), hi) * (1 - sr.s["width"] / 2)
+            nxt = min(fwd / (1.0 - loss), hi) * (1 - sr.s.width / 2)
         else:
             nxt = hi * (1 - step)
             zero = loss_intercept(fails) if loss == 0.0 else None

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 def locate_knee(sr: _Search, ndr_loss: float, pdr_loss: float, cap: float) -> tuple[float, float, bool]:
     """Loss below capacity: fit the loss tail with probes that lose measurable counts."""
-    d, width = sr.s["probe_duration"], sr.s["width"]
+    d, width = sr.s.probe_duration, sr.s.width
     # PDR: secant on ln(loss ratio) between the closest probes around pdr_loss.
     pdr: float | None = None
     for _ in range(8):
@@ -48,7 +48,7 @@ def locate_knee(sr: _Search, ndr_loss: float, pdr_loss: float, cap: float) -> tu
         pdr = max(passing) if passing else sr.min_rate
     # NDR: extend the loss-rate fit down to small counts, then extrapolate to the
     # rate at which a full trial loses ln 2 frames on average.
-    target = math.log(2.0) / sr.s["trial_duration"]
+    target = math.log(2.0) / sr.s.trial_duration
     for _ in range(4):
         fit = sr._fit_tail()
         lowest_x, lowest_r = min(sr.probes)
@@ -64,7 +64,7 @@ def locate_knee(sr: _Search, ndr_loss: float, pdr_loss: float, cap: float) -> tu
             break
         sr.probe(max(small, lowest * 0.8))
     fit = sr._fit_tail()
-    tail_d = sr.s["tail_probe_duration"]
+    tail_d = sr.s.tail_probe_duration
     if fit is not None and tail_d > d:
         # One longer probe where it should lose ~10 frames shortens the
         # extrapolation to the full-trial target by the duration ratio.

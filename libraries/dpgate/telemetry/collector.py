@@ -20,6 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from dpgate.model.protocols import Measure
+
 from . import METRIC_KEYS, TMAM_KEYS, NotSupported, TelemetryError, TelemetryRecord
 from ._run import run_tool
 from .pcm import (
@@ -322,7 +324,7 @@ class TelemetryCollector:
 TRIAL_S, SETTLE_S, WINDOW_S = 5.0, 1.0, 2.0
 
 
-def capture_during_trial(collector: TelemetryCollector, measure: Any, load: float, suffix: str = "",
+def capture_during_trial(collector: TelemetryCollector, measure: Measure, load: float, suffix: str = "",
                          trial_s: float = TRIAL_S, settle_s: float = SETTLE_S,
                          window_s: float = WINDOW_S) -> Dict[str, Any]:
     """Telemetry metrics of one trial at ``load`` (``measure(load, duration)``, any generator).

@@ -99,6 +99,8 @@ class NamespaceTestbed:
         self.napi_threaded = napi_threaded
         self.is_up = False
         self.workdir = run_dir(topology.prefix)
+        #: The SUT ports' threaded-NAPI kernel threads (their CPU time is the SUT's own).
+        self.napi_pids: List[int] = []
         self._lock: Optional[FileLock] = None
 
     # -- names -------------------------------------------------------------
@@ -162,7 +164,10 @@ class NamespaceTestbed:
             run(["ip", "link", "set", tgp.name, "up"], ns=tg)
             run(["ip", "link", "set", sutp.name, "up"], ns=sut)
             if self.napi_threaded:
+                before = set(self._napi_named())
                 run(["tee", f"/sys/class/net/{sutp.name}/threaded"], ns=sut, input="1\n", check=False)
+                self.napi_pids += [p for p in self._napi_named() if p not in before]
+                self.__dict__.setdefault("_napi_known", set()).update(before)
         # br_netfilter (if loaded) costs ~16 % on the bridge path: off in the SUT namespace.
         for fam in ("iptables", "ip6tables", "arptables"):
             run(["sysctl", "-q", "-w", f"net.bridge.bridge-nf-call-{fam}=0"], ns=sut, check=False)
@@ -178,11 +183,11 @@ class NamespaceTestbed:
             time.sleep(0.05)
         raise EnvironmentProblem(f"veth links did not come up within {timeout:g} s: {states}")
 
-    def pin_napi_threads(self) -> List[int]:
-        """Pin the SUT ports' threaded-NAPI kernel threads to the SUT core(s)."""
+    def _napi_named(self) -> List[int]:
+        """Pids of NAPI threads named after our SUT ports (``napi/sut0-<id>``): on a shared
+        machine other testbeds' ports may have the same names, so this alone is not ours."""
         names = {s.name for _, s in self.topology.pairs()}
-        pinned = []
-        cpus = ",".join(str(c) for c in self.sut_cpus)
+        out = []
         for pid_s in os.listdir("/proc"):
             if not pid_s.isdigit():
                 continue
@@ -193,13 +198,33 @@ class NamespaceTestbed:
                 continue
             m = re.match(r"napi/(.+)-\d+$", comm)
             if m and m.group(1) in names:
-                run(["taskset", "-pc", cpus, pid_s], check=False)
-                pinned.append(int(pid_s))
-        return pinned
+                out.append(int(pid_s))
+        return out
+
+    def pin_napi_threads(self) -> List[int]:
+        """Pin our SUT ports' threaded-NAPI kernel threads to the SUT core(s).
+
+        Ours are the threads that appeared when we switched our ports to threaded NAPI
+        (``_build`` takes the difference), or, when ours are gone (a SUT re-created its
+        ports' NAPI), the ones that appeared since the last look. Other testbeds' threads
+        with the same port names are never pinned or counted as ours."""
+        named = self._napi_named()
+        known = self.__dict__.setdefault("_napi_known", set())
+        ours = [p for p in self.napi_pids if os.path.exists(f"/proc/{p}")]
+        if len(ours) < len(self.topology.pairs()):
+            ours += [p for p in named if p not in known and p not in ours]
+        known.update(named)
+        cpus = ",".join(str(c) for c in self.sut_cpus)
+        for pid in ours:
+            run(["taskset", "-pc", cpus, str(pid)], check=False)
+        self.napi_pids = sorted(ours)
+        return self.napi_pids
 
     def down(self) -> Dict[str, List[str]]:
         """Kill everything in our namespaces and delete them. Idempotent."""
         try:
+            self.is_up = False
+            self.close_counters()
             removed = cleanup_prefix(self.topology.prefix)
         finally:
             self.is_up = False
@@ -222,8 +247,27 @@ class NamespaceTestbed:
         except (ValueError, IndexError):
             return "MISSING"
 
+    def counters(self, ns: str):
+        """The namespace's process-free counter reader (``dpgate.traffic.nsdev``), started once."""
+        from dpgate.traffic.nsdev import NetnsCounters
+
+        readers = self.__dict__.setdefault("_counters", {})
+        if ns not in readers:
+            readers[ns] = NetnsCounters(ns).start()
+        return readers[ns]
+
+    def close_counters(self) -> None:
+        for reader in self.__dict__.pop("_counters", {}).values():
+            reader.close()
+
     def port_stats(self, ns: str, ifname: str) -> Dict[str, int]:
-        """Kernel counters of one port: rx/tx packets, bytes, dropped."""
+        """Kernel counters of one port: rx/tx packets, bytes, dropped (read without a process
+        start from ``/proc/<holder>/net/dev`` while the testbed is up)."""
+        if self.is_up:
+            stats = self.counters(ns).read()
+            if ifname not in stats:
+                raise EnvironmentProblem(f"interface {ifname!r} not found in namespace {ns!r}")
+            return stats[ifname]
         res = run(["ip", "-j", "-s", "link", "show", "dev", ifname], ns=ns)
         st = json.loads(res.stdout)[0]["stats64"]
         return {
@@ -236,7 +280,10 @@ class NamespaceTestbed:
         }
 
     def ns_stats(self, ns: str) -> Dict[str, Dict[str, int]]:
-        """Counters of every link of a namespace, in one ``ip -j -s link`` call."""
+        """Counters of every link of a namespace (``/proc/<holder>/net/dev`` while the testbed
+        is up, else one ``ip -j -s link`` call)."""
+        if self.is_up:
+            return self.counters(ns).read()
         res = run(["ip", "-j", "-s", "link", "show"], ns=ns)
         out = {}
         for link in json.loads(res.stdout):
@@ -259,5 +306,10 @@ class NamespaceTestbed:
 
     def packet_socket_drops(self, ns: Optional[str] = None) -> int:
         """Sum of af_packet socket drops (``ss -f link -a -m`` skmem ``d<N>``) in a namespace."""
-        res = run(["ss", "-f", "link", "-a", "-m"], ns=ns or self.sut_ns, check=False)
-        return sum(int(m) for m in re.findall(r"skmem:\([^)]*?\bd(\d+)\)", res.stdout))
+        if self.is_up:
+            from dpgate.traffic.replayproc import run_in_netns
+
+            out = run_in_netns([require_tool("ss"), "-f", "link", "-a", "-m"], ns or self.sut_ns)
+        else:
+            out = run(["ss", "-f", "link", "-a", "-m"], ns=ns or self.sut_ns, check=False).stdout
+        return sum(int(m) for m in re.findall(r"skmem:\([^)]*?\bd(\d+)\)", out))

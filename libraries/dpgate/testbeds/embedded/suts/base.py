@@ -25,6 +25,9 @@ class EmbeddedSut:
     description = ""
     #: True when the SUT's own process can die (kernel SUTs cannot).
     has_process = False
+    #: True when the SUT busy-polls its core (its CPU time is 100 % at any load, so
+    #: cpp_at_load must come from its own busy-cycle counters)
+    polls = False
 
     def __init__(self, testbed: NamespaceTestbed, flows: Optional[int] = None):
         self.tb = testbed

@@ -38,19 +38,54 @@ def parse_forward_stats(text: str) -> Dict[str, float]:
     if m:
         out["cycles_per_packet"] = float(m.group(1))
         out["cycles_mhz"] = float(m.group(2))
+    # DPDK 22.11 counts every polling cycle ("total cycles"), later releases only busy ones.
+    m = re.search(r"\((busy|total) cycles=(\d+) / total (?:io )?packets=(\d+)\)", text)
+    if m:
+        out["cycles"] = float(m.group(2))
+        out["cycles_packets"] = float(m.group(3))
+        out["cycles_include_idle"] = 1.0 if m.group(1) == "total" else 0.0
     return out
+
+
+def stats_delta(before: Dict[str, float], after: Dict[str, float]) -> Dict[str, float]:
+    """Per-trial statistics from two cumulative ``show fwd stats all`` readings.
+
+    >>> stats_delta({"rx_packets": 10, "cycles": 100, "cycles_packets": 10},
+    ...             {"rx_packets": 30, "cycles": 900, "cycles_packets": 30, "cycles_mhz": 2600})
+    {'rx_packets': 20.0, 'cycles': 800.0, 'cycles_packets': 20.0, 'cycles_mhz': 2600, 'cycles_per_packet': 40.0}
+    """
+    out: Dict[str, float] = {}
+    for k, v in after.items():
+        if k in ("cycles_mhz", "cycles_include_idle", "cycles_per_packet"):
+            continue
+        out[k] = float(v - before.get(k, 0.0))
+    for k in ("cycles_mhz", "cycles_include_idle"):
+        if k in after:
+            out[k] = after[k]
+    if out.get("cycles_packets"):
+        out["cycles_per_packet"] = round(out["cycles"] / out["cycles_packets"], 2)
+    return out
+
+
+#: Lookup table size (MB) of the noisy engine used for cost injection (beyond the caches).
+NOISY_MB = 64
 
 
 class _Testpmd(EmbeddedSut):
     traffic = "l2"
     has_process = True
+    polls = True
     mode = "io"
+    #: random lookup-table reads per packet (cost injection, ``dpgate.testbeds.embedded.suts.cost``); 0 = none
+    noise_reads = 0
 
     def __init__(self, testbed, flows=None):
         super().__init__(testbed, flows)
         self.proc: Optional[subprocess.Popen] = None
         self._log = None
         self._mark = 0
+        #: cumulative statistics at the end of the last trial (this trial's baseline)
+        self._base: Optional[Dict[str, float]] = None
 
     def argv(self) -> List[str]:
         a, b = self.ports()
@@ -62,7 +97,13 @@ class _Testpmd(EmbeddedSut):
         for i, p in enumerate((a, b)):
             argv.append(f"--vdev=net_af_packet{i},iface={p.name},qpairs=1,qdisc_bypass=1,framecnt=4096")
         argv += ["--", "-i", "--nb-cores=1", "--rxq=1", "--txq=1", "--record-core-cycles",
-                 "--total-num-mbufs=16384", f"--forward-mode={self.mode}"]
+                 "--total-num-mbufs=16384"]
+        if self.noise_reads:
+            # DPDK's noisy VNF: io forwarding plus random reads of a lookup table per packet.
+            argv += ["--forward-mode=noisy", f"--noisy-lkup-memory={NOISY_MB}",
+                     f"--noisy-lkup-num-reads={self.noise_reads}"]
+        else:
+            argv.append(f"--forward-mode={self.mode}")
         if self.mode == "mac":
             tga, tgb = self.tg_ports()
             # port 0 transmits towards TG port1 and vice versa (paired ports)
@@ -103,7 +144,7 @@ class _Testpmd(EmbeddedSut):
                 return text
             if not self.alive():
                 break
-            time.sleep(0.05)
+            time.sleep(0.002)
         raise SutError(f"testpmd: {needle!r} not seen within {timeout:g} s ({self.exit_status()})\n"
                        f"--- last log lines ---\n{self.last_log()}")
 
@@ -114,19 +155,36 @@ class _Testpmd(EmbeddedSut):
             return None
         return "forwarding not started"
 
+    def _cumulative(self) -> Dict[str, float]:
+        """Cumulative forwarding statistics (``show fwd stats all``: one command, forwarding
+        keeps running, unlike ``stop``/``start`` which cost tens of ms per trial)."""
+        self.command("show fwd stats all")
+        return parse_forward_stats(self._wait_log("testpmd>", timeout=10, since_mark=True))
+
     def trial_begin(self) -> None:
-        # Restart forwarding so the statistics printed at stop cover this trial only.
-        self.command("stop")
-        self._wait_log("Done.", timeout=10, since_mark=True)
-        self.command("start")
-        self._wait_log("testpmd>", timeout=10, since_mark=True)
+        # The last trial's end reading is this trial's start (no traffic flows in between).
+        if self._base is None:
+            self._base = self._cumulative()
 
     def trial_end(self, rx_packets: int) -> Dict[str, float]:
-        self.command("stop")
-        text = self._wait_log("Done.", timeout=10, since_mark=True)
-        stats = parse_forward_stats(text)
-        self.command("start")
+        now = self._cumulative()
+        stats = stats_delta(self._base or {}, now)
+        self._base = now
         return stats
+
+    def set_noise(self, reads: int) -> Dict:
+        """Restart testpmd with ``reads`` random lookup reads per packet (noisy engine)."""
+        if self.mode != "io":
+            from dpgate.model.errors import ConfigError
+
+            raise ConfigError(f"cost injection needs testpmd io forwarding (DPDK 22.11's noisy engine "
+                              f"forwards like io), not {self.mode}", path="inject_cost")
+        self.stop()
+        self.noise_reads = int(reads)
+        self._base = None
+        self.start()
+        return {"method": "testpmd noisy forwarding", "lookup_reads_per_packet": self.noise_reads,
+                "lookup_memory_mb": NOISY_MB}
 
     def version(self) -> str:
         res = run(["dpkg-query", "-W", "-f=${Version}", "dpdk"], check=False)

@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""Run-to-run spread of ``cpp_at_load`` per embedded SUT: real testbed, real SUTs.
+
+    sudo .venv/bin/python benchmarks/cpp_at_load.py --prefix sg1- [--suts linux-xconnect,ovs-xconnect]
+        [--runs 3] [--trials 3] [--load 60kpps] [--duration 2] [--inject-cost 0]
+
+Each run brings the testbed up from scratch (as a gate run does), starts the SUT and
+measures ``--trials`` trials at the fixed ``--load``; the run's ``cpp_at_load`` is the median
+over its trials of the SUT's own cycles per forwarded frame (``sut_cpu_cycles_per_packet``:
+its processes' and NAPI threads' CPU time x core Hz / frames). Prints per SUT each run's
+value, the spread (max/min - 1), the SUT-reported cycles where the SUT has them, and the
+largest disturbance (foreign share of a core) seen, so a spread on a busy machine can be
+told from a spread on a quiet one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+from typing import List, Optional
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "libraries"))
+
+from dpgate.config.units import parse_rate  # noqa: E402
+from dpgate.testbeds.embedded.session import EmbeddedSession  # noqa: E402
+
+
+def spread(values: List[float]) -> Optional[float]:
+    """max/min - 1 of positive values.
+
+    >>> round(spread([100.0, 104.0, 102.0]), 3)
+    0.04
+    """
+    vals = [v for v in values if v and v > 0]
+    return (max(vals) / min(vals) - 1) if len(vals) >= 2 else None
+
+
+def one_run(sut: str, prefix: str, load: float, trials: int, duration: float, inject: float):
+    with EmbeddedSession("topologies/embedded.yaml", sut, frame_size=64, prefix=prefix, calibrate=False) as s:
+        if inject:
+            from dpgate.testbeds.embedded.suts.cost import inject_cost
+
+            inject_cost(s.sut, inject)
+        res = [s.measure(load, duration) for _ in range(trials)]
+    own = [r.sut_cpu_cycles_per_packet for r in res if r.sut_cpu_cycles_per_packet]
+    rep = [r.sut_cycles_per_packet for r in res if r.sut_cycles_per_packet]
+    return (
+        statistics.median(own) if own else None,
+        statistics.median(rep) if rep else None,
+        max((r.disturbance or 0.0) for r in res),
+        sum(r.loss_packets for r in res),
+    )
+
+
+def calibrate(
+    sut: str, prefix: str, load: float, trials: int, duration: float, units: int, runs: int
+) -> None:
+    """Within one bring-up, alternate trials without and with ``units`` injection units, so
+    run-to-run drift cancels; prints the cycles one unit adds per packet."""
+    from dpgate.testbeds.embedded.suts import cost
+
+    for _ in range(runs):
+        with EmbeddedSession(
+            "topologies/embedded.yaml", sut, frame_size=64, prefix=prefix, calibrate=False
+        ) as s:
+            base = [s.measure(load, duration) for _ in range(trials)]
+            if sut.startswith("linux-"):
+                cost.inject_kernel(s.sut, units)
+            else:
+                s.sut.set_noise(units)
+            hit = [s.measure(load, duration) for _ in range(trials)]
+        if getattr(s.sut, "polls", False):
+            # A polling SUT's CPU time is 100 %: at a load it cannot keep up with, its cycles per
+            # packet are core Hz / the rate it forwarded (saturation CPP).
+            hz = s.generator.cpu_hz()
+            b = statistics.median([hz * duration / max(1, r.rx_packets) for r in base])
+            h = statistics.median([hz * duration / max(1, r.rx_packets) for r in hit])
+        else:
+            b = statistics.median([r.sut_cpu_cycles_per_packet or 0 for r in base])
+            h = statistics.median([r.sut_cpu_cycles_per_packet or 0 for r in hit])
+        rb = statistics.median([r.rx_packets for r in base])
+        rh = statistics.median([r.rx_packets for r in hit])
+        d = max(r.disturbance or 0 for r in base + hit)
+        print(
+            f"{sut:16s} base {b:7.0f}  with {units} units {h:7.0f}  -> {(h - b) / units:6.1f} cycles/unit "
+            f"(+{(h / b - 1) * 100 if b else 0:.1f} %), rx median {rb}/{rh}, max disturbance {d:.2f}"
+        )
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--suts", default="linux-xconnect,linux-bridge,linux-ip4,ovs-xconnect,testpmd-io")
+    ap.add_argument("--prefix", default="sg1-")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--trials", type=int, default=3)
+    ap.add_argument("--load", default="60kpps")
+    ap.add_argument("--duration", type=float, default=2.0)
+    ap.add_argument("--inject-cost", type=float, default=0.0, help="percent of per-packet cost to inject")
+    ap.add_argument(
+        "--calibrate-units",
+        type=int,
+        default=0,
+        help="instead: measure what this many injection units add per packet",
+    )
+    a = ap.parse_args(argv)
+    load = parse_rate(a.load).resolve(None)
+    if a.calibrate_units:
+        for sut in a.suts.split(","):
+            calibrate(sut, a.prefix, load, a.trials, a.duration, a.calibrate_units, a.runs)
+        return 0
+    print(
+        f"cpp_at_load at {a.load}, {a.runs} runs x {a.trials} trials x {a.duration:g} s"
+        + (f", injected +{a.inject_cost:g} %" if a.inject_cost else "")
+    )
+    for sut in a.suts.split(","):
+        rows = [one_run(sut, a.prefix, load, a.trials, a.duration, a.inject_cost) for _ in range(a.runs)]
+        own = [r[0] for r in rows]
+        rep = [r[1] for r in rows]
+        sp = spread([v for v in own if v])
+        print(
+            f"{sut:16s} own cpp "
+            + " ".join(f"{v:7.0f}" if v else "    n/a" for v in own)
+            + f"  spread {sp * 100:5.1f} %"
+            if sp is not None
+            else f"{sut:16s} own cpp n/a"
+        )
+        if any(rep):
+            sr = spread([v for v in rep if v])
+            print(
+                f"{'':16s} SUT-reported "
+                + " ".join(f"{v:7.0f}" if v else "    n/a" for v in rep)
+                + (f"  spread {sr * 100:5.1f} %" if sr is not None else "")
+            )
+        print(
+            f"{'':16s} max disturbance per run "
+            + " ".join(f"{r[2]:.2f}" for r in rows)
+            + "  loss "
+            + " ".join(str(r[3]) for r in rows)
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

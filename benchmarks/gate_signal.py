@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""The gate's signal on this machine: spread, false FAILs, inconclusive verdicts, detection.
+
+    sudo .venv/bin/python benchmarks/gate_signal.py --prefix sg0- --k 6 \\
+        [--suts linux-xconnect,linux-bridge,linux-ip4,ovs-xconnect,testpmd-io] [--steps 5,10]
+        [--outdir /tmp/gate-signal]
+
+For each SUT, with its 64B case only (``dpgate gate --include 64B <suite>``):
+
+1. ``--k`` healthy runs sharing one history store; the second half of them with a
+   ``nice -n 19`` CPU hog pinned on each of the TG and SUT cores (a normal CI neighbour);
+2. one run per injected cost step (``--inject-cost 5``, ``--inject-cost 10``), checked
+   against that history (injected runs are never added to it).
+
+Prints per metric (NDR, PDR, MRR, cpp_at_load) the spread over the healthy runs (max/min
+- 1) and the change of each injected run against the healthy median; per run the verdict
+(PASS / FAIL / SKIP: inconclusive) and the largest ``disturbance``. A FAIL in a healthy run
+is a false FAIL; an injected run whose verdict is FAIL is a detection. Every number comes
+from the runs' JUnit (``<outdir>/<sut>/<run>/junit.xml``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from typing import Dict, List, Optional
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+METRICS = ("ndr_pps", "pdr_pps", "mrr_pps", "cpp_at_load")
+
+
+def read_case(junit: str) -> Dict:
+    """Verdict, message and numeric properties of the (single) testcase of a JUnit file."""
+    tree = ET.parse(junit)
+    case = next(tree.iter("testcase"), None)
+    if case is None:
+        return {"verdict": "ERROR", "message": "no testcase in JUnit", "props": {}}
+    verdict, message = "PASS", ""
+    for tag, name in (("failure", "FAIL"), ("error", "ERROR"), ("skipped", "SKIP")):
+        el = case.find(tag)
+        if el is not None:
+            verdict, message = name, (el.get("message") or el.text or "").strip()
+            break
+    props = {}
+    for p in case.iter("property"):
+        try:
+            props[p.get("name")] = float(p.get("value"))
+        except (TypeError, ValueError):
+            props[p.get("name")] = p.get("value")
+    return {"verdict": verdict, "message": message, "props": props}
+
+
+def hogs(cpus: List[int]) -> List[subprocess.Popen]:
+    """One ``nice -n 19`` busy loop pinned to each CPU (argv lists, no shell strings of ours)."""
+    return [
+        subprocess.Popen(["taskset", "-c", str(c), "nice", "-n", "19", "sh", "-c", "while :; do :; done"])
+        for c in cpus
+    ]
+
+
+def run_gate(sut: str, prefix: str, outdir: str, history: str, extra: List[str]) -> Dict:
+    suite = os.path.join(ROOT, "suites", "embedded", f"{sut}-ndrpdr.robot")
+    argv = [
+        sys.executable,
+        "-m",
+        "dpgate.cli",
+        "gate",
+        suite,
+        "--include",
+        "64B",
+        "--prefix",
+        prefix,
+        "--outdir",
+        outdir,
+        "--history",
+        history,
+    ] + extra
+    subprocess.run(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    junit = os.path.join(outdir, "junit.xml")
+    if not os.path.exists(junit):
+        return {"verdict": "ERROR", "message": "no junit.xml", "props": {}}
+    return read_case(junit)
+
+
+def spread(vals: List[float]) -> Optional[float]:
+    """>>> round(spread([1.0, 1.1]), 3)
+    0.1
+    """
+    v = [x for x in vals if isinstance(x, float) and x > 0]
+    return max(v) / min(v) - 1 if len(v) >= 2 else None
+
+
+def fmt(x: Optional[float], pct: bool = True) -> str:
+    if x is None:
+        return "n/a"
+    return f"{x * 100:+.1f} %" if pct else f"{x:.4g}"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--suts", default="linux-xconnect,linux-bridge,linux-ip4,ovs-xconnect,testpmd-io")
+    ap.add_argument("--prefix", default="sg0-")
+    ap.add_argument("--k", type=int, default=6, help="healthy runs per SUT (second half with CPU hogs)")
+    ap.add_argument("--steps", default="5,10", help="injected cost steps in %%")
+    ap.add_argument("--outdir", default="/tmp/gate-signal")
+    ap.add_argument("--hog-cpus", default="0,1")
+    a = ap.parse_args(argv)
+    hog_cpus = [int(c) for c in a.hog_cpus.split(",") if c]
+    steps = [float(s) for s in a.steps.split(",") if s]
+    totals = {"healthy": 0, "false_fail": 0, "inconclusive": 0}
+    for sut in a.suts.split(","):
+        base = os.path.join(a.outdir, sut)
+        history = os.path.join(base, "history")
+        healthy = []
+        for i in range(a.k):
+            hogged = i >= a.k - a.k // 2
+            procs = hogs(hog_cpus) if hogged else []
+            try:
+                res = run_gate(sut, a.prefix, os.path.join(base, f"healthy-{i}"), history, [])
+            finally:
+                for p in procs:
+                    p.terminate()
+                    p.wait()
+            res["hog"] = hogged
+            healthy.append(res)
+        injected = {
+            s: run_gate(
+                sut, a.prefix, os.path.join(base, f"inject-{s:g}"), history, ["--inject-cost", f"{s:g}"]
+            )
+            for s in steps
+        }
+        print(
+            f"== {sut} 64B: {a.k} healthy runs ({a.k // 2} with nice -n 19 hogs on CPUs {a.hog_cpus}), "
+            f"injected {', '.join(f'+{s:g} %' for s in steps)}"
+        )
+        for i, r in enumerate(healthy):
+            d = r["props"].get("disturbance")
+            print(
+                f"  healthy-{i}{' (hog)' if r['hog'] else '      '} {r['verdict']:5s} disturbance "
+                f"{fmt(d, pct=False)}  "
+                + "  ".join(f"{m}={fmt(r['props'].get(m), pct=False)}" for m in METRICS)
+                + (f"  [{r['message'][:110]}]" if r["verdict"] != "PASS" else "")
+            )
+            totals["healthy"] += 1
+            totals["false_fail"] += r["verdict"] in ("FAIL", "ERROR")
+            totals["inconclusive"] += r["verdict"] == "SKIP"
+        for m in METRICS:
+            vals = [r["props"].get(m) for r in healthy if isinstance(r["props"].get(m), float)]
+            med = statistics.median(vals) if vals else None
+            line = f"  {m:12s} healthy spread {fmt(spread(vals))}"
+            for s, r in injected.items():
+                v = r["props"].get(m)
+                ch = (v / med - 1) if isinstance(v, float) and med else None
+                line += f" | +{s:g} %: {fmt(ch)}"
+            print(line)
+        for s, r in injected.items():
+            print(
+                f"  inject +{s:g} %: {r['verdict']} ({'detected' if r['verdict'] == 'FAIL' else 'not detected'})"
+                + (f" [{r['message'][:140]}]" if r["message"] else "")
+            )
+    print(
+        f"total: {totals['healthy']} healthy runs, {totals['false_fail']} false FAIL, "
+        f"{totals['inconclusive']} inconclusive"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,146 @@
+"""Thresholds from the spread actually seen: floors and ceilings derived from N healthy runs.
+
+    python -m dpgate.config.rebaseline results/base-1 results/base-2 ... results/base-5 [--min-runs 5]
+        > variables/embedded.new.yaml
+
+Reads each run's records (``<dir>/dpgate/tests/*.json``) and, per NF and frame size, the
+values of NDR, PDR, MRR and ``cpp_at_load`` over the runs. A run's value is left out when the
+record says it was disturbed (``disturbance`` above ``disturbance_max``) or injected
+(``injected_*``): thresholds come from healthy measurements only. With ``s`` = the spread
+seen (max/min - 1, at least ``--min-margin``):
+
+* ``ndr_min``/``pdr_min`` = lowest value seen x (1 - s): a healthy run can land one more
+  spread below the worst one seen, a collapse cannot;
+* ``cpp_at_load_max`` = highest value seen x (1 + s);
+* ``noise`` (NDR/PDR) and ``mrr_noise`` = s x 1.1, the regression check's allowance while
+  its history is short;
+* a throughput at the generator's ceiling in any run gives no floor (``limited_by``
+  generator: the testbed cannot show the SUT's throughput) and says so in a comment.
+
+Fewer than ``--min-runs`` usable runs for a case is an error naming the case: a spread from
+two runs is not a spread. Output is YAML in the layout of ``variables/embedded.yaml``.
+
+>>> derive_case({"ndr_pps": [500e3, 520e3, 480e3]}, min_margin=0.03)["ndr_min"]
+'0.440 Mpps'
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Dict, List, Optional
+
+from dpgate.model.errors import ConfigError
+
+RATE_KEYS = {"ndr_pps": "ndr_min", "pdr_pps": "pdr_min"}
+DEFAULT_DISTURBANCE_MAX = 0.10
+
+
+def _spread(vals: List[float], min_margin: float) -> float:
+    return max(min_margin, max(vals) / min(vals) - 1) if vals and min(vals) > 0 else min_margin
+
+
+def _pct(x: float) -> str:
+    return f"{int(-(-x * 100 // 1))}%"
+
+
+def derive_case(
+    values: Dict[str, List[float]], min_margin: float = 0.03, at_ceiling: Optional[Dict[str, bool]] = None
+) -> Dict[str, str]:
+    """Thresholds of one case from its per-run values (see the module doc)."""
+    out: Dict[str, str] = {}
+    noise = 0.0
+    for key, name in RATE_KEYS.items():
+        vals = [v for v in values.get(key, []) if v and v > 0]
+        if not vals:
+            continue
+        s = _spread(vals, min_margin)
+        noise = max(noise, s)
+        if (at_ceiling or {}).get(key):
+            continue
+        out[name] = f"{min(vals) * (1 - s) / 1e6:.3f} Mpps"
+    cpp = [v for v in values.get("cpp_at_load", []) if v and v > 0]
+    if cpp:
+        s = _spread(cpp, min_margin)
+        out["cpp_at_load_max"] = f"{max(cpp) * (1 + s):.0f}"
+    if noise:
+        out["noise"] = _pct(noise * 1.1)
+    mrr = [v for v in values.get("mrr_pps", []) if v and v > 0]
+    if mrr:
+        out["mrr_noise"] = _pct(_spread(mrr, min_margin) * 1.1)
+    return out
+
+
+def _usable(rec: Dict, disturbance_max: float) -> bool:
+    m = rec.get("metrics") or {}
+    if any(k.startswith("injected_") and m.get(k) for k in m):
+        return False
+    d = m.get("disturbance")
+    return not (isinstance(d, (int, float)) and d > disturbance_max)
+
+
+def collect(run_dirs: List[str], disturbance_max: float = DEFAULT_DISTURBANCE_MAX):
+    """{(nf, frame size): ({metric: [value per run]}, {metric: at generator ceiling})}."""
+    from dpgate.outputs.results import load_records
+
+    cases: Dict = {}
+    for d in run_dirs:
+        for rec in load_records(d):
+            m = rec.get("metrics") or {}
+            if "ndr_pps" not in m or not _usable(rec, disturbance_max):
+                continue
+            key = (rec.get("nf") or "?", str(rec.get("name", "?")).split("-")[0])
+            vals, ceil = cases.setdefault(key, ({}, {}))
+            for k in ("ndr_pps", "pdr_pps", "mrr_pps", "cpp_at_load"):
+                if isinstance(m.get(k), (int, float)):
+                    vals.setdefault(k, []).append(float(m[k]))
+            if m.get("limited_by") == "generator":
+                ceil["ndr_pps"] = ceil["pdr_pps"] = True
+    return cases
+
+
+def render(cases, runs: int, min_runs: int, min_margin: float) -> str:
+    lines = [
+        f"# Derived by 'python -m dpgate.config.rebaseline' from {runs} runs (healthy measurements only):",
+        "# floors = lowest seen x (1 - spread), cpp_at_load_max = highest seen x (1 + spread),",
+        f"# noise = spread x 1.1; spread = max/min - 1 over the runs, at least {min_margin:.0%}.",
+        "defaults: {}",
+        "nfs:",
+    ]
+    by_nf: Dict[str, Dict[str, Dict[str, str]]] = {}
+    for (nf, size), (vals, ceil) in sorted(cases.items()):
+        n = len(vals.get("ndr_pps", []))
+        if n < min_runs:
+            raise ConfigError(
+                f"{nf} {size}: only {n} usable run(s) (need {min_runs}); run more healthy "
+                "'dpgate gate' runs or lower --min-runs",
+                path="rebaseline",
+            )
+        by_nf.setdefault(nf, {})[size] = derive_case(vals, min_margin, ceil)
+    for nf, sizes in by_nf.items():
+        lines.append(f"  {nf}:")
+        for size, th in sizes.items():
+            body = ", ".join(f"{k}: {v}" for k, v in th.items())
+            lines.append(f"    {size}: {{{body}}}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m dpgate.config.rebaseline", description=__doc__.split("\n")[0]
+    )
+    ap.add_argument("runs", nargs="+", help="output directories of healthy 'dpgate gate' runs")
+    ap.add_argument("--min-runs", type=int, default=5)
+    ap.add_argument("--min-margin", type=float, default=0.03)
+    ap.add_argument("--disturbance-max", type=float, default=DEFAULT_DISTURBANCE_MAX)
+    a = ap.parse_args(argv)
+    try:
+        sys.stdout.write(render(collect(a.runs, a.disturbance_max), len(a.runs), a.min_runs, a.min_margin))
+    except ConfigError as err:
+        print(f"dpgate rebaseline: error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,176 @@
+"""Turning per-trial figures into per-case signal: disturbance of a verdict, cpp_at_load.
+
+A trial carries ``disturbance`` (largest foreign share of a TG/SUT core, see
+:mod:`dpgate.telemetry.cpuacct`) and ``sut_cpu_cycles_per_packet`` (the SUT's own cycles per
+forwarded frame). Here:
+
+* :func:`verdict_trials` picks the trials a verdict rests on: those at the loads of the
+  NDR/PDR lower and upper bounds, and the MRR trials;
+* :func:`disturbance_of` is the largest disturbance among them, and :func:`inconclusive`
+  says whether a gate that would FAIL must be *inconclusive* instead (skipped with the
+  reason and the figure): a neighbour, not the SUT, may have caused the miss;
+* :func:`cpp_at_load_rate` is the fixed load for ``cpp_at_load``: ``share`` (default 50 %) of
+  the smaller of the generator ceiling and the NDR, so that neither limits it;
+* :func:`cpp_at_load` is the median of the SUT's own cycles per packet over the trials at
+  that load (SUT-reported cycles for SUTs that poll, whose CPU time is 100 % by design).
+
+>>> class T:  # a trial as the search sees it
+...     def __init__(self, load, d): self.intended_load_pps, self.disturbance, self.details = load, d, {}
+>>> ts = [T(100.0, 0.02), T(200.0, 0.31), T(150.0, 0.04)]
+>>> disturbance_of(verdict_trials(ts, bounds=[150.0, 200.0]))
+0.31
+>>> inconclusive(0.31, threshold=0.10)
+'disturbed measurement: 31.0 % of a TG/SUT core was used by other work (> 10 %)'
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any, Iterable, List, Optional, Sequence
+
+#: Default largest foreign share (0..1) of a TG/SUT core for a verdict to count.
+DISTURBANCE_MAX = 0.10
+#: Share of min(generator ceiling, NDR) at which cpp_at_load is measured.
+CPP_LOAD_SHARE = 0.5
+#: Trials (and their length, s) at that load; the median is the figure.
+CPP_TRIALS = 3
+CPP_TRIAL_S = 2.0
+
+
+def verdict_trials(trials: Iterable, bounds: Sequence[Optional[float]], mrr: Iterable = ()) -> List:
+    """Trials whose load is one of ``bounds`` (relative tolerance 1e-6), plus ``mrr`` trials;
+    superseded attempts (measured again because disturbed) are not used by any verdict."""
+    want = [b for b in bounds if b]
+    out = []
+    for t in trials:
+        if (getattr(t, "details", None) or {}).get("superseded"):
+            continue
+        load = float(t.intended_load_pps)
+        if any(abs(load - b) <= 1e-6 * max(1.0, b) for b in want):
+            out.append(t)
+    return out + [t for t in mrr if not (getattr(t, "details", None) or {}).get("superseded")]
+
+
+def disturbance_of(trials: Iterable) -> Optional[float]:
+    """Largest ``disturbance`` among trials that measured it; None when none did."""
+    vals = [t.disturbance for t in trials if getattr(t, "disturbance", None) is not None]
+    return max(vals) if vals else None
+
+
+def inconclusive(disturbance: Optional[float], threshold: Optional[float] = DISTURBANCE_MAX) -> Optional[str]:
+    """The reason a failing verdict is inconclusive, or None when the measurement was clean."""
+    if disturbance is None or threshold is None or disturbance <= threshold:
+        return None
+    return (
+        f"disturbed measurement: {disturbance * 100:.1f} % of a TG/SUT core was used by other work "
+        f"(> {threshold * 100:.0f} %)"
+    )
+
+
+def cpp_at_load_rate(
+    generator_max_pps: Optional[float], ndr_pps: Optional[float], share: float = CPP_LOAD_SHARE
+) -> Optional[float]:
+    """The fixed load for cpp_at_load.
+
+    >>> cpp_at_load_rate(600_000, 190_000)
+    95000.0
+    >>> cpp_at_load_rate(None, 0) is None
+    True
+    """
+    cands = [v for v in (generator_max_pps, ndr_pps) if v and v > 0]
+    return share * min(cands) if cands else None
+
+
+def cpp_at_load(trials: Iterable, polling: bool = False) -> Optional[float]:
+    """Median SUT cycles per packet over ``trials`` (not superseded ones).
+
+    A polling SUT (testpmd, OVS PMD threads) uses its whole core whatever the load, so its
+    CPU time says nothing per packet: its own busy-cycle report is used instead, and None
+    when it reports only total cycles (DPDK 22.11 testpmd counts idle polls too).
+
+    >>> class T:
+    ...     def __init__(self, own, rep=None): self.sut_cpu_cycles_per_packet, self.sut_cycles_per_packet, self.details = own, rep, {}
+    >>> cpp_at_load([T(3700.0), T(3800.0), T(3650.0)])
+    3700.0
+    """
+    use = [t for t in trials if not (getattr(t, "details", None) or {}).get("superseded")]
+    if polling:
+        vals = [
+            t.sut_cycles_per_packet
+            for t in use
+            if t.sut_cycles_per_packet
+            and not (t.details.get("sut_counters") or {}).get("cycles_include_idle")
+        ]
+    else:
+        vals = [t.sut_cpu_cycles_per_packet for t in use if t.sut_cpu_cycles_per_packet]
+    return float(statistics.median(vals)) if vals else None
+
+
+def measure_cpp_at_load(
+    measure,
+    generator_max_pps: Optional[float],
+    ndr_pps: Optional[float],
+    polling: bool = False,
+    trials: int = CPP_TRIALS,
+    duration_s: float = CPP_TRIAL_S,
+):
+    """(cpp_at_load or None, the load, the trials) with ``measure(load, duration)``; nothing is
+    measured when there is no load to use (no ceiling and no NDR)."""
+    load = cpp_at_load_rate(generator_max_pps, ndr_pps)
+    if not load:
+        return None, None, []
+    gen: Any = getattr(measure, "__self__", None)
+    saved = getattr(gen, "remeasure_clean", None)
+    if gen is not None and saved is not None:
+        gen.remeasure_clean = True  # a neighbour inflates cycles per packet even without loss
+    try:
+        got = [measure(load, duration_s) for _ in range(max(1, int(trials)))]
+    finally:
+        if gen is not None and saved is not None:
+            gen.remeasure_clean = saved
+    return cpp_at_load(got, polling=polling), load, got
+
+
+def case_signal(
+    search_trials: Iterable,
+    bounds: Sequence[Optional[float]],
+    mrr_trials: Iterable = (),
+    cpp_trials: Iterable = (),
+    cpp: Optional[float] = None,
+    cpp_load: Optional[float] = None,
+) -> dict:
+    """The case's metrics from this module: ``disturbance`` (largest foreign share among the
+    trials its verdicts use), ``cpp_at_load`` and ``cpp_at_load_pps`` (absent when unmeasured).
+
+    >>> class T:
+    ...     def __init__(self, load, d): self.intended_load_pps, self.disturbance, self.details = load, d, {}
+    >>> case_signal([T(1.0, 0.5), T(2.0, 0.01)], [2.0], cpp_trials=[T(0.5, 0.03)], cpp=3700.0, cpp_load=0.5)
+    {'disturbance': 0.03, 'cpp_at_load': 3700.0, 'cpp_at_load_pps': 0.5}
+    """
+    used = verdict_trials(search_trials, bounds, list(mrr_trials) + list(cpp_trials))
+    out: dict = {}
+    d = disturbance_of(used)
+    if d is not None:
+        out["disturbance"] = round(d, 4)
+    if cpp is not None:
+        out["cpp_at_load"] = round(cpp, 1)
+        out["cpp_at_load_pps"] = round(float(cpp_load or 0), 1)
+    return out
+
+
+def classify_lower_is_better(classify, history: Sequence, current: Sequence[float], *args, **kw):
+    """Run a higher-is-better classifier (``dpgate.regression.compare.classify_current``) on a metric where
+    lower is better (cycles per packet) through reciprocals; returns its verdict with the
+    values and the change given back in the metric's own terms (a +10 % cpp_at_load is a
+    regression of +10 %)."""
+
+    def inv(v):
+        return [1.0 / x for x in v] if isinstance(v, list) else 1.0 / float(v)
+
+    v = classify([inv(h) for h in history], [1.0 / x for x in current], *args, **kw)
+    cur = sum(current) / len(current)
+    base = 1.0 / v.baseline if v.baseline else None
+    change = (cur - base) / base * 100 if base else None
+    return type(v)(
+        v.test, v.metric, v.verdict, cur, base, change, v.history_len, v.allowance_pct, v.noise_source
+    )

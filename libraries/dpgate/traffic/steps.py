@@ -1,0 +1,142 @@
+"""The steps of an embedded trial around the generator: start detection, end of sending,
+late packets, leftover generators. Mixed into :class:`~dpgate.traffic.tcpreplay.TcpreplayGenerator`
+(which provides ``tb``, ``settle_s``, ``budget_s``, ``_procs``, ``_exiting``)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Dict, List, Optional
+
+from dpgate.exec.runner import tail
+from dpgate.model.errors import TrialError
+
+
+class TrialSteps:
+    # provided by the generator this is mixed into
+    tb: Any
+    settle_s: float
+    budget_s: float
+    _procs: List[Any]
+    _exiting: List[Any]
+    _trial_no: int
+
+    def _wait_sent(
+        self, tx_ports: List[str], tg0, count: int, duration_s: float, grace: float, load_pps: float
+    ) -> tuple[int, Dict[str, float]]:
+        """Wait until every TG port sent its ``count`` frames (counters), not for tcpreplay to
+        exit. A generator still short of it at ``started + duration + grace`` is cut there
+        (SIGINT): a generator that falls behind shows as shortfall and never stretches the
+        trial. Returns (generators cut, {log: time its count was reached})."""
+        first = min(r.started_at for r in self._procs)
+        nap = first + duration_s - 0.004 - time.monotonic()
+        if nap > 0:
+            time.sleep(nap)
+        pending = dict(zip(tx_ports, self._procs))
+        sent_at: Dict[str, float] = {}
+        cut = 0
+        while pending:
+            stats = self.tb.ns_stats(self.tb.tg_ns)
+            now = time.monotonic()
+            for port, r in list(pending.items()):
+                if stats[port]["tx_packets"] - tg0[port]["tx_packets"] >= count:
+                    sent_at[r.log] = now
+                    del pending[port]
+                    continue
+                code = r.proc.poll()
+                if code is not None:
+                    if code != 0:
+                        how = f"signal {-code}" if code < 0 else f"code {code}"
+                        raise TrialError(
+                            f"generator exited ({how}) during trial at {load_pps:.0f} pps\n"
+                            f"--- tcpreplay output ---\n{tail(r.log, 8)}"
+                        )
+                    del pending[port]  # done by its own account (failed sends show as shortfall)
+                elif now > r.started_at + duration_s + grace:
+                    if r.finish(now, self.budget_s) == "cut":
+                        cut += 1
+                    del pending[port]
+            if pending:
+                time.sleep(0.001)
+        return cut, sent_at
+
+    def _reap_exiting(self) -> None:
+        """Generators of earlier trials, left to exit by themselves (closing packet sockets
+        takes them ~10-20 ms): the last trial's may still be exiting (not waited for: they
+        send nothing more and their logs have other names), older ones are reaped or killed."""
+        keep = []
+        for r in self._exiting:
+            if r.proc.poll() is not None:
+                continue
+            if getattr(r, "trial", 0) >= self._trial_no - 1:
+                keep.append(r)
+                continue
+            try:
+                r.proc.wait(2.0)
+            except Exception:  # still there after 2 s: it will not say more
+                r.kill()
+        self._exiting = keep
+
+    def _wait_started(self, tx_ports: List[str], timeout: float) -> None:
+        """Sending starts only after tcpreplay preloaded the pcap (tens of ms for large
+        pcaps): poll each TG port's tx counter and note when it first moves."""
+        base = {p: self.tb.port_stats(self.tb.tg_ns, p)["tx_packets"] for p in tx_ports}
+        end = time.monotonic() + timeout
+        pending = dict(zip(tx_ports, self._procs))
+        while pending:
+            stats = self.tb.ns_stats(self.tb.tg_ns)
+            for port, r in list(pending.items()):
+                if stats[port]["tx_packets"] != base[port]:
+                    r.started_at = time.monotonic()
+                    del pending[port]
+                elif r.proc.poll() is not None:
+                    raise TrialError(
+                        f"generator exited (code {r.proc.returncode}) before sending\n{tail(r.log, 8)}"
+                    )
+            if time.monotonic() > end:
+                raise TrialError(f"generator (tcpreplay) did not start sending within {timeout:g} s: killed")
+            if pending:
+                time.sleep(0.0005)
+
+    def _settle(self, tx_ports: List[str], rx_ports: List[str], tg0) -> tuple[Optional[float], tuple]:
+        """Wait for late packets after the generator stopped: done at once when every sent
+        frame is back (rx == tx on the TG ports), else when no counter of either namespace
+        moved for ``settle_s`` (bounded by ``max(1 s, 20 x settle_s)``), so nothing in
+        flight is counted as lost. Returns (ms from stop to the last counter change, or None
+        when nothing moved after the stop; the final (TG, SUT) counters)."""
+        t_stop = time.monotonic()
+        last_change: Optional[float] = None
+        tg_ns, sut_ns = self.tb.tg_ns, self.tb.sut_ns
+
+        def read():
+            return self.tb.ns_stats(tg_ns), self.tb.ns_stats(sut_ns)
+
+        def sent_back(tg) -> bool:
+            tx = sum(tg[p]["tx_packets"] - tg0[p]["tx_packets"] for p in tx_ports)
+            rx = sum(tg[p]["rx_packets"] - tg0[p]["rx_packets"] for p in rx_ports)
+            return rx >= tx
+
+        now_c = read()
+        seen = now_c
+        end = t_stop + max(1.0, self.settle_s * 20)
+        while not sent_back(now_c[0]):
+            now = time.monotonic()
+            if now - (last_change or t_stop) >= self.settle_s or now > end:
+                break
+            time.sleep(0.001)
+            now_c = read()
+            if now_c != seen:
+                last_change, seen = time.monotonic(), now_c
+        return (round((last_change - t_stop) * 1e3, 2) if last_change else None), now_c
+
+
+class Phases:
+    """Milliseconds spent in each phase of a trial, in order."""
+
+    def __init__(self) -> None:
+        self.ms: Dict[str, float] = {}
+        self._t = time.monotonic()
+
+    def mark(self, name: str, add: float = 0.0) -> None:
+        now = time.monotonic()
+        self.ms[name] = round((now - self._t + add) * 1e3, 2)
+        self._t = now

@@ -1,0 +1,92 @@
+"""Real trials: process-free counters agree with the kernel's, disturbance and own CPU time are
+measured, cost injection lands in the SUT's forwarding path, nothing of ours is left behind.
+
+Prefix ``sg1-`` (override with DPGATE_IT_SIGNAL_PREFIX) so it never collides with the
+other integration modules or another developer's testbed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from dpgate.testbeds.embedded.session import EmbeddedSession
+
+PREFIX = os.environ.get("DPGATE_IT_SIGNAL_PREFIX", "sg1-")
+
+
+@pytest.fixture(scope="module")
+def session(topology_path, leftovers):
+    left = leftovers(PREFIX)
+    s = EmbeddedSession(topology_path, sut="linux-xconnect", prefix=PREFIX, calibrate=False)
+    s.up()
+    left.remember()
+    s.leftovers = left  # type: ignore[attr-defined]
+    try:
+        yield s
+    finally:
+        s.down()
+
+
+def _ip_counters(ns: str, dev: str) -> dict:
+    out = subprocess.run(
+        ["ip", "netns", "exec", ns, "ip", "-j", "-s", "link", "show", "dev", dev],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return json.loads(out)[0]["stats64"]
+
+
+def test_holder_counters_match_ip_link(session):
+    tb = session.testbed
+    session.measure(20_000, 0.5)
+    fast = tb.ns_stats(tb.tg_ns)["tg0"]
+    ref = _ip_counters(tb.tg_ns, "tg0")
+    assert fast["tx_packets"] == ref["tx"]["packets"] >= 10_000
+    assert fast["rx_packets"] == ref["rx"]["packets"]
+
+
+def test_trial_records_disturbance_own_time_and_phases(session):
+    r = session.measure(50_000, 1.0)
+    assert r.loss_packets == 0 or r.disturbance is not None
+    assert 0.0 <= r.disturbance <= 1.0
+    cpu = r.details["cpu"]
+    assert set(cpu["foreign_share"]) == {0, 1}
+    assert cpu["sut_own_s"] > 0, "the SUT's NAPI threads forwarded 50 kframes: they must have run"
+    assert r.sut_cpu_cycles_per_packet and r.sut_cpu_cycles_per_packet > 100
+    assert {"generator_start", "sending", "settle"} <= set(r.details["phases_ms"])
+    names = [open(f"/proc/{p}/comm").read().strip() for p in session.testbed.napi_pids]
+    assert sorted(n.split("-")[0] for n in names) == ["napi/sut0", "napi/sut1"]
+
+
+def test_cost_injection_puts_filters_before_the_cross_connect(session):
+    from dpgate.testbeds.embedded.suts.cost import inject_cost
+
+    done = inject_cost(session.sut, 10)
+    out = subprocess.run(
+        ["ip", "netns", "exec", session.testbed.sut_ns, "tc", "filter", "show", "dev", "sut0", "ingress"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    handles = [ln.split(" fh ")[1].split()[0] for ln in out.splitlines() if " fh 800::" in ln]
+    assert handles[: done["filters_per_port"]] == [f"800::{i + 1}" for i in range(done["filters_per_port"])]
+    assert handles[-1] == "800::800"  # the mirred filter is still walked last
+    r = session.measure(20_000, 0.5)
+    assert r.rx_packets >= 0.99 * r.tx_packets  # never-matching filters do not change forwarding
+
+
+def test_teardown_leaves_nothing(topology_path, leftovers):
+    s = EmbeddedSession(topology_path, sut="linux-bridge", prefix=PREFIX + "x", calibrate=False)
+    left = leftovers(PREFIX + "x")
+    s.up()
+    s.measure(10_000, 0.3)
+    holders = [r.pid for r in s.testbed.__dict__.get("_counters", {}).values()]
+    s.down()
+    left.assert_clean()
+    assert len(holders) == 2
+    assert not [p for p in holders if os.path.exists(f"/proc/{p}")], "counter holder processes survived"

@@ -1,0 +1,127 @@
+"""Gate verdicts on disturbed measurements, the cpp_at_load gate and its regression check."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from robot.api import Failure, SkipExecution
+
+from dpgate.config.thresholds import load_thresholds
+from dpgate.config.units import parse_rate
+from dpgate.regression.compare import verdicts_for
+from dpgate.regression.history import injected
+from dpgate.robotlib import Gates, NdrPdrResult
+
+
+def result(ndr=212_000.0, telemetry=None, max_pps=500_000.0):
+    hz = 2.6e9
+    return NdrPdrResult(
+        nf="linux-ip4",
+        frame_size="64B",
+        ndr_pps=ndr,
+        pdr_pps=ndr,
+        ndr_upper_pps=ndr * 1.005,
+        pdr_upper_pps=ndr * 1.005,
+        ndr_loss=0.0,
+        pdr_loss=0.005,
+        profile="per-commit",
+        trials=12,
+        search_s=30.0,
+        cores=1,
+        cpu_hz=hz,
+        freq_source="declared",
+        cpp_ndr=hz / ndr,
+        cpp_pdr=hz / ndr,
+        generator_max_pps=max_pps,
+        limited_by=None,
+        telemetry=telemetry or {},
+    )
+
+
+def test_a_failed_floor_on_disturbed_measurements_is_inconclusive_with_the_figure():
+    with pytest.raises(
+        SkipExecution,
+        match=r"ndr_min inconclusive: NDR 0.212 Mpps < floor 0.325 Mpps .*"
+        r"31.0 % of a TG/SUT core was used by other work \(> 10 %\)",
+    ):
+        Gates().throughput_should_be_at_least(
+            result(telemetry={"disturbance": 0.31}), parse_rate("0.325 Mpps")
+        )
+    # clean (or unmeasured) measurements fail as before; passing gates pass whatever the figure
+    with pytest.raises(Failure, match=r"NDR 0.212 Mpps < floor 0.325 Mpps"):
+        Gates().throughput_should_be_at_least(
+            result(telemetry={"disturbance": 0.04}), parse_rate("0.325 Mpps")
+        )
+    Gates().throughput_should_be_at_least(result(telemetry={"disturbance": 0.9}), parse_rate("0.2 Mpps"))
+
+
+def test_cpp_at_load_gate_fails_passes_and_skips_when_unmeasured():
+    g = Gates()
+    with pytest.raises(Failure, match=r"cpp_at_load 6600 > ceiling 6000 \(\+10.0 %\)"):
+        g.cycles_per_packet_at_load_should_be_at_most(result(telemetry={"cpp_at_load": 6600.0}), 6000)
+    g.cycles_per_packet_at_load_should_be_at_most(result(telemetry={"cpp_at_load": 5000.0}), 6000)
+    with pytest.raises(SkipExecution, match="cpp_at_load not measured"):
+        g.cycles_per_packet_at_load_should_be_at_most(result(), 6000)
+    with pytest.raises(SkipExecution, match="cpp_at_load_max inconclusive"):
+        g.cycles_per_packet_at_load_should_be_at_most(
+            result(telemetry={"cpp_at_load": 6600.0, "disturbance": 0.5}), 6000
+        )
+
+
+def test_check_gates_reads_cpp_at_load_max_and_the_case_disturbance_threshold(tmp_path):
+    p = tmp_path / "t.yaml"
+    p.write_text(
+        "nfs: {linux-ip4: {64B: {ndr_min: 0.325 Mpps, cpp_at_load_max: 6000, disturbance_max: 40%}}}"
+    )
+    th = load_thresholds(str(p)).lookup("linux-ip4", "64B")
+    assert th.cpp_at_load_max == 6000 and th.ratio("disturbance_max") == pytest.approx(0.4)
+    # 31 % foreign is within this case's 40 %: the failures are the SUT's
+    with pytest.raises(Failure, match="NDR 0.212 Mpps < floor.*cpp_at_load 6600 > ceiling 6000"):
+        Gates().check_gates(result(telemetry={"disturbance": 0.31, "cpp_at_load": 6600.0}), th)
+    with pytest.raises(SkipExecution, match="inconclusive"):
+        Gates().check_gates(result(telemetry={"disturbance": 0.45, "cpp_at_load": 6600.0}), th)
+
+
+def _history(tmp_path, values):
+    d = tmp_path / "h" / "embedded"
+    d.mkdir(parents=True)
+    with open(d / "S.t.jsonl", "w") as fh:
+        for i, v in enumerate(values):
+            fh.write(json.dumps({"time": i, "metrics": {"ndr_pps": 500e3, "cpp_at_load": v}}) + "\n")
+    return str(tmp_path / "h")
+
+
+def test_cpp_at_load_rise_is_a_regression_with_its_own_units(tmp_path):
+    store = _history(tmp_path, [4000.0, 4040.0, 3960.0])
+    rec = {
+        "name": "t",
+        "longname": "S.t",
+        "testbed": "embedded",
+        "metrics": {"ndr_pps": 500e3, "cpp_at_load": 4600.0, "regression_noise": 0.05},
+    }
+    v = {x.metric: x for x in verdicts_for(rec, store, 0.03)}
+    assert v["cpp_at_load"].verdict == "regression"
+    assert v["cpp_at_load"].change_pct == pytest.approx(15.0, abs=0.5)
+    assert "4600 cycles/packet vs 4000 cycles/packet" in v["cpp_at_load"].line()
+    rec["metrics"]["cpp_at_load"] = 3500.0
+    assert {x.metric: x for x in verdicts_for(rec, store, 0.03)}["cpp_at_load"].verdict == "progression"
+
+
+def test_runs_with_injected_cost_are_never_history():
+    assert injected({"metrics": {"injected_cost": 0.1}})
+    assert injected({"metrics": {"injected_sut_cpu_steal": 0.1}})
+    assert not injected({"metrics": {"ndr_pps": 1.0, "injected_cost": 0}})
+
+
+def test_gate_cli_marks_inject_cost_as_a_robot_variable():
+    from dpgate.cli.main import build_parser
+
+    args = build_parser().parse_args(["gate", "--inject-cost", "10"])
+    assert args.inject_cost == 10.0
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["gate", "--inject-cost", "-5"])
+    assert os.path.exists(
+        os.path.join(os.path.dirname(__file__), "..", "..", "resources", "embedded.resource")
+    )
