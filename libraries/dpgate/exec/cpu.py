@@ -11,7 +11,7 @@ lab DUT), and the busy share of the SUT cores on this machine (``/proc/stat``).
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, Iterable, List, Optional
 
 from dpgate.model.errors import EnvironmentProblem
 from dpgate.model.protocols import Node
@@ -35,16 +35,18 @@ def detect_cpu_hz(node: Node, cpu: int = 0) -> float:
                              "declare it in the topology (cpu_freq: {source: declared, hz: 2.5e9})")
 
 
-def cpu_times(cpus: List[int]) -> Dict[int, List[int]]:
-    """Jiffies per state of each CPU, from /proc/stat."""
+def cpu_times(cpus: Iterable[int]) -> Dict[int, List[int]]:
+    """Ticks per state (user nice system idle iowait irq softirq steal) of each CPU in
+    ``cpus``, from /proc/stat (guest time is already inside user/nice, so it is left out)."""
+    want = set(cpus)
     out: Dict[int, List[int]] = {}
     with open("/proc/stat") as fh:
         for line in fh:
             if line.startswith("cpu") and line[3:4].isdigit():
                 name, *vals = line.split()
                 cpu = int(name[3:])
-                if cpu in cpus:
-                    out[cpu] = [int(v) for v in vals]
+                if cpu in want:
+                    out[cpu] = [int(v) for v in vals[:8]] + [0] * (8 - len(vals[:8]))
     return out
 
 

@@ -16,7 +16,7 @@ from typing import Any, Dict, Iterable, List
 import junitparser
 from junitparser import xunit2
 
-from dpgate.model.record import F
+from dpgate.model.record import F, G
 from dpgate.outputs.results import metric_items
 
 
@@ -34,8 +34,8 @@ def testcase(rec: Dict[str, Any]) -> xunit2.TestCase:
         tc.add_property(key, _fmt(value))
         lines.append(f"{key}={_fmt(value)}")
     for gate in rec.get(F.GATES, []):
-        verdict = "SKIP" if gate.get("skipped") else ("PASS" if gate["passed"] else "FAIL")
-        lines.append(f"gate.{gate['name']}={verdict}: {gate['message']}")
+        verdict = "SKIP" if gate.get(G.SKIPPED) else ("PASS" if gate[G.PASSED] else "FAIL")
+        lines.append(f"gate.{gate[G.NAME]}={verdict}: {gate[G.MESSAGE]}")
     status = rec.get(F.STATUS, "RUNNING")
     message = rec.get(F.MESSAGE, "")
     if status == "FAIL":

@@ -12,7 +12,7 @@ from dpgate.config.thresholds import CaseThresholds, ThresholdFile, load_thresho
 from dpgate.config.units import Rate, format_pps, parse_rate, parse_ratio
 from dpgate.model.errors import ConfigError
 from dpgate.model.ndrpdr import CEILING_MARGIN, NdrPdrResult
-from dpgate.model.record import F
+from dpgate.model.record import F, gate_entry
 from dpgate.regression.compare import verdicts_for
 from dpgate.robot.base import _current_test, rate_arg, record
 from dpgate.telemetry.disturbance import DISTURBANCE_MAX
@@ -119,9 +119,9 @@ class Gates:
         reason = disturbed_reason(result.telemetry.get("disturbance"), self._dmax) if bad else None
         for v in verdicts:
             skipped = reason is not None and v.verdict == "regression"
-            record(gates=[{"name": f"regression_{v.metric.split('_')[0]}", "passed": v.verdict != "regression" or skipped,
-                           "message": v.line() + (f" (inconclusive: {reason})" if skipped else ""),
-                           "value": v.current, "threshold": v.baseline, **({"skipped": True} if skipped else {})}])
+            record(gates=[gate_entry(f"regression_{v.metric.split('_')[0]}", v.verdict != "regression" or skipped,
+                                      v.line() + (f" (inconclusive: {reason})" if skipped else ""),
+                                      v.current, v.baseline, skipped=skipped)])
         if reason is not None:
             logger.warn("regression check inconclusive: " + "; ".join(v.line() for v in bad) + f": {reason}")
             bad = []
@@ -160,8 +160,7 @@ class Gates:
         if not isinstance(value, (int, float)):
             text = ("cpp_at_load not measured (a SUT that busy-polls its core and reports no busy cycles, "
                     "or no load below NDR and the generator ceiling)")
-            record(gates=[{"name": "cpp_at_load_max", "passed": True, "skipped": True, "message": text,
-                           "value": None, "threshold": limit}])
+            record(gates=[gate_entry("cpp_at_load_max", True, text, None, limit, skipped=True)])
             raise SkipExecution(f"cpp_at_load_max: {text}")
         ok = value <= limit
         msg = f"cpp_at_load {value:.0f} {'<=' if ok else '>'} ceiling {limit:.0f} ({_pct(value, limit)})"
@@ -270,8 +269,7 @@ class Gates:
         meets the threshold. Skipped with that reason, never a SUT failure."""
         text = (f"{msg}, but at the generator's ceiling {format_pps(result.generator_max_pps)}: this testbed "
                 "cannot show whether the SUT meets it (the SUT forwarded all the generator sent)")
-        record(gates=[{"name": name, "passed": True, "skipped": True, "message": text, "value": value,
-                       "threshold": limit}])
+        record(gates=[gate_entry(name, True, text, value, limit, skipped=True)])
         raise SkipExecution(f"{name} inconclusive: {text}")
 
     def _if_disturbed(self, name: str, msg: str, value: Any, limit: Any, result: NdrPdrResult) -> None:
@@ -282,12 +280,11 @@ class Gates:
         if reason is None:
             return
         text = f"{msg}, but {reason}: measure again on a quieter machine"
-        record(gates=[{"name": name, "passed": True, "skipped": True, "message": text, "value": value,
-                       "threshold": limit}])
+        record(gates=[gate_entry(name, True, text, value, limit, skipped=True)])
         raise SkipExecution(f"{name} inconclusive: {text}")
 
     def _gate(self, name: str, ok: bool, msg: str, value: Any, limit: Any) -> None:
-        record(gates=[{"name": name, "passed": ok, "message": msg, "value": value, "threshold": limit}])
+        record(gates=[gate_entry(name, ok, msg, value, limit)])
         if ok:
             logger.info(f"gate {name}: {msg}")
             return
@@ -300,8 +297,8 @@ class Gates:
             value = missing or "not supported (no telemetry captured for this test)"
         if isinstance(value, str):
             reason = value
-            record(gates=[{"name": key, "passed": self.policy == "skip", "skipped": self.policy == "skip",
-                           "message": f"{label} {reason}", "value": reason, "threshold": limit}])
+            record(gates=[gate_entry(key, self.policy == "skip", f"{label} {reason}", reason, limit,
+                                      skipped=self.policy == "skip")])
             text = f"{label} gate: {reason} (telemetry_policy={self.policy})"
             if self.policy == "skip":
                 raise SkipExecution(text)

@@ -39,23 +39,11 @@ import resource
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from dpgate.exec.cpu import cpu_times as cpu_ticks
+
 #: Ticks per second of /proc/stat (USER_HZ).
 HZ_USER = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 IDLE, IOWAIT, STEAL = 3, 4, 7
-
-
-def cpu_ticks(cpus: Iterable[int]) -> Dict[int, List[int]]:
-    """Ticks per state (first eight columns) of each CPU in ``cpus``, from /proc/stat."""
-    want = set(cpus)
-    out: Dict[int, List[int]] = {}
-    with open("/proc/stat") as fh:
-        for line in fh:
-            if line.startswith("cpu") and line[3:4].isdigit():
-                name, *vals = line.split()
-                cpu = int(name[3:])
-                if cpu in want:
-                    out[cpu] = [int(v) for v in vals[:8]] + [0] * (8 - len(vals[:8]))
-    return out
 
 
 def task_runtime_s(pid: int) -> Dict[int, Tuple[float, Tuple[int, ...]]]:
