@@ -58,7 +58,7 @@ def config_tuples(cores: CoreAllocation, ports: int = 2) -> str:
     """
     if not cores.workers:
         raise ConfigError("l3fwd needs at least one worker core")
-    _, workers = ports_mod.lcore_layout(cores)
+    _, workers = ports_mod.lcore_layout(cores, main_works=True)
     queues: Dict[int, int] = {}
     out = []
     slots = max(len(workers), ports)
@@ -88,7 +88,7 @@ class L3fwd:
     def argv(self) -> List[str]:
         ports = dut_ports(self.dut)
         ids = self._ids()
-        args = [self.binary] + eal_args(self.cores, ports, file_prefix=self.unit) + [
+        args = [self.binary] + eal_args(self.cores, ports, file_prefix=self.unit, main_works=True) + [
             "--", "-p", hex((1 << len(ports)) - 1), "-P", "--lookup=lpm", "--parse-ptype",
             f"--config={config_tuples(self.cores, len(ports))}", f"--rule_ipv4={self.rule_path}",
             f"--rule_ipv6={self.rule_path}6"]
@@ -98,6 +98,7 @@ class L3fwd:
 
     def configure(self) -> None:
         ids = self._ids()
+        self.node.run(["mkdir", "-p", self.rule_path.rsplit("/", 1)[0] or "/"], timeout=30)
         write_file(self.node, self.rule_path, rule_file([(p, ids[int(i)]) for p, i in self.routes]))
         write_file(self.node, self.rule_path + "6", rule_file_v6(len(ids)))
 

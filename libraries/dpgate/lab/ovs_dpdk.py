@@ -85,7 +85,7 @@ class OvsDpdk:
         ]
         if ports_mod.virtual_only(dut_ports(self.dut)):
             cmds.append(vs + ["set", "Open_vSwitch", ".",
-                              f"{oc}dpdk-extra=--no-huge -m {self.no_huge_mb} --no-pci --file-prefix {self.unit}"])
+                              f"{oc}dpdk-extra=--no-huge --legacy-mem -m {self.no_huge_mb} --no-pci --file-prefix {self.unit}"])
         else:
             cmds.append(vs + ["set", "Open_vSwitch", ".", f"{oc}dpdk-socket-mem={self.socket_mem}"])
         return cmds

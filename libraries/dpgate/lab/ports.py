@@ -100,17 +100,25 @@ def device_args(ports: Sequence[Any]) -> List[str]:
     return out
 
 
-def lcore_layout(cores: CoreAllocation) -> tuple:
+def lcore_layout(cores: CoreAllocation, main_works: bool = False) -> tuple:
     """(EAL lcore arguments, worker lcore ids).
 
     One CPU for main and worker (``main`` in ``workers``): two lcores on that CPU, main
-    lcore 0 and workers 1..n; else the CPU ids themselves.
+    lcore 0 and workers 1..n (testpmd never forwards on its main lcore); else the CPU ids
+    themselves. ``main_works`` (l3fwd runs its loop on the main lcore too, and opens one TX
+    queue per lcore): the worker CPUs alone, the first one main.
+
+    >>> lcore_layout(CoreAllocation(1, (1,), 1, 1, 0), main_works=True)
+    (['-l', '1', '--main-lcore', '1'], [1])
 
     >>> lcore_layout(CoreAllocation(1, (1,), 1, 1, 0))
     (['--lcores=0@1,1@1', '--main-lcore', '0'], [1])
     >>> lcore_layout(CoreAllocation(1, (2, 3), 2, 1, 0))
     (['-l', '1,2,3', '--main-lcore', '1'], [2, 3])
     """
+    if cores.main in cores.workers and main_works:
+        ws = list(dict.fromkeys(cores.workers))
+        return ["-l", ",".join(str(c) for c in ws), "--main-lcore", str(ws[0])], ws
     if cores.main in cores.workers:
         mapping = [f"0@{cores.main}"] + [f"{i + 1}@{c}" for i, c in enumerate(cores.workers)]
         return [f"--lcores={','.join(mapping)}", "--main-lcore", "0"], list(range(1, len(cores.workers) + 1))
@@ -119,9 +127,9 @@ def lcore_layout(cores: CoreAllocation) -> tuple:
 
 
 def eal_args(cores: CoreAllocation, ports: Sequence[Any], file_prefix: str, mem_channels: int = 4,
-             no_huge_mb: int = 1024) -> List[str]:
+             no_huge_mb: int = 1024, main_works: bool = False) -> List[str]:
     """EAL options: lcores, memory (``--no-huge -m`` with virtual ports), devices, verbose (prints the version)."""
-    lc, _ = lcore_layout(cores)
+    lc, _ = lcore_layout(cores, main_works)
     out = lc + ["-n", str(mem_channels), "--file-prefix", file_prefix, "-v"]
     if virtual_only(ports):
         out += ["--no-huge", "-m", str(int(no_huge_mb))]

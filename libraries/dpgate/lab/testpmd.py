@@ -21,9 +21,9 @@ from .service import start_unit, stop_unit, unit_active, unit_log, wait_until
 
 
 def eal_args(cores: CoreAllocation, ports: List[Any], mem_channels: int = 4,
-             file_prefix: str = "dpgate") -> List[str]:
+             file_prefix: str = "dpgate", main_works: bool = False) -> List[str]:
     """EAL options for the DUT ports of any kind (PCI, af_packet, memif): see ``dpgate.lab.ports``."""
-    return ports_mod.eal_args(cores, ports, file_prefix, mem_channels=mem_channels)
+    return ports_mod.eal_args(cores, ports, file_prefix, mem_channels=mem_channels, main_works=main_works)
 
 
 def dut_ports(dut: Any, n: int = 2) -> List[Any]:
