@@ -41,10 +41,10 @@ def rule_file(routes: Sequence[Tuple[str, int]]) -> str:
 
 
 def rule_file_v6(ports: int = 2) -> str:
-    """IPv6 rules l3fwd needs so that it reads the IPv4 file at all: one RFC 5180 /48 per port.
+    """IPv6 rules l3fwd needs so that it reads the IPv4 file at all: one /64 of the RFC 5180 benchmarking prefix 2001:2::/48 per port.
 
     >>> rule_file_v6(2)
-    'R2001:2:0:0::/64 0\nR2001:2:0:1::/64 1\n'
+    'R2001:2:0:0::/64 0\\nR2001:2:0:1::/64 1\\n'
     """
     return "".join(f"R2001:2:0:{p:x}::/64 {p}\n" for p in range(ports))
 

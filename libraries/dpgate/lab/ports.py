@@ -136,7 +136,10 @@ def eal_args(cores: CoreAllocation, ports: Sequence[Any], file_prefix: str, mem_
     return out + device_args(ports)
 
 
-_PORT_MAC = re.compile(r"[Pp]ort (\d+)[^\n]*?((?:[0-9A-Fa-f]{2}:){5}[0-9A-Fa-f]{2})")
+_MAC = r"((?:[0-9A-Fa-f]{2}:){5}[0-9A-Fa-f]{2})"
+#: testpmd: ``Port 0: 02:FE:00:00:00:20``; l3fwd: ``Initializing port 0 ...`` then `` Address:02:FE:...``
+_PORT_MAC = (re.compile(r"^Port (\d+): " + _MAC + r"\s*$", re.M),
+             re.compile(r"Initializing port (\d+) (?:(?!Initializing port).)*?Address:" + _MAC, re.S))
 
 
 def check_port_macs(log: str, ports: Sequence[Any], what: str) -> None:
@@ -147,8 +150,9 @@ def check_port_macs(log: str, ports: Sequence[Any], what: str) -> None:
     """
     expected = dpdk_port_ids(ports)
     seen: Dict[int, str] = {}
-    for m in _PORT_MAC.finditer(log):
-        seen.setdefault(int(m.group(1)), m.group(2).lower())
+    for rx in _PORT_MAC:
+        for m in rx.finditer(log):
+            seen.setdefault(int(m.group(1)), m.group(2).lower())
     for topo_i, dpdk_i in expected.items():
         mac = seen.get(dpdk_i)
         if mac is not None and mac != ports[topo_i].mac.lower():

@@ -34,7 +34,10 @@ from .service import start_unit, stop_unit, unit_active, unit_log, wait_until, w
 
 NFS = ("l2patch", "l2bd", "ip4")
 #: Output of a vppctl line that did not do what it said (vppctl itself exits 0).
-CLI_ERRORS = re.compile(r"unknown input|failed|error|invalid|not found|no such|unknown interface", re.I)
+#: Texts of VPP 26.10 seen for real: "unknown input `..'", "set interface state: unknown interface `..'",
+#: "ip route: parse error `..'", "create host-interface: Invalid interface name",
+#: "set interface l2 bridge: expected bridge domain ID `x'", "test l2patch: tx interface not set".
+CLI_ERRORS = re.compile(r"unknown|failed|error|invalid|not found|no such|not set|expected|cannot|not supported", re.I)
 
 
 def vpp_ifname(port: Any) -> str:
