@@ -232,6 +232,12 @@ class LocalLab:
             if tg.port_kind == "af_packet":
                 runner.run(["ip", "link", "del", tg.name], timeout=30, check=False)
         shutil.rmtree(self.run_dir, ignore_errors=True)
+        from .service import STATE_DIR  # pid and log files of the SUT units of this lab (named after the prefix)
+
+        if os.path.isdir(STATE_DIR):
+            for name in os.listdir(STATE_DIR):
+                if name.startswith(self.topo.prefix):
+                    os.unlink(os.path.join(STATE_DIR, name))
         for p in problems:
             self.log(p)
         return problems
