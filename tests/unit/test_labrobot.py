@@ -301,9 +301,6 @@ def test_a_sut_that_died_fails_the_search_with_its_log_and_is_restarted_next(in_
 class LatencyCapacityClient(CapacityTrexClient):
     """FAKE TRex client: capacity-limited forwarding plus TRex-shaped latency stats per pg_id."""
 
-    def remove_all_streams(self, ports):
-        self._rec("remove_all_streams", ports=ports)
-
     def get_stats(self):
         from test_trex_latency import latency_stats
 

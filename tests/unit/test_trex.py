@@ -1,7 +1,5 @@
-"""TRex driver through a FAKE client and a FAKE trex.stl.api module (no TRex server here;
-real validation needs a lab, see docs/lab.md)."""
-
-import types
+"""TRex driver through the FAKE client of trex_fake.py (it refuses what TRex v3.08 refuses) and
+a FAKE or the REAL trex.stl.api module. The real server runs in tests/integration/test_tx_trex.py."""
 
 import pytest
 
@@ -9,69 +7,9 @@ from dpgate.errors import EnvironmentProblem, TrialError
 from dpgate.topology import load_topology
 from dpgate.traffic.profiles import make_profile
 from dpgate.trex.driver import TrexGenerator, explain_trex_error, import_trex_api, latency_summary
+from trex_fake import FakeTrexClient, fake_api  # noqa: F401  (re-exported for test_labrobot/test_trex_latency)
 
 TOPO = "topologies/lab-2node.example.yaml"
-
-
-def fake_api():
-    """A stand-in for trex.stl.api: every constructor records its keyword arguments."""
-    api = types.SimpleNamespace()
-    for name in ("STLStream", "STLPktBuilder", "STLTXCont", "STLVmFlowVar", "STLVmWrFlowVar", "STLVmFixIpv4",
-                 "STLFlowLatencyStats"):
-        setattr(api, name, (lambda n: lambda *a, **k: (n, a, k))(name))
-    api.STLScVmRaw = lambda cmds: ("STLScVmRaw", cmds)
-    return api
-
-
-class FakeTrexClient:
-    """Records calls; returns TRex-shaped stats (per-port opackets/ipackets/oerrors/ierrors)."""
-
-    def __init__(self, forward=1.0, send=1.0, stretch_s=0.0, fail=None, ierrors=0):
-        self.calls = []
-        self.forward, self.send, self.stretch_s, self.fail, self.ierrors = forward, send, stretch_s, fail, ierrors
-        self.stretches_left = 99 if stretch_s else 0
-
-    def _rec(self, name, **k):
-        self.calls.append((name, k))
-        if self.fail and self.fail[0] == name:
-            raise RuntimeError(self.fail[1])
-
-    def connect(self):
-        self._rec("connect")
-
-    def reset(self, ports):
-        self._rec("reset", ports=ports)
-
-    def add_streams(self, streams, ports):
-        self._rec("add_streams", streams=streams, ports=ports)
-
-    def clear_stats(self):
-        self._rec("clear_stats")
-
-    def start(self, ports, mult, duration, force=False):
-        self._rec("start", ports=ports, mult=mult, duration=duration)
-        self.pps, self.duration, self.tx_ports = float(mult[:-3]), duration, ports
-
-    def wait_on_traffic(self, ports, rx_delay_ms):
-        self._rec("wait_on_traffic", ports=ports, rx_delay_ms=rx_delay_ms)
-        if self.stretches_left:
-            import time
-
-            time.sleep(self.stretch_s)
-            self.stretches_left -= 1
-
-    def get_stats(self):
-        self._rec("get_stats")
-        sent = int(self.pps * self.duration * self.send)
-        out = {}
-        for p in (0, 1):
-            tx = sent if p in self.tx_ports else 0
-            rx = int(sent * self.forward) if (1 - p) in self.tx_ports else 0
-            out[p] = {"opackets": tx, "ipackets": rx, "oerrors": 0, "ierrors": self.ierrors if rx else 0}
-        return out
-
-    def disconnect(self):
-        self._rec("disconnect")
 
 
 def gen(client, kind="ip4", size=64, bidir=False, **kw):
@@ -84,10 +22,11 @@ def test_trial_discipline_order_and_counts():
     c = FakeTrexClient(forward=0.99)
     r = gen(c).measure(1e6, 2.0)
     names = [n for n, _ in c.calls]
-    assert names[:3] == ["connect", "reset", "add_streams"]
-    assert names[3:] == ["clear_stats", "start", "wait_on_traffic", "get_stats"]  # clear before start
-    start = dict(c.calls[4][1])
+    assert names[:4] == ["connect", "acquire", "reset", "add_streams"]  # acquire (no force) before reset
+    assert names[4:] == ["clear_stats", "start", "wait_on_traffic", "get_stats"]  # clear before start
+    start = dict(c.calls[5][1])
     assert start["mult"] == "1000000.000pps" and start["duration"] == 2.0 and start["ports"] == [0]
+    assert start["force"] is False and dict(c.calls[1][1])["force"] is False
     assert r.intended_packets == 2_000_000 and r.tx_packets == 2_000_000 and r.rx_packets == 1_980_000
     assert r.loss_ratio == pytest.approx(0.01) and r.limited_by is None
 
@@ -115,20 +54,20 @@ def test_tg_port_errors_are_attributed_to_the_tg():
     assert r.tg_drops == 17
 
 
-def test_stretching_is_retried_then_fails():
+def test_stretching_is_retried_then_marked_generator_limited():
     c = FakeTrexClient(stretch_s=0.35)
     c.stretches_left = 1
     r = gen(c, max_retries=3).measure(1e3, 0.1)
-    assert r.details["attempt"] == 2 and [n for n, _ in c.calls].count("start") == 2
+    assert r.details["attempt"] == 2 and [n for n, _ in c.calls].count("start") == 2 and r.limited_by is None
     c2 = FakeTrexClient(stretch_s=0.35)
-    with pytest.raises(TrialError, match="stretched the trial duration 2 times"):
-        gen(c2, max_retries=2).measure(1e3, 0.1)
+    r2 = gen(c2, max_retries=2).measure(1e3, 0.1)  # the search goes on: the load is the TG's limit
+    assert r2.limited_by == "generator" and r2.details["stretched"] and r2.details["stretched_attempts"] == 2
 
 
 def test_l2_streams_write_one_flow_variable_pairwise_into_both_macs():
     c = FakeTrexClient()
     gen(c, kind="l2", size=64).connect()
-    streams = dict(c.calls[2][1])["streams"]
+    streams = dict(next(k for n, k in c.calls if n == "add_streams"))["streams"]
     assert len(streams) == 1
     pkt = streams[0][2]["packet"]
     vm = pkt[2]["vm"][1]
@@ -141,7 +80,7 @@ def test_l2_streams_write_one_flow_variable_pairwise_into_both_macs():
 def test_ip4_imix_streams_weights_and_checksum_fix():
     c = FakeTrexClient()
     gen(c, kind="ip4", size="IMIX").connect()
-    streams = dict(c.calls[2][1])["streams"]
+    streams = dict(next(k for n, k in c.calls if n == "add_streams"))["streams"]
     sizes = [len(s[2]["packet"][2]["pkt_buffer"]) + 4 for s in streams]
     weights = [s[2]["mode"][2]["pps"] for s in streams]
     assert sizes == [64, 570, 1518] and weights == pytest.approx([28 / 48, 16 / 48, 4 / 48])
@@ -152,10 +91,11 @@ def test_ip4_imix_streams_weights_and_checksum_fix():
 
 
 @pytest.mark.parametrize("text, cls, words", [
-    ("Connection refused", EnvironmentProblem, "unreachable"),
-    ("Port 0 is not owned by you", EnvironmentProblem, "port busy"),
-    ("link is DOWN on port 1", EnvironmentProblem, "link down"),
-    ("RPC API version mismatch: server 5.1 client 4.1", EnvironmentProblem, "API mismatch"),
+    ("*** [RPC] - Failed to get server response from tcp://10.0.0.9:4501", EnvironmentProblem, "unreachable"),
+    ("Port 0 : *** port is already taken by 'alice'", EnvironmentProblem, "port 0 is held by 'alice'"),
+    ("port(s) [0]: must be acquired", EnvironmentProblem, "port busy"),
+    ("port(s) [1]: link is DOWN - check the connection or specify 'force'", EnvironmentProblem, "link down"),
+    ("Mismatch between client and server versions", EnvironmentProblem, "API mismatch"),
     ("something else", TrialError, "TRex error"),
 ])
 def test_trex_errors_are_one_clear_message(text, cls, words):
@@ -164,8 +104,8 @@ def test_trex_errors_are_one_clear_message(text, cls, words):
 
 
 def test_connect_failure_surfaces_as_clear_error():
-    c = FakeTrexClient(fail=("connect", "Connection refused"))
-    with pytest.raises(EnvironmentProblem, match="unreachable"):
+    c = FakeTrexClient(unreachable=True)
+    with pytest.raises(EnvironmentProblem, match="unreachable.*Failed to get server response"):
         gen(c).measure(1e5, 1.0)
 
 
@@ -198,21 +138,9 @@ def test_latency_summary_decodes_hdrh():
     assert s["p99.9_us"] == pytest.approx(1000, rel=0.01)
 
 
-class _TruncatingClient(FakeTrexClient):
+def _TruncatingClient(short):
     """FAKE client that sends ``short`` packets fewer per port than rate x duration."""
-
-    def __init__(self, short, **kw):
-        super().__init__(**kw)
-        self.short = short
-
-    def get_stats(self):
-        out = super().get_stats()
-        for p in out:
-            if out[p]["opackets"]:
-                out[p]["opackets"] -= self.short
-            if out[p]["ipackets"]:
-                out[p]["ipackets"] -= self.short
-        return out
+    return FakeTrexClient(short=short)
 
 
 def test_a_packet_or_two_short_per_port_is_trex_granularity_not_loss():
@@ -220,3 +148,74 @@ def test_a_packet_or_two_short_per_port_is_trex_granularity_not_loss():
     assert r.loss_packets == 0 and r.details["rounding_packets"] == 2 and r.intended_packets == 1_999_998
     r3 = gen(_TruncatingClient(3), bidir=True).measure(2e6, 1.0)  # 6 short: more than 2 per port
     assert r3.loss_packets == 6 and "rounding_packets" not in r3.details and r3.intended_packets == 2_000_000
+
+
+# -- what the real TRex refuses, through the fake --------------------------------------
+
+def test_port_held_by_another_client_is_busy_naming_the_holder_and_never_stolen():
+    c = FakeTrexClient(held_by={1: "alice"})
+    with pytest.raises(EnvironmentProblem, match="port 1 is held by 'alice'"):
+        gen(c, bidir=True).measure(1e5, 1.0)
+    assert c.stolen == [] and "reset" not in [n for n, _ in c.calls]
+
+
+def test_start_is_never_forced_so_a_down_link_is_refused_by_trex():
+    c = FakeTrexClient(link_down={1})
+    c.get_port_attr = lambda p: {"link": "UP"}  # a link that drops after the check
+    with pytest.raises(EnvironmentProblem, match=r"link down.*port\(s\) \[1\]"):
+        gen(c, bidir=True).measure(1e5, 1.0)
+    assert all(k["force"] is False for n, k in c.calls if n == "start")
+
+
+def test_l2_profile_turns_the_ports_promiscuous_after_reset():
+    c = FakeTrexClient()
+    g = gen(c, kind="l2", bidir=True)
+    g.connect()
+    names = [n for n, _ in c.calls]
+    assert names.index("reset") < names.index("set_port_attr") and c.prom == {0: True, 1: True}
+    assert g.promiscuous is True
+    c2 = FakeTrexClient()
+    gen(c2, kind="ip4").connect()
+    assert "set_port_attr" not in [n for n, _ in c2.calls]
+
+
+def test_the_fake_refuses_an_unsigned_add_val_like_the_server():
+    c = FakeTrexClient()
+    c.acquired.add(0)
+    bad = ("STLStream", (), {"mode": ("STLTXCont", (), {"pps": 1}), "packet": ("STLPktBuilder", (), {
+        "vm": ("STLScVmRaw", [("STLVmWrFlowVar", (), {"add_val": 3323068417})])})})
+    with pytest.raises(RuntimeError, match="'add_value' is 'uint', expecting 'int'"):
+        c.add_streams([bad], ports=[0])
+    gen(c).measure(1e5, 1.0)  # ours pass: 198.18.0.1 is sent as 198.18.0.1 - 2**32
+
+
+def test_frames_coming_back_on_the_sending_port_are_lost_not_delivered():
+    c = FakeTrexClient(forward=0.5, bounce=0.5)  # an NF that sends half back where it came from
+    r = gen(c, bidir=True).measure(2e5, 1.0)
+    assert r.tx_packets == 200_000 and r.rx_packets == 100_000 and r.loss_ratio == pytest.approx(0.5)
+    assert r.details["misdelivered"] == 100_000
+    assert r.details["rx_per_direction"] == {"0->1": 50_000, "1->0": 50_000}
+
+
+def test_rx_delay_is_asked_only_with_flow_stat_streams():
+    g = TrexGenerator(load_topology(TOPO), make_profile("ip4", 64), client=FakeTrexClient(), api=fake_api(),
+                      settle_s=0.0, rx_delay_ms=100)
+    g.measure(1e5, 1.0)
+    assert dict(next(k for n, k in g.client.calls if n == "wait_on_traffic"))["rx_delay_ms"] is None
+    g2 = TrexGenerator(load_topology(TOPO), make_profile("ip4", 64, bidirectional=True), client=FakeTrexClient(),
+                       api=fake_api(), settle_s=0.0, rx_delay_ms=100)
+    g2.measure(1e5, 1.0)
+    assert dict(next(k for n, k in g2.client.calls if n == "wait_on_traffic"))["rx_delay_ms"] == 100
+
+
+def test_a_tx_shortfall_of_trex_itself_marks_the_trial_generator_limited():
+    r = gen(FakeTrexClient(send=0.7)).measure(1e5, 1.0)
+    assert r.limited_by == "generator" and r.details["tg_tx_shortfall"] == 30_000
+    assert gen(FakeTrexClient()).measure(1e5, 1.0).limited_by is None
+
+
+def test_the_generator_names_itself_from_the_server_version():
+    g = gen(FakeTrexClient())
+    assert g.tg_name == "TRex"
+    r = g.measure(1e5, 1.0)
+    assert g.tg_name == "TRex v3.08" and r.details["tg"] == "TRex v3.08"

@@ -31,9 +31,6 @@ def latency_stats(**errors):
 class FakeTrexClientWithLatency(FakeTrexClient):
     """Fake client that also returns TRex-shaped ``stats["latency"][pg_id]``."""
 
-    def remove_all_streams(self, ports):
-        self._rec("remove_all_streams", ports=ports)
-
     def get_stats(self):
         out = super().get_stats()
         out["latency"] = latency_stats(out_of_order=2)
@@ -118,5 +115,6 @@ def test_link_down_before_trials_is_one_clear_error():
     c = FakeTrexClient()
     c.get_port_attr = lambda p: {"link": "DOWN" if p == 1 else "UP"}
     with pytest.raises(EnvironmentProblem, match=r"link down.*\[1\]"):
-        _gen(c, latency_pps=0).measure(1e6, 1.0)
+        TrexGenerator(load_topology(TOPO), make_profile("ip4", 64, bidirectional=True), client=c, api=fake_api(),
+                      settle_s=0.0, rx_delay_ms=0, link_wait_s=0.6).measure(1e6, 1.0)
     assert "start" not in [n for n, _ in c.calls]
