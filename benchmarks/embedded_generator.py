@@ -25,16 +25,14 @@ import statistics
 import sys
 import time
 
+from dpgate.config.topology import load_topology
+from dpgate.testbeds.embedded.session import EmbeddedSession
+from dpgate.testbeds.embedded.suts.base import sut_names
+from dpgate.testbeds.embedded.testbed import NamespaceTestbed
+from dpgate.traffic.profiles import make_profile
+from dpgate.traffic.tcpreplay import TcpreplayGenerator
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "libraries"))
-
-from dpgate.embedded import EmbeddedSession  # noqa: E402
-from dpgate.suts.base import sut_names  # noqa: E402
-from dpgate.testbed import EmbeddedTestbed  # noqa: E402
-from dpgate.topology import load_topology  # noqa: E402
-from dpgate.traffic.profiles import make_profile  # noqa: E402
-from dpgate.traffic.tcpreplay import TcpreplayGenerator  # noqa: E402
-
 TOPOLOGY = os.path.join(os.path.dirname(HERE), "topologies", "embedded.yaml")
 FIXED_RATES = (10_000, 50_000, 100_000, 200_000)
 TARGET_ERR_PCT = 1.0
@@ -81,7 +79,7 @@ def kpps(v: float) -> str:
 def generator_accuracy(topo, duration: float, repeats: int, calib_runs: int, quiet_s: float = 0.0):
     profile = make_profile("l2", 64)
     rows = []
-    with EmbeddedTestbed(topo) as tb:
+    with NamespaceTestbed(topo) as tb:
         gen = TcpreplayGenerator(tb, profile)
         gen.pcaps()
         probes = [gen.calibrate(duration_s=duration) for _ in range(calib_runs)]

@@ -34,8 +34,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "libraries"))
 
 from dpgate.traffic.profiles import make_profile  # noqa: E402
-from dpgate.trex.install import trex_missing  # noqa: E402
-from dpgate.trex.loop import TrexLoop  # noqa: E402
+from dpgate.traffic.trex.install import trex_missing  # noqa: E402
+from dpgate.traffic.trex.loop import TrexLoop  # noqa: E402
 
 PREFIX = "txb-"
 MGMT = "198.19.255.32"

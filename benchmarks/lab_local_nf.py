@@ -19,11 +19,11 @@ import os
 import time
 from typing import Any, Dict, List
 
-from dpgate.lab.cores import CoreAllocation
-from dpgate.lab.local import LocalLab
-from dpgate.lab.nfs import LAB_NFS, lab_nf, make_sut
-from dpgate.remote import SshNode
-from dpgate.topology import load_topology
+from dpgate.testbeds.lab.cores import CoreAllocation
+from dpgate.testbeds.lab.local import LocalLab
+from dpgate.testbeds.lab.nfs import LAB_NFS, lab_nf, make_sut
+from dpgate.exec.remote import SshNode
+from dpgate.config.topology import load_topology
 from dpgate.traffic.profiles import make_profile
 
 PREFIX = "lbb-"
@@ -38,9 +38,9 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
 
 
 def nf_rows(args: argparse.Namespace) -> List[Dict[str, Any]]:
-    from dpgate.robotlib import search_ndr_pdr
-    from dpgate.trex import TrexGenerator
-    from dpgate.trex.server import TrexServer
+    from dpgate.search.bounded import search_ndr_pdr
+    from dpgate.traffic.trex import TrexGenerator
+    from dpgate.traffic.trex.server import TrexServer
 
     topo = load_topology(os.path.join(ROOT, "topologies", "lab-local.yaml"), prefix=PREFIX)
     rows: List[Dict[str, Any]] = []

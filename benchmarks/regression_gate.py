@@ -7,7 +7,7 @@ Each check builds a history of runs and a current run, as the product stores the
 is a list of ``samples`` (MRR trials) or one value (NDR/PDR); every sample has Gaussian
 noise, and each run's level drifts by a further Gaussian ``drift`` (bring-up luck on a
 shared VM). The current run is either unchanged or stepped down by 3, 5, 10 %. The verdict
-comes from ``dpgate.compare.classify_current`` (jumpavg + the allowance: 3 % minimum
+comes from ``dpgate.regression.compare.classify_current`` (jumpavg + the allowance: 3 % minimum
 change, the history's own noise, or the declared noise while the history is short).
 
 Scenarios (rows):
@@ -23,15 +23,12 @@ Targets (issue 6) apply to A: false alarms < 1 % of checks, detection of -5 % >=
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import sys
 import time
 from typing import List, Optional, Tuple
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "libraries"))
-
-from dpgate.compare import classify_current  # noqa: E402
+from dpgate.regression.compare import classify_current
 
 SCENARIOS = {  # name: (history runs, samples per run, noise, declared noise, drift between runs)
     "A": (30, 3, 0.01, None, 0.0),

@@ -34,8 +34,8 @@ Speedups compare two measurements with the ideal (linear) scaling::
     >>> s.measured, s.ideal, round(s.deviation_pct, 1)
     (3.6, 4.0, -10.0)
 
-The unit parsers and formatters of :mod:`dpgate.units` are re-exported here.
-Bad input raises :class:`dpgate.units.UnitError` (a ``ValueError``).
+The unit parsers and formatters of :mod:`dpgate.config.units` are re-exported here.
+Bad input raises :class:`dpgate.config.units.UnitError` (a ``ValueError``).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ import math
 from dataclasses import dataclass
 from typing import Union
 
-from dpgate.units import (
+from dpgate.config.units import (
     FrameSize,
     UnitError,
     average_frame_size,
@@ -117,7 +117,7 @@ def line_rate_pps(
     >>> line_rate_pps(63, 10e9)
     Traceback (most recent call last):
     ...
-    dpgate.units.UnitError: frame size 63 is out of range: accepted 64..9216 bytes or IMIX
+    dpgate.config.units.UnitError: frame size 63 is out of range: accepted 64..9216 bytes or IMIX
     """
     size = parse_frame_size(frame_size)
     bps = parse_bps(link_bps, what="link bit rate")

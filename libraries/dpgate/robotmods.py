@@ -1,40 +1,6 @@
-"""Robot pre-run modifier: tags derived from CSIT-style test names, so that one line is one
-case and ``--include 64B`` / ``--include 2T1C`` still select cases.
+"""Old public path of the pre-run modifiers: ``--prerunmodifier dpgate.robotmods.CaseTags`` keeps
+working. The code lives in :mod:`dpgate.robot.modifiers`."""
 
-    robot --prerunmodifier dpgate.robotmods.CaseTags suites/embedded
+from dpgate.robot.modifiers import CaseTags, tags_for
 
-``64B-1c-linux-ip4-ndrpdr`` gets 64B and 1C; ``IMIX-2t1c-ethip4-ip4base-ndrpdr`` gets IMIX,
-1C and 2T1C (threads x physical cores, as in CSIT); a name ending ``-ndrpdr`` gets NDRPDR.
-"""
-
-from __future__ import annotations
-
-import re
-from typing import List
-
-from robot.api import SuiteVisitor
-
-_NAME = re.compile(r"^(?P<size>\d+B|IMIX)-(?:(?P<threads>\d+)t)?(?P<cores>\d+)c-", re.I)
-
-
-def tags_for(name: str) -> List[str]:
-    """>>> tags_for("IMIX-2t1c-ethip4-ip4base-ndrpdr")
-    ['IMIX', '1C', '2T1C', 'NDRPDR']
-    """
-    m = _NAME.match(name)
-    tags: List[str] = []
-    if m:
-        tags.append(m.group("size").upper())
-        tags.append(f"{m.group('cores')}C")
-        if m.group("threads"):
-            tags.append(f"{m.group('threads')}T{m.group('cores')}C")
-    if name.lower().endswith("-ndrpdr"):
-        tags.append("NDRPDR")
-    return tags
-
-
-class CaseTags(SuiteVisitor):
-    def start_test(self, test) -> None:
-        for tag in tags_for(test.name):
-            if tag not in test.tags:
-                test.tags.add(tag)
+__all__ = ["CaseTags", "tags_for"]

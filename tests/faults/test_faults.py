@@ -32,8 +32,8 @@ def env():
 
 
 def test_generator_killed_mid_trial_fails_that_trial_only():
-    from dpgate.embedded import EmbeddedSession
-    from dpgate.errors import TrialError
+    from dpgate.model.errors import TrialError
+    from dpgate.testbeds.embedded.session import EmbeddedSession
 
     prefix = "ft1-"
     with EmbeddedSession(os.path.join(ROOT, "topologies/embedded.yaml"), "linux-xconnect", prefix=prefix,
@@ -50,8 +50,8 @@ def test_generator_killed_mid_trial_fails_that_trial_only():
 
 
 def test_sut_killed_mid_suite_names_the_sut_and_its_log():
-    from dpgate.embedded import EmbeddedSession
-    from dpgate.errors import SutError
+    from dpgate.model.errors import SutError
+    from dpgate.testbeds.embedded.session import EmbeddedSession
 
     prefix = "ft2-"
     with pytest.raises(SutError) as err:

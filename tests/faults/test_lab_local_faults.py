@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from dpgate.lab import vendor
+from dpgate.testbeds.lab import vendor
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PREFIX = os.environ.get("DPGATE_LAB_FAULT_PREFIX", "dplf-")

@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from dpgate.trex.install import trex_missing
+from dpgate.traffic.trex.install import trex_missing
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "trex")

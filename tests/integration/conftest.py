@@ -20,7 +20,7 @@ from typing import Dict, List, Set
 
 import pytest
 
-from dpgate.testbed import run_dir
+from dpgate.testbeds.embedded.testbed import run_dir
 
 ROOT_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOPOLOGY = os.path.join(ROOT_DIR, "topologies", "embedded.yaml")

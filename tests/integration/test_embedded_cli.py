@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from dpgate.trial import TrialResult
+from dpgate.model.trial import TrialResult
 
 PREFIX = "it4-"
 #: Public keys (issue 2, part 6): these names must stay stable.

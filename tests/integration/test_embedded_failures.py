@@ -11,9 +11,9 @@ import time
 
 import pytest
 
-from dpgate.embedded import EmbeddedSession
-from dpgate.testbed import EmbeddedTestbed, run_dir
-from dpgate.topology import load_topology
+from dpgate.config.topology import load_topology
+from dpgate.testbeds.embedded.session import EmbeddedSession
+from dpgate.testbeds.embedded.testbed import NamespaceTestbed, run_dir
 
 PREFIX = "it2-"
 CRASH_PREFIX = "it3-"
@@ -82,7 +82,7 @@ def test_crashed_run_leftovers_removed_by_next_up(topology_path, leftovers):
     left = leftovers(CRASH_PREFIX)
     topo = load_topology(topology_path, prefix=CRASH_PREFIX)
     tg, sut = topo.tg.namespace, topo.dut.namespace
-    EmbeddedTestbed(topo).down()  # start from nothing
+    NamespaceTestbed(topo).down()  # start from nothing
     sleeper = None
     try:
         for ns in (tg, sut):
@@ -105,7 +105,7 @@ def test_crashed_run_leftovers_removed_by_next_up(topology_path, leftovers):
         assert "sleep 600" in problems
         assert "scratch directory" in problems
 
-        tb = EmbeddedTestbed(topo)
+        tb = NamespaceTestbed(topo)
         tb.up()
         try:
             assert sleeper.wait(5) is not None  # the crashed run's process was killed
@@ -129,7 +129,7 @@ def test_crashed_run_leftovers_removed_by_next_up(topology_path, leftovers):
         if sleeper is not None and sleeper.poll() is None:
             sleeper.kill()
             sleeper.wait(5)
-        EmbeddedTestbed(topo).down()
+        NamespaceTestbed(topo).down()
 
 
 def _ns_pids(ns: str):

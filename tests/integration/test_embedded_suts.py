@@ -14,9 +14,9 @@ import threading
 
 import pytest
 
-from dpgate.embedded import EmbeddedSession
-from dpgate.errors import SutError
-from dpgate.suts.base import sut_class, sut_names
+from dpgate.model.errors import SutError
+from dpgate.testbeds.embedded.session import EmbeddedSession
+from dpgate.testbeds.embedded.suts.base import sut_class, sut_names
 
 PREFIX = "it1-"
 LOW_PPS, LOW_S = 20_000, 2.0

@@ -18,12 +18,12 @@ import time
 
 import pytest
 
-from dpgate.lab import vendor
-from dpgate.lab.cores import CoreAllocation
-from dpgate.lab.local import LocalLab
-from dpgate.lab.nfs import LAB_NFS, lab_nf, make_sut
-from dpgate.remote import SshNode
-from dpgate.topology import load_topology
+from dpgate.testbeds.lab import vendor
+from dpgate.testbeds.lab.cores import CoreAllocation
+from dpgate.testbeds.lab.local import LocalLab
+from dpgate.testbeds.lab.nfs import LAB_NFS, lab_nf, make_sut
+from dpgate.exec.remote import SshNode
+from dpgate.config.topology import load_topology
 from dpgate.traffic.pcap import build_frame, write_pcap
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -1,4 +1,4 @@
-"""dpgate.remote.SshNode against a REAL sshd (OpenSSH, paramiko client), and the secrets check
+"""dpgate.exec.remote.SshNode against a REAL sshd (OpenSSH, paramiko client), and the secrets check
 of the lab keyword library: nothing here is faked.
 
 A private sshd runs as root on 127.0.0.1 at a random high port with a temporary host key
@@ -23,11 +23,11 @@ import time
 
 import pytest
 
-from dpgate.errors import DpgateError, EnvironmentProblem
-from dpgate.lab.service import write_file
-from dpgate.remote import SshNode
-from dpgate.runner import CommandError
-from dpgate.topology import Ssh
+from dpgate.config.topology import Ssh
+from dpgate.exec.remote import SshNode
+from dpgate.exec.runner import CommandError
+from dpgate.model.errors import DpgateError, EnvironmentProblem
+from dpgate.testbeds.lab.service import write_file
 
 SSHD = "/usr/sbin/sshd"
 PW_ENV = "DPGATE_TEST_SSH_PW"
@@ -67,7 +67,7 @@ class Sshd:
         self.made_run_sshd = False
         self.home = os.path.join(tmp, "home")  # HOME of the client side (known_hosts)
 
-    def start(self) -> "Sshd":
+    def start(self) -> Sshd:
         for tool in (SSHD, "/usr/bin/sudo"):
             if not os.path.exists(tool):
                 pytest.fail(f"{tool} missing: run 'bash .ci/install' (installs openssh-server and sudo)")

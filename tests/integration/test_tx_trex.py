@@ -13,12 +13,12 @@ import time
 import pytest
 
 from dpgate.traffic.profiles import make_profile
-from dpgate.trex.install import trex_missing
+from dpgate.traffic.trex.install import trex_missing
 
 if trex_missing():
     pytest.skip(trex_missing(), allow_module_level=True)
 
-from dpgate.trex.loop import TrexLoop  # noqa: E402
+from dpgate.traffic.trex.loop import TrexLoop  # noqa: E402
 
 PREFIX = "txi-"
 

@@ -5,8 +5,8 @@ import copy
 
 import pytest
 
-from dpgate.errors import ConfigError
-from dpgate.units import UnitError, parse_frame_size, parse_rate, parse_ratio
+from dpgate.config.units import UnitError, parse_frame_size, parse_rate, parse_ratio
+from dpgate.model.errors import ConfigError
 
 GOOD_TOPO = {
     "name": "e", "kind": "embedded", "prefix": "dpg0-", "nodes": {
@@ -82,7 +82,7 @@ TOPOLOGY_CASES = [
 
 @pytest.mark.parametrize("mutate, path, words", TOPOLOGY_CASES)
 def test_bad_topology(mutate, path, words):
-    from dpgate.topology import topology_from_data
+    from dpgate.config.topology import topology_from_data
 
     data = copy.deepcopy(GOOD_TOPO)
     mutate(data)
@@ -115,7 +115,7 @@ THRESHOLD_CASES = [
 
 @pytest.mark.parametrize("text, words", THRESHOLD_CASES)
 def test_bad_thresholds(tmp_path, text, words):
-    from dpgate.thresholds import load_thresholds
+    from dpgate.config.thresholds import load_thresholds
 
     p = tmp_path / "th.yaml"
     p.write_text(text)
@@ -146,7 +146,7 @@ KEYWORD_CASES = [
 
 
 def _unknown_nf():
-    from dpgate.suts.base import sut_class
+    from dpgate.testbeds.embedded.suts.base import sut_class
 
     sut_class("vpp-in-a-namespace")
 
@@ -221,7 +221,7 @@ CLI_CASES = [
 
 @pytest.mark.parametrize("argv, words", CLI_CASES)
 def test_bad_command_line(capsys, argv, words):
-    from dpgate.cli import main
+    from dpgate.cli.main import main
 
     with pytest.raises(SystemExit) as ex:
         main(argv)

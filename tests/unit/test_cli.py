@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from dpgate import cli
-from dpgate.suts.base import sut_names
+from dpgate.testbeds.embedded.suts.base import sut_names
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOPO = os.path.join(ROOT, "topologies", "embedded.yaml")

@@ -6,10 +6,11 @@ import random
 
 import pytest
 
-from dpgate.compare import (add_to_history, classify_current, compare, read_history, verdicts_for, write_csv,
-                            write_openmetrics)
-from dpgate.errors import ConfigError
-from dpgate.results import ResultStore, load_records
+from dpgate.model.errors import ConfigError
+from dpgate.outputs.exporters import write_csv, write_openmetrics
+from dpgate.outputs.results import ResultStore, load_records
+from dpgate.regression.compare import classify_current, compare, verdicts_for
+from dpgate.regression.history import add_to_history, read_history
 
 
 def hist(n=30, avg=1.0e6, noise=0.01, seed=1):
@@ -101,7 +102,7 @@ def test_a_drop_at_the_generator_ceiling_is_not_a_sut_regression(tmp_path):
 def test_doctests_of_compare():
     import doctest
 
-    import dpgate.compare as mod
+    import dpgate.regression.compare as mod
 
     assert doctest.testmod(mod).failed == 0
 

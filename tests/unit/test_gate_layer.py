@@ -6,13 +6,13 @@ import xml.etree.ElementTree as ET
 import pytest
 from robot.api import Failure, SkipExecution
 
-from dpgate.errors import ConfigError
-from dpgate.gate import summary_table
-from dpgate.junit import write_junit
-from dpgate.results import ResultStore, load_records
+from dpgate.cli.gate import summary_table
+from dpgate.config.thresholds import CaseThresholds, load_thresholds
+from dpgate.config.units import parse_rate
+from dpgate.model.errors import ConfigError
+from dpgate.outputs.junit import write_junit
+from dpgate.outputs.results import ResultStore, load_records
 from dpgate.robotlib import Gates, NdrPdrResult
-from dpgate.thresholds import CaseThresholds, load_thresholds
-from dpgate.units import parse_rate
 
 
 def result(ndr=212_000.0, pdr=230_000.0, cpp=None, telemetry=None, max_pps=500_000.0):
@@ -75,7 +75,7 @@ def test_thresholds_unknown_nf_lists_known(tmp_path):
 
 
 def test_shipped_thresholds_file_is_valid_and_covers_every_embedded_sut():
-    from dpgate.suts.base import sut_names
+    from dpgate.testbeds.embedded.suts.base import sut_names
 
     here = os.path.dirname(__file__)
     f = load_thresholds(os.path.join(here, "..", "..", "variables", "embedded.yaml"))
@@ -184,8 +184,8 @@ def test_summary_table_lists_numbers_and_verdicts(tmp_path):
 
 # -- unfinished searches ------------------------------------------------------------------
 def test_time_limited_search_falls_back_to_bounds_of_measured_trials():
-    from dpgate.robotlib import _bounds_from_trials, _TimeUp
     from dpgate.search import SearchAborted, find_ndr_pdr
+    from dpgate.search.bounded import _bounds_from_trials, _TimeUp
     from dpgate.search.simulated import make_sut
 
     sut = make_sut("hard", seed=3)
@@ -212,8 +212,8 @@ def test_time_limited_search_falls_back_to_bounds_of_measured_trials():
 
 
 def test_partial_bounds_majority_rule_on_noisy_loads():
-    from dpgate.robotlib import _bounds_from_trials
-    from dpgate.trial import TrialResult
+    from dpgate.model.trial import TrialResult
+    from dpgate.search.bounded import _bounds_from_trials
 
     def t(load, lost):
         return (load, 1.0, TrialResult.from_counts(load, 1.0, tx_packets=int(load), rx_packets=int(load) - lost))
@@ -241,8 +241,8 @@ def test_tags_derived_from_case_names(name, tags):
 
 
 def test_gate_robot_argv_carries_profile_listener_and_modifier(tmp_path):
-    from dpgate.cli import build_parser
-    from dpgate.gate import robot_argv
+    from dpgate.cli.gate import robot_argv
+    from dpgate.cli.main import build_parser
 
     args = build_parser().parse_args(["gate", "--outdir", str(tmp_path), "--profile", "sign-off",
                                       "--include", "64B", "--prefix", "dpg7-", "--variable", "X:1"])
@@ -256,8 +256,8 @@ def test_gate_robot_argv_carries_profile_listener_and_modifier(tmp_path):
 
 
 def test_gate_rejects_variable_without_colon(tmp_path):
-    from dpgate.cli import build_parser
-    from dpgate.gate import robot_argv
+    from dpgate.cli.gate import robot_argv
+    from dpgate.cli.main import build_parser
 
     args = build_parser().parse_args(["gate", "--variable", "NOCOLON"])
     with pytest.raises(ConfigError, match="--variable 'NOCOLON' must be NAME:VALUE"):

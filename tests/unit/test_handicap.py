@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from dpgate.errors import ConfigError
-from dpgate.handicap import CpuSteal
+from dpgate.model.errors import ConfigError
+from dpgate.testbeds.embedded.handicap import CpuSteal
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="SCHED_FIFO needs root (CI runs as root)")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from dpgate.errors import ConfigError
-from dpgate.lab.cores import allocate, parse_lscpu
+from dpgate.model.errors import ConfigError
+from dpgate.testbeds.lab.cores import allocate, parse_lscpu
 
 # 2 sockets x 4 cores x 2 threads; siblings are cpu n and n+8 (Linux enumeration on Xeons).
 LSCPU_HT = "# The following is the parsable format\n# CPU,Core,Socket,Node\n" + "".join(

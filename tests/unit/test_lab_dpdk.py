@@ -5,14 +5,14 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-
-from dpgate.errors import ConfigError
-from dpgate.lab.cores import CoreAllocation
-from dpgate.lab.l3fwd import L3fwd, config_tuples, rule_file
-from dpgate.lab.ovs_dpdk import OvsDpdk, parse_dump_ports
-from dpgate.lab.testpmd import Testpmd, parse_dpdk_version, parse_port_stats
-from dpgate.topology import load_topology
 from test_lab_vpp import RecordingNode
+
+from dpgate.config.topology import load_topology
+from dpgate.model.errors import ConfigError
+from dpgate.testbeds.lab.cores import CoreAllocation
+from dpgate.testbeds.lab.l3fwd import L3fwd, config_tuples, rule_file
+from dpgate.testbeds.lab.ovs_dpdk import OvsDpdk, parse_dump_ports
+from dpgate.testbeds.lab.testpmd import Testpmd, parse_dpdk_version, parse_port_stats
 
 TOPO = "topologies/lab-2node.example.yaml"
 C2 = CoreAllocation(main=1, workers=(2, 3), phy_cores=2, threads_per_core=1, numa=0)

@@ -13,14 +13,14 @@ import os
 import pytest
 import yaml
 
-from dpgate.errors import ConfigError, SutError
-from dpgate.lab import ports, service
-from dpgate.lab.cores import CoreAllocation
-from dpgate.lab.nfs import make_sut
-from dpgate.lab.ovs_dpdk import OvsDpdk, socket_mem
-from dpgate.lab.vpp import Vpp, check_cli_output, cli_lines, create_lines, startup_conf, vpp_ifname
-from dpgate.remote import Result
-from dpgate.topology import Interface, Memif, load_topology, topology_from_data
+from dpgate.model.errors import ConfigError, SutError
+from dpgate.testbeds.lab import ports, service
+from dpgate.testbeds.lab.cores import CoreAllocation
+from dpgate.testbeds.lab.nfs import make_sut
+from dpgate.testbeds.lab.ovs_dpdk import OvsDpdk, socket_mem
+from dpgate.testbeds.lab.vpp import Vpp, check_cli_output, cli_lines, create_lines, startup_conf, vpp_ifname
+from dpgate.exec.remote import Result
+from dpgate.config.topology import Interface, Memif, load_topology, topology_from_data
 
 HERE = os.path.dirname(__file__)
 ROOT = os.path.join(HERE, "..", "..")
@@ -172,7 +172,7 @@ def test_vppctl_errors_are_read_from_the_output():
 
 def test_vpp_local_lab_creates_host_interfaces_and_stops_at_a_refused_line(monkeypatch):
     topo = load_topology(LOCAL, prefix="zz-")
-    monkeypatch.setattr("dpgate.lab.vendor.vpp_dir", lambda: "/opt/vpp")
+    monkeypatch.setattr("dpgate.testbeds.lab.vendor.vpp_dir", lambda: "/opt/vpp")
     node = VppCli()
     vpp = make_sut("vpp-l2bd", node, topo, ONE_CPU)
     assert isinstance(vpp, Vpp) and vpp.unit == "zz-dpgate-vpp"
@@ -300,7 +300,7 @@ def test_a_unit_without_invocation_id_is_refused():
 
 
 def test_missing_vendor_tools_are_one_line_each(monkeypatch, tmp_path):
-    from dpgate.lab import vendor
+    from dpgate.testbeds.lab import vendor
 
     monkeypatch.setenv("DPGATE_VPP", str(tmp_path))
     monkeypatch.setenv("DPGATE_TREX", str(tmp_path))

@@ -15,8 +15,8 @@ import sys
 import pytest
 import robot.api
 
-from dpgate.lab.nfs import LAB_NFS
-from dpgate.thresholds import load_thresholds
+from dpgate.config.thresholds import load_thresholds
+from dpgate.testbeds.lab.nfs import LAB_NFS
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 SUITES = os.path.join(ROOT, "suites", "lab")

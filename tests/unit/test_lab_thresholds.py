@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from dpgate.errors import ConfigError
+from dpgate.config.thresholds import core_tag, load_thresholds
+from dpgate.model.errors import ConfigError
 from dpgate.robotlib import Gates
-from dpgate.thresholds import core_tag, load_thresholds
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 

@@ -6,19 +6,27 @@ import shlex
 
 import pytest
 
-from dpgate.errors import ConfigError, SutError
-from dpgate.lab.cores import CoreAllocation
-from dpgate.lab.vpp import (Neighbor, Route, Vpp, cli_lines, parse_show_interface, parse_show_runtime,
-                            parse_version, startup_conf)
-from dpgate.remote import Result
-from dpgate.topology import load_topology
+from dpgate.config.topology import load_topology
+from dpgate.exec.remote import Result
+from dpgate.model.errors import ConfigError, SutError
+from dpgate.testbeds.lab.cores import CoreAllocation
+from dpgate.testbeds.lab.vpp import (
+    Neighbor,
+    Route,
+    Vpp,
+    cli_lines,
+    parse_show_interface,
+    parse_show_runtime,
+    parse_version,
+    startup_conf,
+)
 
 TOPO = "topologies/lab-2node.example.yaml"
 CORES = CoreAllocation(main=1, workers=(2, 30), phy_cores=1, threads_per_core=2, numa=0)
 
 
 class RecordingNode:
-    """Fake dpgate.remote node: records argv, answers from a table of (prefix → stdout)."""
+    """Fake dpgate.exec.remote node: records argv, answers from a table of (prefix → stdout)."""
 
     def __init__(self, answers=None, fail=()):
         self.calls, self.inputs = [], []
@@ -125,7 +133,7 @@ def test_vppctl_keeps_each_word_one_argument():
 
 
 def test_ip4_routing_from_topology_matches_the_traffic_profile():
-    from dpgate.lab.vpp import ip4_routing
+    from dpgate.testbeds.lab.vpp import ip4_routing
 
     neighbors, routes = ip4_routing(load_topology(TOPO), 62500)
     assert Neighbor("eth1", "20.20.20.2", "3c:fd:fe:00:00:02") in neighbors

@@ -1,6 +1,6 @@
 """LabTestbed end to end in Python, through FAKES at two boundaries (no lab here):
 
-* ``RecordingDutNode``: a fake ``dpgate.remote`` node that records every argv and answers
+* ``RecordingDutNode``: a fake ``dpgate.exec.remote`` node that records every argv and answers
   from a table (lscpu of a 2-socket HT server, VPP's 'show version', perf stat CSV);
 * ``CapacityTrexClient``: the ``FakeTrexClient`` of test_trex.py whose "SUT" forwards at
   most ``capacity_pps`` in aggregate.
@@ -17,16 +17,15 @@ import os
 import subprocess
 
 import pytest
-
-from dpgate import robotlib
-from dpgate import labrobot
-from dpgate.errors import ConfigError, DpgateError, SutError
-from dpgate.junit import write_junit
-from dpgate.labrobot import LabTestbed, parse_ht
-from dpgate.remote import Result
-from dpgate.results import ResultStore, load_records
-from dpgate.trex.driver import TrexGenerator
 from test_trex import FakeTrexClient, fake_api
+
+from dpgate.exec.remote import Result
+from dpgate.labrobot import LabTestbed, parse_ht
+from dpgate.model.errors import ConfigError, DpgateError, SutError
+from dpgate.outputs.junit import write_junit
+from dpgate.outputs.results import ResultStore, load_records
+from dpgate.robot import base as robotlib
+from dpgate.traffic.trex.driver import TrexGenerator
 
 TOPO = "topologies/lab-2node.example.yaml"
 
@@ -42,7 +41,7 @@ VPP_VERSION = "vpp v23.10-release built by root on dut1 at 2023-10-26T10:00:00\n
 
 
 class RecordingDutNode:
-    """FAKE dpgate.remote node: records argv lists (and stdin), answers by substring."""
+    """FAKE dpgate.exec.remote node: records argv lists (and stdin), answers by substring."""
 
     def __init__(self, answers=None):
         self.calls, self.inputs, self.closed = [], [], False
@@ -110,9 +109,7 @@ def in_test(tmp_path, monkeypatch):
     monkeypatch.setattr(subprocess, "Popen", popen)
     name = {"test": "64B-4t2c-ethip4-ip4base-ndrpdr"}
     monkeypatch.setattr(robotlib, "_current_test", lambda: ("Lab.Vpp-Ip4", name["test"]))
-    monkeypatch.setattr(labrobot, "_current_test", lambda: ("Lab.Vpp-Ip4", name["test"]))
     monkeypatch.setattr(robotlib, "_store", lambda: ResultStore(str(tmp_path)))
-    monkeypatch.setattr(labrobot, "_store", lambda: ResultStore(str(tmp_path)))
     # what DpgateListener.start_test writes before the test body runs
     ResultStore(str(tmp_path)).update(f"Lab.Vpp-Ip4.{name['test']}", suite="Lab.Vpp-Ip4", name=name["test"],
                                       status="RUNNING")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import doctest
 
 import pytest
@@ -134,7 +135,7 @@ def test_multi_core_speedup_vs_linear():
 
 def test_speedup_is_frozen():
     s = ht_speedup(1.0, 1.2)
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         s.measured = 2.0  # type: ignore[misc]
 
 

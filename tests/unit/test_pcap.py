@@ -15,21 +15,21 @@ import pytest
 
 import dpgate.traffic.pcap as pcapmod
 import dpgate.traffic.profiles as profiles
-from dpgate.errors import ConfigError
-from dpgate.topology import load_topology
+from dpgate.config.topology import load_topology
+from dpgate.config.units import IMIX_V4_1, UnitError
+from dpgate.model.errors import ConfigError
 from dpgate.traffic.pcap import build_frame, frames, ip_checksum, parse_frame, read_pcap, write_pcap
 from dpgate.traffic.profiles import (
     DEFAULT_FLOWS,
     FCS,
     MAX_FLOWS,
     MAX_PCAP_BYTES,
+    directions_for,
     imix_cycle,
     ip_add,
     mac_add,
     make_profile,
 )
-from dpgate.traffic.tcpreplay import directions_for
-from dpgate.units import IMIX_V4_1, UnitError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -1,4 +1,4 @@
-"""dpgate.remote: argv quoting for SSH, sudo, secrets masked, local/namespace runs."""
+"""dpgate.exec.remote: argv quoting for SSH, sudo, secrets masked, local/namespace runs."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import shlex
 
 import pytest
 
-from dpgate.errors import EnvironmentProblem
-from dpgate.remote import LocalNode, SshNode, remote_command
-from dpgate.runner import CommandError
-from dpgate.topology import Ssh
+from dpgate.config.topology import Ssh
+from dpgate.exec.remote import LocalNode, SshNode, remote_command
+from dpgate.exec.runner import CommandError
+from dpgate.model.errors import EnvironmentProblem
 
 SECRET = "s3cr3t-Pa55"
 

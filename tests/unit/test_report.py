@@ -9,10 +9,10 @@ import subprocess
 
 import pytest
 
-from dpgate.compare import add_to_history
-from dpgate.errors import ConfigError
-from dpgate.report import build_report, case_of, speedup_data
-from dpgate.results import ResultStore
+from dpgate.model.errors import ConfigError
+from dpgate.outputs.report import build_report, case_of, speedup_data
+from dpgate.outputs.results import ResultStore
+from dpgate.regression.history import add_to_history
 
 NOT_SUPPORTED = "not supported (perf: cycles <not supported> (no CPU PMU on this host, e.g. a VM))"
 
@@ -98,7 +98,7 @@ def test_lab_report_has_speedups_tmam_and_efficiency(tmp_path):
 
 
 def test_speedup_data_pairs_ht_with_same_core_count(tmp_path):
-    from dpgate.report import _cases
+    from dpgate.outputs.report import _cases
 
     ht, series = speedup_data(_cases(lab_run(tmp_path, "lab")))
     assert [k for k, _ in ht] == ["vpp-l2patch 64B 1C", "vpp-l2patch 64B 2C", "vpp-l2patch 64B 4C"]

@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-from dpgate.errors import ConfigError
-from dpgate.results import SCHEMA, ResultStore, load_record, load_records, run_commit
-from dpgate.results import test_id as make_test_id
-from dpgate.trial import TrialResult
+from dpgate.model.errors import ConfigError
+from dpgate.model.trial import TrialResult
+from dpgate.outputs.results import SCHEMA, ResultStore, load_record, load_records, run_commit
+from dpgate.outputs.results import test_id as make_test_id
 
 TRIAL = TrialResult.from_counts(100_000, 1.0, tx_packets=100_000, rx_packets=99_900).to_dict()
 
@@ -98,3 +98,24 @@ def test_records_are_valid_from_their_first_write_without_a_listener(tmp_path):
     rec = store.update("Suite.Sub.64B-1c-x-ndrpdr", metrics={"pdr_pps": 2.0})
     assert (rec["status"], rec["name"], rec["suite"]) == ("RUNNING", "64B-1c-x-ndrpdr", "Suite.Sub")
     assert load_record(store.record_path("Suite.Sub.64B-1c-x-ndrpdr"))["metrics"] == {"ndr_pps": 1.0, "pdr_pps": 2.0}
+
+
+def test_typed_record_matches_the_schema():
+    """model.record's TestRecord and field names are the schema's properties, no more, no less."""
+    import dataclasses
+    import json
+    import os
+
+    import dpgate
+    from dpgate.model.record import SCHEMA, STATUSES, F, TestRecord
+
+    path = os.path.join(os.path.dirname(dpgate.__file__), "schemas", "result-2.schema.json")
+    schema = json.load(open(path))
+    props = set(schema["properties"])
+    assert {f.name for f in dataclasses.fields(TestRecord)} == props
+    assert {v for k, v in vars(F).items() if k.isupper()} == props
+    required = {f.name for f in dataclasses.fields(TestRecord)
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+    assert required == set(schema["required"])
+    assert schema["properties"]["schema"]["const"] == SCHEMA
+    assert tuple(schema["properties"]["status"]["enum"]) == STATUSES

@@ -12,10 +12,10 @@ import dpgate.search.latency
 import dpgate.search.result
 import dpgate.search.signoff
 import dpgate.search.simulated
-from dpgate.errors import ConfigError, TrialError
+from dpgate.model.errors import ConfigError, TrialError
+from dpgate.model.trial import TrialResult
 from dpgate.search import SearchAborted, SearchResult, counts_of, find_ndr_pdr, latency_trials
 from dpgate.search.simulated import HardCapacity, make_sut
-from dpgate.trial import TrialResult
 
 PROFILES = ("per-commit", "rfc2544-binary", "sign-off")
 FAST = {

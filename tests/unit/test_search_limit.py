@@ -25,11 +25,11 @@ def test_no_lower_bound_at_the_time_limit_is_measured_not_zero():
 
 
 def test_a_cut_search_with_lower_bounds_needs_no_rescue(monkeypatch):
-    """A fake clock (1 s per check, robotlib only) ends the search after 6 trials; by then
+    """A fake clock (1 s per check, search.bounded only) ends the search after 6 trials; by then
     MLRsearch has passed loads under the capacity, so no rescue trial runs."""
     import types
 
-    from dpgate import robotlib
+    from dpgate.search import bounded as robotlib
 
     clock = iter(range(10_000))
     monkeypatch.setattr(robotlib, "time", types.SimpleNamespace(monotonic=lambda: float(next(clock))))

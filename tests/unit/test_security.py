@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from dpgate.errors import ConfigError
-from dpgate.topology import topology_from_data
+from dpgate.config.topology import topology_from_data
+from dpgate.model.errors import ConfigError
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "libraries")
 FORBIDDEN = [r"shell\s*=\s*True", r"\bos\.system\s*\(", r"\bos\.popen\s*\(", r"subprocess\.getoutput",

@@ -12,11 +12,11 @@ import statistics
 
 import pytest
 
+from dpgate.model.trial import TrialResult
 from dpgate.search import find_ndr_pdr
 from dpgate.search.result import Counts
 from dpgate.search.signoff import DEFAULTS, _event_line, _line, _Search
 from dpgate.search.simulated import MAX_RATE, MIN_RATE, make_sut, truths
-from dpgate.trial import TrialResult
 
 FLOOR_S = 2 * 60.5  # one 60 s trial (plus 0.5 s overhead) per bound
 
@@ -42,8 +42,8 @@ class ScriptedStalls:
             stalls, self.doubled = 2, True
         per_stall = load * self.stall_s if load > 1e6 else max(0.0, load * self.stall_s - self.ring)
         loss = max(0.0, load - 1e6) * duration + stalls * per_stall
-        intended = int(round(load * duration))
-        rx = intended - int(round(loss))
+        intended = round(load * duration)
+        rx = intended - round(loss)
         return TrialResult.from_counts(load, duration, tx_packets=intended, rx_packets=rx)
 
 
@@ -55,8 +55,8 @@ class LongOnlyLoss:
         loss = max(0.0, load - 1e6) * duration
         if duration >= 30 and load > 800e3:
             loss += max(1.0, (load - 800e3) * duration * 1e-3)
-        intended = int(round(load * duration))
-        rx = intended - int(round(loss))
+        intended = round(load * duration)
+        rx = intended - round(loss)
         return TrialResult.from_counts(load, duration, tx_packets=intended, rx_packets=rx)
 
 
@@ -104,7 +104,7 @@ def test_event_line_needs_loss_rising_with_load():
     # Two equal losses make no line either: the lowest event is never halved (the
     # search catches one more, lower, instead).
     assert _event_line([(990e3, 500.0), (900e3, 500.0)]) is None
-    slope, zero = _event_line([(990e3, 500.0), (900e3, 500.0), (850e3, 125.0)])
+    _slope, zero = _event_line([(990e3, 500.0), (900e3, 500.0), (850e3, 125.0)])
     assert zero == pytest.approx(800e3, rel=0.01)  # with a third, the 900 kpps one was two
 
 

@@ -1,14 +1,19 @@
 """Telemetry parsers on real recorded outputs (see tests/fixtures/telemetry/README.md)."""
 
 import os
-import subprocess
 
 import pytest
 
 from dpgate.telemetry import NotSupported, TelemetryError, TelemetryRecord
 from dpgate.telemetry.collector import TelemetryCollector
-from dpgate.telemetry.pcm import (mem_bytes_per_packet, parse_memory, parse_pcie, pcie_per_packet, probe_pcm,
-                                  reason_from_output)
+from dpgate.telemetry.pcm import (
+    mem_bytes_per_packet,
+    parse_memory,
+    parse_pcie,
+    pcie_per_packet,
+    probe_pcm,
+    reason_from_output,
+)
 from dpgate.telemetry.perf import derive, parse_perf_stat, perf_stat_argv, probe_perf
 from dpgate.telemetry.tmam import plot_tmam_bars, tmam_from_events, tmam_from_topdown_metrics
 
@@ -70,7 +75,7 @@ def test_perf_argv_is_a_list_on_the_sut_cpus():
 
 
 class CannedNode:
-    """Test double of a dpgate.remote node: answers every command with one canned Result."""
+    """Test double of a dpgate.exec.remote node: answers every command with one canned Result."""
 
     def __init__(self, returncode=0, stdout="", stderr="", raises=None):
         self.result = (returncode, stdout, stderr)
@@ -78,7 +83,7 @@ class CannedNode:
         self.calls = []
 
     def run(self, argv, timeout=30.0, check=True):
-        from dpgate.remote import Result
+        from dpgate.exec.remote import Result
 
         self.calls.append(list(argv))
         if self.raises is not None:
@@ -87,7 +92,7 @@ class CannedNode:
 
 
 def test_probe_perf_on_this_host_or_a_missing_tool():
-    from dpgate.errors import EnvironmentProblem
+    from dpgate.model.errors import EnvironmentProblem
 
     missing = CannedNode(raises=EnvironmentProblem("required tool 'perf' not found: install it with "
                                                    "'apt-get install linux-perf'"))

@@ -8,11 +8,11 @@ import threading
 
 import pytest
 
-from dpgate.remote import Result, SshNode
+from dpgate.config.topology import Ssh
+from dpgate.exec.remote import Result, SshNode
 from dpgate.telemetry import NotSupported, TelemetryError
 from dpgate.telemetry.collector import PERF_EVENTS, TelemetryCollector
 from dpgate.telemetry.perf import TMAM_RAW_EVENTS
-from dpgate.topology import Ssh
 
 HERE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "telemetry")
 
@@ -28,7 +28,7 @@ MEM_PROBE_OK = fixture("pcm-memory-skx-csv.csv")
 
 
 class ScriptedTelemetryNode:
-    """Fake dpgate.remote node for unit tests: ``script(argv)`` -> (code, stdout, stderr).
+    """Fake dpgate.exec.remote node for unit tests: ``script(argv)`` -> (code, stdout, stderr).
 
     Records every argv (thread-safe: the collector runs tools concurrently) and the
     largest number of commands that were running at the same time.

@@ -8,8 +8,13 @@ import pytest
 from dpgate.telemetry import NotSupported, TelemetryError
 from dpgate.telemetry.pcm import parse_memory, parse_pcie, pcie_per_packet, reason_from_output
 from dpgate.telemetry.perf import derive, parse_perf_stat
-from dpgate.telemetry.tmam import (parse_toplev_csv, tmam_checked, tmam_from_events, tmam_from_perf_metrics,
-                                   tmam_from_topdown_metrics)
+from dpgate.telemetry.tmam import (
+    parse_toplev_csv,
+    tmam_checked,
+    tmam_from_events,
+    tmam_from_perf_metrics,
+    tmam_from_topdown_metrics,
+)
 
 HERE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "telemetry")
 

@@ -3,13 +3,13 @@ event), and the embedded testbed's capture at NDR and PDR."""
 
 import pytest
 from robot.api import Failure, SkipExecution
+from test_telemetry_collector import ScriptedTelemetryNode, fixture, pmu_host, vm_host
 
+from dpgate.model.trial import TrialResult
 from dpgate.robotlib import EmbeddedTestbed, Gates, NdrPdrResult
 from dpgate.telemetry import report_rows
 from dpgate.telemetry.collector import TelemetryCollector
 from dpgate.telemetry.rows import tmam_bars
-from dpgate.trial import TrialResult
-from test_telemetry_collector import ScriptedTelemetryNode, fixture, pmu_host, vm_host
 
 
 def result(telemetry):

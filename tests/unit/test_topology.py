@@ -9,8 +9,8 @@ import os
 import pytest
 import yaml
 
-from dpgate.errors import ConfigError
-from dpgate.topology import BENCH_NET, load_topology, topology_from_data
+from dpgate.config.topology import BENCH_NET, load_topology, topology_from_data
+from dpgate.model.errors import ConfigError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EMBEDDED = os.path.join(ROOT, "topologies", "embedded.yaml")

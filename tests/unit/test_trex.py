@@ -3,10 +3,10 @@ a FAKE or the REAL trex.stl.api module. The real server runs in tests/integratio
 
 import pytest
 
-from dpgate.errors import EnvironmentProblem, TrialError
-from dpgate.topology import load_topology
+from dpgate.config.topology import load_topology
+from dpgate.model.errors import EnvironmentProblem, TrialError
 from dpgate.traffic.profiles import make_profile
-from dpgate.trex.driver import TrexGenerator, explain_trex_error, import_trex_api, latency_summary
+from dpgate.traffic.trex.driver import TrexGenerator, explain_trex_error, import_trex_api, latency_summary
 from trex_fake import FakeTrexClient, fake_api  # noqa: F401  (re-exported for test_labrobot/test_trex_latency)
 
 TOPO = "topologies/lab-2node.example.yaml"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from dpgate.errors import EnvironmentProblem
-from dpgate.trex.driver import explain_trex_error
+from dpgate.model.errors import EnvironmentProblem
+from dpgate.traffic.trex.driver import explain_trex_error
 
 
 # texts as the v3.08 client/server produce them (common/trex_conn.py, trex_req_resp_client.py,

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 from hdrh.histogram import HdrHistogram
-
-from dpgate.topology import load_topology
-from dpgate.traffic.profiles import make_profile
-from dpgate.trex.driver import TrexGenerator
 from test_trex import FakeTrexClient, fake_api
+
+from dpgate.config.topology import load_topology
+from dpgate.traffic.profiles import make_profile
+from dpgate.traffic.trex.driver import TrexGenerator
 
 TOPO = "topologies/lab-2node.example.yaml"
 
@@ -92,7 +92,7 @@ def test_missing_latency_stats_are_reported_not_crashed():
 
 
 def test_lbr_trex_client_is_imported_to_set_up_the_trex_path():
-    from dpgate.trex.driver import import_trex_api
+    from dpgate.traffic.trex.driver import import_trex_api
 
     seen, state = [], {"lbr": False}
 
@@ -110,7 +110,7 @@ def test_lbr_trex_client_is_imported_to_set_up_the_trex_path():
 
 
 def test_link_down_before_trials_is_one_clear_error():
-    from dpgate.errors import EnvironmentProblem
+    from dpgate.model.errors import EnvironmentProblem
 
     c = FakeTrexClient()
     c.get_port_attr = lambda p: {"link": "DOWN" if p == 1 else "UP"}

@@ -8,12 +8,12 @@ import sys
 
 import pytest
 
-from dpgate.topology import load_topology
+from dpgate.config.topology import load_topology
 from dpgate.traffic.profiles import make_profile
 from dpgate.traffic.tcpreplay import directions_for
-from dpgate.trex.install import import_trex_api, trex_missing
-from dpgate.trex.driver import TrexGenerator
-from dpgate.trex.streams import StreamBuilder
+from dpgate.traffic.trex.install import import_trex_api, trex_missing
+from dpgate.traffic.trex.driver import TrexGenerator
+from dpgate.traffic.trex.streams import StreamBuilder
 from trex_fake import FakeTrexClient
 
 if trex_missing():
@@ -76,7 +76,7 @@ def test_the_driver_builds_real_streams_that_the_fake_server_accepts(api):
 def test_importing_trex_leaves_dpgate_its_pyyaml(api, tmp_path):
     import yaml
 
-    from dpgate import schema
+    from dpgate.config import schema
 
     assert yaml.__version__.startswith(("5.", "6.")) and sys.modules["yaml"] is yaml
     f = tmp_path / "x.yaml"

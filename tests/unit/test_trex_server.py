@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from dpgate.errors import ConfigError, EnvironmentProblem
-from dpgate.topology import load_topology
-from dpgate.trex.install import trex_dir
-from dpgate.trex.server import TrexPort, TrexServer, ports_from_topology, render_config
+from dpgate.model.errors import ConfigError, EnvironmentProblem
+from dpgate.config.topology import load_topology
+from dpgate.traffic.trex.install import trex_dir
+from dpgate.traffic.trex.server import TrexPort, TrexServer, ports_from_topology, render_config
 
 A = TrexPort("af_packet", "02:00:00:00:00:01", "02:00:00:00:00:11", iface="tx-t0")
 M = TrexPort("memif", "02:00:00:00:00:02", "02:00:00:00:00:12", memif_socket="/tmp/x/memif.sock", memif_id=1)

@@ -10,11 +10,11 @@ import os
 
 import pytest
 
-import dpgate.trial as trialmod
-from dpgate.suts.ovs import parse_pmd_stats
-from dpgate.suts.testpmd import parse_forward_stats
+import dpgate.model.trial as trialmod
+from dpgate.model.trial import LIMITED_BY_GENERATOR, TrialResult
+from dpgate.testbeds.embedded.suts.ovs import parse_pmd_stats
+from dpgate.testbeds.embedded.suts.testpmd import parse_forward_stats
 from dpgate.traffic.tcpreplay import parse_tcpreplay_output
-from dpgate.trial import LIMITED_BY_GENERATOR, TrialResult
 
 FIX = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
 

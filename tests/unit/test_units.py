@@ -1,4 +1,4 @@
-"""Unit tests for dpgate.units: rate and frame-size parsing, formatting, errors."""
+"""Unit tests for dpgate.config.units: rate and frame-size parsing, formatting, errors."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import doctest
 
 import pytest
 
-import dpgate.units as units
-from dpgate.units import (
+import dpgate.config.units as units
+from dpgate.config.units import (
     IMIX_V4_1,
     Rate,
     UnitError,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, Optional
 
-from dpgate.errors import ConfigError
+from dpgate.model.errors import ConfigError
 from dpgate.search import binary, mlr, signoff
 from dpgate.search.result import DEFAULT_TRIAL_OVERHEAD_S, Measure, Progress, SearchResult, TrialLog
 
@@ -35,7 +35,7 @@ def profile_settings(profile: str, **overrides: Any) -> Dict[str, Any]:
     >>> profile_settings("per-commit", widht=0.01)
     Traceback (most recent call last):
     ...
-    dpgate.errors.ConfigError: search override 'widht' is not known to profile 'per-commit'; accepted: duration_sum, exceed_ratio, expansion_coefficient, final_trial_duration, preceding_targets, search_duration_max, trial_duration, trial_overhead, warmup, width
+    dpgate.model.errors.ConfigError: search override 'widht' is not known to profile 'per-commit'; accepted: duration_sum, exceed_ratio, expansion_coefficient, final_trial_duration, preceding_targets, search_duration_max, trial_duration, trial_overhead, warmup, width
     """
     if profile not in PROFILES:
         raise ConfigError(
@@ -100,7 +100,7 @@ def find_ndr_pdr(
     """Find NDR (loss <= ``ndr_loss``) and PDR (loss <= ``pdr_loss``) between the rates.
 
     ``measure(load_pps, duration_s)`` runs one trial and returns a
-    :class:`dpgate.trial.TrialResult` (only ``tx_packets``, ``rx_packets`` and
+    :class:`dpgate.model.trial.TrialResult` (only ``tx_packets``, ``rx_packets`` and
     ``intended_packets`` are read). ``profile`` is ``per-commit`` (MLRsearch, CSIT
     settings), ``sign-off`` (60 s RFC 2544 definition, see :mod:`dpgate.search.signoff`)
     or ``rfc2544-binary`` (classic binary search). ``overrides`` change profile

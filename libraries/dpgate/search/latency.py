@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence, Tuple
 
-from dpgate.errors import ConfigError
+from dpgate.model.errors import ConfigError
 
 
 def latency_trials(

@@ -5,7 +5,7 @@ of whatever ``measure(load_pps, duration_s)`` returns, so simulated SUTs and rea
 generators plug in alike. Loss is ``intended - rx`` when ``intended_packets`` is known
 (a generator that cannot keep up counts as loss), else ``tx - rx``.
 
-    >>> from dpgate.trial import TrialResult
+    >>> from dpgate.model.trial import TrialResult
     >>> c = counts_of(TrialResult.from_counts(1000, 1.0, tx_packets=990, rx_packets=980))
     >>> c.loss, round(c.loss_ratio, 3)
     (20, 0.02)
@@ -17,9 +17,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-from dpgate.errors import DpgateError
+from dpgate.model.errors import DpgateError
+from dpgate.model.trial import TrialResult
 
-Measure = Callable[[float, float], Any]
+#: One trial: ``measure(load_pps, duration_s)`` (a TrafficGenerator's ``measure``).
+Measure = Callable[[float, float], TrialResult]
 Progress = Callable[[int, float, Any], None]
 
 #: Simulated/accounted per-trial overhead (traffic start/stop, counter reads) [s].
@@ -57,7 +59,7 @@ def counts_of(result: Any) -> Counts:
     if tx is None or rx is None:
         raise TypeError(
             f"measure() returned {type(result).__name__}, which lacks tx_packets/rx_packets; "
-            "return a dpgate.trial.TrialResult"
+            "return a dpgate.model.trial.TrialResult"
         )
     intended = _field(result, "intended_packets")
     return Counts(int(tx), int(rx), None if intended is None else int(intended))
@@ -73,6 +75,9 @@ class SearchResult:
     ``max_rate``: the answer is limited by the generator or line rate, not the SUT.
     ``trials`` holds ``(load_pps, duration_s, result)`` in the order measured;
     ``total_time_s`` is the sum of trial durations plus the per-trial overhead.
+    ``ndr_bracket``/``pdr_bracket`` (optional, ``None`` from profiles that do not
+    estimate it): ``(low, high)`` loads between which the search is sure the answer
+    lies; either end ``None`` where its evidence does not set it (``sign-off``).
     """
 
     ndr: Optional[float]
@@ -85,6 +90,8 @@ class SearchResult:
     settings: Dict[str, Any] = field(default_factory=dict)
     ndr_at_max: bool = False
     pdr_at_max: bool = False
+    ndr_bracket: Optional[Tuple[Optional[float], Optional[float]]] = None
+    pdr_bracket: Optional[Tuple[Optional[float], Optional[float]]] = None
 
     @property
     def trial_count(self) -> int:

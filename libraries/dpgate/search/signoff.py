@@ -10,6 +10,21 @@ bad: the search estimates where that probability crosses one half. (``per-commit
 answers the same question for 1 s trials, which is a different number on SUTs whose
 loss grows with duration.)
 
+    >>> from dpgate.search import find_ndr_pdr
+    >>> from dpgate.search.simulated import make_sut
+    >>> r = find_ndr_pdr(make_sut("hard", seed=3).measure, 1e5, 1.5e6, profile="sign-off")
+    >>> r.ndr, r.ndr_bracket, r.trial_count
+    (1000000.0, (1000000.0, None), 8)
+
+``ndr_bracket``/``pdr_bracket`` are ``(low, high)``, the search's own uncertainty.
+Where events are counted, ``low`` is the highest load whose 90 % Poisson upper bound
+of lossy events is under the goal and ``high`` the lowest whose lower bound is over it
+(or the lowest failed full trial); either is ``None`` where the evidence does not set
+it. Elsewhere they are the answer and the lowest load whose full trial failed. On the
+stall family of ``benchmarks/search.py`` the truth lies inside about two times in
+three: where the pass probability falls slowly with load, a few minutes of trials
+cannot place the answer closely, and the bracket says so by being wide or open.
+
 How it works
 ------------
 1. *Locate with short probes* (``probe_duration``, default 1 s), reading counts, not
@@ -52,36 +67,41 @@ How it works
      is found by *event search*; a PDR miss steps down with full trials (the
      forwarded-rate correction, then ``2 x width`` steps and bisection).
 
-3. *Event search*: NDR when loss comes from rare events (stalls). A stall at load L
-   loses what arrives during it beyond what the ring absorbs, about
-   ``s x (L - theta)`` frames: nothing below the event's own zero-loss load
-   ``theta``, then linear in load. A full trial meets a random number of stalls, so
-   its loss count is that line times an unknown count. Short *event probes*
-   (``event_probe_duration``, 2 s) repeated at one load until one loses frames
-   (*catching* an event), or until they add up to one full trial (clean), measure one
-   event at a time:
+3. *Event search* (:mod:`dpgate.search.signoff_events`): NDR when loss comes from
+   rare events (stalls). A stall at load L loses what arrives during it beyond what
+   the buffer absorbs: nothing under its own zero-loss load ``theta``, then linear in
+   load. Stalls differ in length (so in ``theta``), may come in clusters, their rate
+   may grow with load: a full trial passes if it meets no lossy event, and the NDR is
+   where lossy events come ``ln 2`` per full trial. Short *event probes*
+   (``event_probe_duration``, 2 s) at one load until one loses frames (*catching* an
+   event) or a full trial's time passes:
 
-   * catch one event just under ``C``, one ``long_step`` lower (clean: theta lies
-     above; one between instead), then, while the lowest event is more than
-     ``2 x event_near`` above the fitted zero, one ``event_near`` above it (never
-     more than ``2 x long_step`` under the lowest so far; at most six catches). Two
-     stalls in one probe lose twice one's: the per-event fit (:func:`_event_line`)
-     tries halving losses other than the lowest one and believes a halving only if it
-     cuts the residual eight-fold. The slope comes from all events, far apart, so the
-     spread of the events' own zero-loss loads hardly moves it; ``theta`` is the
-     lowest event's load less its loss over that slope (a short way, so the slope's
-     error matters little);
-   * full trials decide, from ``theta x (1 - event_margin)`` down. A pass is the
-     answer. A failure whose loss over the slope puts the stall it met within
-     ``event_accept`` (relative) under the load is the coin flip expected at the
-     answer and confirms it too. Otherwise the next trial goes under that stall's
-     own zero-loss load (``load - lost / s``; at least ``event_margin`` lower, with
-     growing steps). If event probes stay clean just under ``C`` for a full trial's
-     time, a full trial there decides: a pass is the answer; a failure means events
-     do happen, and one is caught there or ``long_step`` lower. If none is, the loss
-     is one short probes cannot see: the NDR is then searched with full trials alone
-     (steps of ``long_step``, regula falsi on the failures' loss counts, a second pass
-     required unless those counts agree).
+   * events are caught just under ``C``, one ``long_step`` lower, then near the zero of
+     a per-event line through their losses (:func:`~dpgate.search.signoff_fit.
+     event_line`; a probe may have met two stalls; at most six catches);
+   * *step-like* events (each one's own zero within ``event_spread`` of the line's):
+     lossy events come at their full rate over ``theta`` and not under it. Their rate
+     is counted on every probe and trial over ``theta`` (up to two more full trials
+     while it is within 2x of the goal); under ``ln 2`` per full trial, the answer is
+     just under ``C``. Else full trials decide from ``theta x (1 - event_margin)``
+     down: a pass, or a failure whose loss over the slope puts its event within
+     ``event_accept`` under the load (the coin flip expected there), is the answer;
+     else the next trial goes under that event's own zero;
+   * otherwise the events are *counted*: every probe and full trial of the search is
+     an exposure, lossy or clean. Per load, lossy exposures per full trial's time
+     (median-unbiased, ``(n + ln 2) / trials``), made non-decreasing in load
+     (pooled where they are not), estimate the rate; the answer is where it crosses
+     ``ln 2``, log-log between the loads around it. Nothing about the shape of the
+     rate against load is assumed beyond that. While every load is over the goal,
+     full trials go under the line's zero (then by the counts); then to the answer
+     until a full trial ran there and the counts around it are decisive (over it at
+     least 3x the goal, or 3 full trials' time under it), or ``event_budget`` full
+     trials' time is spent: the NDR is then the highest load a full trial passed
+     under the answer (one is run if none did);
+   * no event caught in probes though full trials lose: loss short probes cannot
+     see; the NDR is searched with full trials alone (steps of ``long_step``,
+     regula falsi on the failures' loss counts, a second pass required unless those
+     counts agree).
 
    At most ``max_long_trials`` full-length trials are spent (NDR and PDR together).
 
@@ -90,28 +110,41 @@ Parameters (overrides) and defaults: ``trial_duration`` 60, ``probe_duration`` 1
 bracket of the full-trial-only search), ``samples_min`` 5, ``samples_max`` 15,
 ``long_step`` 0.08, ``max_long_trials`` 10, ``tail_accept`` 3,
 ``tail_probe_duration`` 10, ``pdr_margin`` 0.001, ``event_probe_duration`` 2,
-``event_near`` 0.04, ``event_margin`` 0.005, ``event_accept`` 0.01.
+``event_near`` 0.04, ``event_margin`` 0.005, ``event_accept`` 0.01, ``event_spread``
+0.03, ``event_budget`` 3 (full trials' time of the counted event search).
 
 ``ndr_upper``/``pdr_upper`` are the lowest loads whose full-length trial failed
 (``None`` if none did; equal to the answer when its trial failed by the coin flip that
 confirms it). Measured on the simulated SUTs of ``benchmarks/search.py`` (100 seeds
-each, simulated time with 0.5 s per trial, against one 60 s trial per bound =
-121 s): hard capacity 130 s (1.07x), per-trial noise 149 s (1.23x), rare stalls
-264 s (2.18x: the PDR trial, about 3 caught events and 1.6 NDR trials), soft knee
-163 s (1.35x), bimodal 144 s (1.19x); 850 s in all, 1.41x.
+each, simulated time with 0.5 s per trial, against one 60 s trial per bound = 121 s):
+hard capacity 130 s (1.07x), per-trial noise 149 s (1.23x), rare stalls 271 s (2.24x),
+soft knee 163 s (1.35x), bimodal 144 s (1.19x); 857 s in all, 1.42x. On the stall
+family (:mod:`dpgate.search.stall_family`) the median search takes 3.2x and the NDR
+error spreads over tens of percent: there the pass probability falls so slowly with
+load that counting events for minutes cannot place it closer (see the benchmark's
+oracle line).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 from dpgate.search.result import Counts, TrialLog
+from dpgate.search.signoff_events import event_search
+from dpgate.search.signoff_fit import event_line as _event_line
+from dpgate.search.signoff_fit import fit_log_rate as _fit_log_rate
+from dpgate.search.signoff_fit import line as _line
+from dpgate.search.signoff_fit import median as _median
+from dpgate.search.signoff_full import follow_tail, step_down
+from dpgate.search.signoff_knee import locate_knee
+
+__all__ = ["DEFAULTS", "PROFILE", "_Search", "_event_line", "_line", "run"]
 
 PROFILE = "sign-off"
 
-DEFAULTS: Dict[str, Any] = {
+DEFAULTS: dict[str, Any] = {
     "trial_duration": 60.0,
     "probe_duration": 1.0,
     "width": 0.005,
@@ -127,78 +160,9 @@ DEFAULTS: Dict[str, Any] = {
     "event_near": 0.04,
     "event_margin": 0.005,
     "event_accept": 0.01,
+    "event_budget": 3.0,
+    "event_spread": 0.03,
 }
-
-
-def _median(values: List[float]) -> float:
-    """Highest x with at least half of ``values`` >= x (the upper median).
-
-    >>> _median([1, 2, 3]), _median([1, 2, 3, 4])
-    (2, 3)
-    """
-    v = sorted(values)
-    return v[len(v) // 2]
-
-
-def _line(points: List[Tuple[float, float]]) -> Optional[Tuple[float, float]]:
-    """Least-squares ``y = a + b x``; None unless 2+ distinct x and a rising line."""
-    if len({x for x, _ in points}) < 2:
-        return None
-    n = len(points)
-    mx = sum(x for x, _ in points) / n
-    my = sum(y for _, y in points) / n
-    b = sum((x - mx) * (y - my) for x, y in points) / sum((x - mx) ** 2 for x, _ in points)
-    return (my - b * mx, b) if b > 0 else None
-
-
-def _fit_log_rate(points: List[Tuple[float, float]]) -> Optional[Tuple[float, float]]:
-    """Fit ``ln(rate) = a + b x load`` to (load, rate > 0) points."""
-    return _line([(x, math.log(y)) for x, y in points if y > 0])
-
-
-def _loss_intercept(fails: List[Tuple[float, float]], use: int = 4) -> Optional[float]:
-    """Load where a line through (load, lost frames) of the ``use`` lowest failed full
-    trials reaches zero; None unless it rises with load.
-
-    >>> round(_loss_intercept([(900.0, 100.0), (1000.0, 200.0)]))
-    800
-    """
-    fit = _line(sorted(fails)[:use])
-    return None if fit is None else -fit[0] / fit[1]
-
-
-def _event_line(events: List[Tuple[float, float]], double_odds: float = 8.0) -> Optional[Tuple[float, float]]:
-    """Per-event fit: (slope, zero) of ``loss = slope x (load - zero)`` through the
-    losses of caught events, allowing that a probe caught two events (its loss is then
-    twice one event's).
-
-    Every way of halving some of the losses is fitted by least squares; one that rises
-    and reaches zero below every event's load is kept, the one with the smallest
-    residual, where each halving must cut the residual ``double_odds``-fold (two events
-    in one short probe are that much rarer than one). None if no line qualifies. The
-    zero returned is that of the lowest-load event along the fitted slope: being
-    nearest, its own zero-loss load depends least on the slope's error.
-
-    >>> s, z = _event_line([(1000.0, 500.0), (900.0, 600.0), (800.0, 100.0)])
-    >>> round(z), round(s, 3)
-    (750, 2.0)
-    """
-    events = sorted(events, reverse=True)  # the lowest load last
-    lowest = events[-1][0]
-    best = None
-    for mask in range(1 << (len(events) - 1)):  # the lowest event is never halved
-        pts = [(x, g / 2 if mask >> i & 1 else g) for i, (x, g) in enumerate(events)]
-        fit = _line(pts)
-        if fit is None or not 0 < -fit[0] / fit[1] < lowest:
-            continue
-        a, b = fit
-        scale = sum(g for _, g in pts) / len(pts)
-        rss = sum((g - a - b * x) ** 2 for x, g in pts) / scale ** 2
-        cost = (rss + 1e-9) * double_odds ** bin(mask).count("1")
-        if best is None or cost < best[0]:
-            x, g = min(pts)
-            best = (cost, b, x - g / b)
-    return None if best is None else (best[1], best[2])
 
 
 @dataclass
@@ -206,27 +170,29 @@ class _Search:
     log: TrialLog
     min_rate: float
     max_rate: float
-    s: Dict[str, Any]
-    samples: List[float] = field(default_factory=list)
+    s: dict[str, Any]
+    samples: list[float] = field(default_factory=list)
     #: (load, lost frames per second) of every trial that lost something, any duration
-    lossy: List[Tuple[float, float]] = field(default_factory=list)
+    lossy: list[tuple[float, float]] = field(default_factory=list)
     #: (load, loss ratio) of short probes
-    probes: List[Tuple[float, float]] = field(default_factory=list)
+    probes: list[tuple[float, float]] = field(default_factory=list)
     long_trials: int = 0
     #: loads below this lose by the tail, not by capacity (set in knee mode)
     tail_below: float = float("inf")
     #: a full trial forwarded less than short probes could explain
     duration_dependent: bool = False
     #: lowest load whose full trial lost frames once loss was found to grow with duration
-    dd_upper: Optional[float] = None
+    dd_upper: float | None = None
     #: (ndr_loss, pdr_loss)
-    goals: Tuple[float, float] = (0.0, 0.005)
+    goals: tuple[float, float] = (0.0, 0.005)
+    #: (low, high) the event search is sure of, when it ran
+    bracket: tuple[float | None, float | None] | None = None
 
     # -- measuring -------------------------------------------------------------
     def _clip(self, load: float) -> float:
         return min(self.max_rate, max(self.min_rate, load))
 
-    def probe(self, load: float, duration: Optional[float] = None) -> Counts:
+    def probe(self, load: float, duration: float | None = None) -> Counts:
         load = self._clip(load)
         d = duration or self.s["probe_duration"]
         c = self.log.measure(load, d)
@@ -255,7 +221,7 @@ class _Search:
         return self.long_trials < self.s["max_long_trials"]
 
     # -- phase 1: locate -------------------------------------------------------
-    def locate(self, ndr_loss: float, pdr_loss: float) -> Tuple[float, float, bool]:
+    def locate(self, ndr_loss: float, pdr_loss: float) -> tuple[float, float, bool]:
         """Return (ndr_candidate, pdr_candidate, capacity_limited)."""
         d = self.s["probe_duration"]
         first = self.probe(self.max_rate)
@@ -266,9 +232,10 @@ class _Search:
         top = self.max_rate if not self.samples else self.samples[0]
         for more in (False, True):
             result = None
-            top = self._sample(top, ndr_loss, pdr_loss, more)
-            if top is None:
+            seen = self._sample(top, ndr_loss, pdr_loss, more)
+            if seen is None:
                 return self.max_rate, self.max_rate, True
+            top = seen
             cap = _median(self.samples) if self.samples else self.max_rate
             # Below the lowest capacity sample a capacity-limited SUT loses nothing.
             # A check that loses anyway may have drawn a low capacity: check lower (at
@@ -289,9 +256,9 @@ class _Search:
             if result is None:
                 break
         self.tail_below = min(self.samples or [cap]) * (1 - self.s["width"])
-        return self._locate_knee(ndr_loss, pdr_loss, cap)
+        return locate_knee(self, ndr_loss, pdr_loss, cap)
 
-    def _sample(self, top: float, ndr_loss: float, pdr_loss: float, more: bool) -> Optional[float]:
+    def _sample(self, top: float, ndr_loss: float, pdr_loss: float, more: bool) -> float | None:
         """Overloaded probes until the capacity samples agree (or ``samples_max``, if
         ``more``); return the highest load seen, or None if ``max_rate`` passed."""
         d = self.s["probe_duration"]
@@ -316,82 +283,14 @@ class _Search:
                     return None
         return top
 
-    def _locate_knee(self, ndr_loss: float, pdr_loss: float, cap: float) -> Tuple[float, float, bool]:
-        """Loss below capacity: fit the loss tail with probes that lose measurable counts."""
-        d, width = self.s["probe_duration"], self.s["width"]
-        # PDR: secant on ln(loss ratio) between the closest probes around pdr_loss.
-        pdr = None
-        for _ in range(8):
-            below = [(x, r) for x, r in self.probes if r <= pdr_loss]
-            above = [(x, r) for x, r in self.probes if r > pdr_loss and x < cap * 1.5]
-            if not above:
-                break
-            hi = min(above)
-            # Probes under the lowest lossy one only: over it, a pass is Poisson luck.
-            below = [b for b in below if b[0] < hi[0]]
-            if below:
-                lo = max(below)
-                if hi[0] - lo[0] <= width * hi[0]:
-                    pdr = lo[0]
-                    if lo[1] > 0:  # the crossing of the secant on ln(loss ratio)
-                        t = (math.log(pdr_loss) - math.log(lo[1])) / (math.log(hi[1]) - math.log(lo[1]))
-                        pdr = lo[0] + min(max(t, 0.0), 1.0) * (hi[0] - lo[0])
-                    break
-                if lo[1] > 0:
-                    t = (math.log(pdr_loss) - math.log(lo[1])) / (math.log(hi[1]) - math.log(lo[1]))
-                    nxt = lo[0] + t * (hi[0] - lo[0])
-                else:
-                    nxt = (lo[0] + hi[0]) / 2
-                nxt = min(max(nxt, lo[0] + 0.25 * (hi[0] - lo[0])), hi[0] - 0.25 * (hi[0] - lo[0]))
-            else:
-                nxt = hi[0] * (1 - max(4 * width, 0.5 * (hi[1] - pdr_loss)))
-            if nxt <= self.min_rate:
-                break
-            self.probe(nxt)
-        if pdr is None:
-            below = [x for x, r in self.probes if r <= pdr_loss]
-            pdr = max(below) if below else self.min_rate
-        # NDR: extend the loss-rate fit down to small counts, then extrapolate to the
-        # rate at which a full trial loses ln 2 frames on average.
-        target = math.log(2.0) / self.s["trial_duration"]
-        for _ in range(4):
-            fit = self._fit_tail()
-            lowest_x, lowest_r = min(self.probes)
-            if fit is None:
-                if lowest_r == 0.0:
-                    break  # the tail is below what probes can see
-                self.probe(lowest_x * (1 - 4 * width))
-                continue
-            a, b = fit
-            small = (math.log(20.0 / d) - a) / b  # where a probe would lose ~20 frames
-            lowest = min(x for x, _ in self.lossy)
-            if small >= lowest * (1 - width):
-                break
-            self.probe(max(small, lowest * 0.8))
-        fit = self._fit_tail()
-        tail_d = self.s["tail_probe_duration"]
-        if fit is not None and tail_d > d:
-            # One longer probe where it should lose ~10 frames shortens the
-            # extrapolation to the full-trial target by the duration ratio.
-            a, b = fit
-            lowest = min(x for x, _ in self.lossy)
-            self.probe(max((math.log(10.0 / tail_d) - a) / b, lowest * 0.8), tail_d)
-            fit = self._fit_tail() or fit
-        if fit is None:
-            ndr = pdr * (1 - 4 * width)
-        else:
-            a, b = fit
-            ndr = (math.log(target) - a) / b
-        return min(ndr, pdr), pdr, False
-
-    def _fit_tail(self) -> Optional[Tuple[float, float]]:
+    def _fit_tail(self) -> tuple[float, float] | None:
         pts = sorted(p for p in self.lossy if p[0] < self.tail_below)[:3]
         return _fit_log_rate(pts)
 
     # -- phase 2: decide with full-length trials -------------------------------
     def decide(
         self, candidate: float, loss: float, capacity_limited: bool, floor: float
-    ) -> Tuple[Optional[float], Optional[float]]:
+    ) -> tuple[float | None, float | None]:
         """Confirm ``candidate`` for ``loss`` with full trials; return (lower, upper)."""
         T = self.s["trial_duration"]
         candidate = max(self._clip(candidate), floor)
@@ -399,7 +298,7 @@ class _Search:
         if self.duration_dependent and loss == 0.0:
             # An earlier full trial forwarded less than every short probe at the same
             # overload: loss grows with duration, the short-trial NDR is too high.
-            return self._event_search(candidate, floor, self.dd_upper)
+            return event_search(self, candidate, floor, self.dd_upper)
         c = self.long(candidate)
         fwd = c.rx / T
         if capacity_limited and not varies and self.samples and fwd < _median(self.samples) * (1 - 1e-6):
@@ -407,9 +306,10 @@ class _Search:
             # variation the samples missed, or loss that grows with duration. A deficit
             # larger than the samples' agreement (``width``) may be variation they
             # missed: more samples tell them apart. A smaller one they cannot resolve.
-            if fwd < _median(self.samples) * (1 - self.s["width"]):
-                if self._sample(max(self.samples), self.goals[0], self.goals[1], more=True) is not None:
-                    varies = max(self.samples) > min(self.samples) * (1 + self.s["width"])
+            if fwd < _median(self.samples) * (1 - self.s["width"]) and (
+                self._sample(max(self.samples), self.goals[0], self.goals[1], more=True) is not None
+            ):
+                varies = max(self.samples) > min(self.samples) * (1 + self.s["width"])
             if not (varies and fwd >= min(self.samples) * (1 - 1e-9)):
                 self.duration_dependent = True
                 if c.loss:
@@ -422,7 +322,7 @@ class _Search:
             # expected at the answer, which confirms it (and is its upper bound too).
             return candidate, candidate
         if self.duration_dependent and loss == 0.0:
-            return self._event_search(candidate, floor, candidate)
+            return event_search(self, candidate, floor, candidate)
         lowest = min(self.samples) - 0.5 * (max(self.samples) - min(self.samples)) if self.samples else 0.0
         if capacity_limited and varies and fwd >= lowest:
             below = [candidate - x for x in self.samples if x < candidate]
@@ -432,216 +332,28 @@ class _Search:
                 # lie under it (``share``), none this close. Far more likely a rare
                 # event (a stall in a sample made the samples look varied): search it.
                 self.duration_dependent = True
-                return self._event_search(candidate, floor, candidate)
+                return event_search(self, candidate, floor, candidate)
             # A coin flip at the median of the per-trial capacity: keep it as a sample.
             median = _median(self.samples + [fwd]) / (1.0 - loss)
             return max(floor, min(candidate, median)), candidate
         if loss == 0.0 and not capacity_limited:
             fit = self._fit_tail()
             if fit is not None:
-                return self._follow_tail(candidate, c, fit[1], floor)
-        return self._step_down(candidate, c, loss, floor)
-
-    def _hunt(self, load: float) -> Tuple[float, int]:
-        """Event probes (``event_probe_duration``) at ``load`` until one loses frames or
-        they add up to one full trial; return (load, frames lost by that probe or 0).
-
-        A probe much shorter than the time between loss events sees at most one event,
-        so its loss is the loss of one event at this load.
-        """
-        load = self._clip(load)
-        d, T = self.s["event_probe_duration"], self.s["trial_duration"]
-        spent = 0.0
-        while spent < T * (1 - 1e-9):
-            c = self.probe(load, min(d, T - spent))
-            spent += min(d, T - spent)
-            if c.loss:
-                return load, c.loss
-        return load, 0
-
-    def _event_search(
-        self, candidate: float, floor: float, upper: Optional[float]
-    ) -> Tuple[Optional[float], Optional[float]]:
-        """NDR when loss grows with trial duration: rare loss events (stalls).
-
-        A stall at load L loses ``s x (L - theta)`` frames, what arrives during it
-        beyond what the ring absorbs. Event probes catch single stalls down to near
-        theta (:meth:`_hunt`, :func:`_event_line`); full trials decide from
-        ``theta x (1 - event_margin)`` down. See the module docstring.
-        """
-        w, step = self.s["width"], self.s["long_step"]
-        margin, near = self.s["event_margin"], self.s["event_near"]
-        accept = self.s["event_accept"]
-        la, ga = self._hunt(candidate * (1 - 2 * w))
-        if not ga:
-            # No event in a full trial's worth of probing: events are rare, or lose
-            # nothing at this load. A full trial there decides.
-            c = self.long(la)
-            if c.loss == 0:
-                return la, upper
-            upper = min(upper or la, la)
-            for x in (la, la * (1 - step)):  # events do happen: catch one
-                x, g = self._hunt(x)
-                if g:
-                    la, ga = x, g
-                    break
-            else:  # loss that short probes never see: search with full trials
-                return self._step_down(la, c, 0.0, floor)
-        events: List[Tuple[float, float]] = [(la, float(ga))]
-
-        def catch(load: float, above: float) -> bool:
-            """An event at ``load``, or, if none comes in a full trial's time (theta is
-            above ``load``), one between it and ``above``. True if one was caught."""
-            for x in (load, math.sqrt(load * above)):
-                x, g = self._hunt(x)
-                if g:
-                    events.append((x, float(g)))
-                    return True
-            return False
-
-        def locate() -> Tuple[Optional[float], float]:
-            """(slope, theta) from the events caught, catching more as needed."""
-            fit: Optional[Tuple[float, float]] = None
-            for _ in range(6):
-                lowest = min(x for x, _ in events)
-                fit = _event_line(events) if len(events) > 1 else None
-                if fit is not None and len(events) > 2 and lowest <= fit[1] * (1 + 2 * near):
-                    break  # the lowest event is near theta: its short way to zero fixes it
-                if fit is None or lowest > la * (1 - step):
-                    target = lowest * (1 - step)  # first a lever for the slope
-                else:
-                    # One more event just above theta: its short way to zero makes the
-                    # slope's error matter little, and it lengthens the slope's lever.
-                    target = min(fit[1] * (1 + near), lowest * (1 - near))
-                target = max(target, lowest * (1 - 2 * step))  # no leap on a poor fit
-                if not catch(target, lowest):
-                    # No event for two full trials' time: theta is above these loads.
-                    return (fit[0] if fit else None), math.sqrt(target * lowest)
-            else:
-                fit = _event_line(events)  # with the last event caught
-            if fit is None:
-                return None, min(x for x, _ in events) * (1 - step)
-            return fit
-
-        slope, theta = locate()
-        load = max(theta * (1 - margin), floor)
-        fails = 0
-        while self.budget_left():
-            c = self.long(load)
-            if c.loss == 0:
-                return load, upper
-            upper = min(upper or load, load)
-            if slope is not None and c.loss <= slope * load * accept:
-                # The coin flip expected at the answer: one event, barely lossy here.
-                return load, upper
-            fails += 1
-            if slope is None and catch(load, load):
-                # No line to read the loss with (no events caught lower): events do
-                # happen here, so catch one and locate again.
-                slope, theta = locate()
-                load = max(min(theta * (1 - margin), load * (1 - margin)), floor)
-                continue
-            nxt = load * (1 - margin * 2 ** (fails - 1))
-            if slope is not None:
-                own = load - c.loss / slope  # zero-loss load of the event it met, if one
-                nxt = min(nxt, max(own * (1 - margin / 2), load * (1 - 4 * margin * fails)))
-            if load <= floor:
-                break
-            load = max(nxt, floor)
-        return None, upper
-
-    def _follow_tail(self, hi: float, counts: Counts, slope: float, floor: float) -> Tuple[float, Optional[float]]:
-        """Loss tail: step down by the fitted slope until a full trial is consistent.
-
-        At the true NDR a full trial loses Poisson(ln 2) frames: 0 half the time, more
-        than ``tail_accept`` rarely. A failure with at most that many frames is such a
-        coin flip and confirms the load; more frames mean the load is
-        ``ln(lost / ln 2) / slope`` too high.
-        """
-        load, lost = hi, counts.loss
-        upper = hi
-        while lost > self.s["tail_accept"] and self.budget_left():
-            nxt = max(floor, load - math.log(lost / math.log(2.0)) / slope)
-            c = self.long(nxt)
-            load, lost = nxt, c.loss
-            if lost:
-                upper = min(upper, nxt)
-        return load, upper
-
-    def _step_down(
-        self, hi: float, hi_counts: Optional[Counts], loss: float, floor: float
-    ) -> Tuple[Optional[float], Optional[float]]:
-        """Loss that short probes did not predict: search with full trials."""
-        T = self.s["trial_duration"]
-        sw = self.s["signoff_width"]
-        # PDR misses are usually marginal: start small there.
-        step = self.s["long_step"] if loss == 0.0 else 2 * self.s["width"]
-        lo: Optional[float] = None
-        passes: List[float] = []
-        fails: List[Tuple[float, float]] = []
-        if hi_counts is not None and hi_counts.loss:
-            fails.append((hi, float(hi_counts.loss)))
-        first = True
-        fwd = hi_counts.rx / T if hi_counts is not None else hi
-        bottom = max(floor, self.min_rate)
-        while self.budget_left():
-            if lo is not None:
-                if hi - lo <= sw * hi:
-                    zero = _loss_intercept(fails) if loss == 0.0 else None
-                    if loss > 0.0 or (zero is not None and lo <= zero * (1 + sw / 2)):
-                        break  # the pass agrees with the loss counts of the failures
-                    if self.long(lo).loss_ratio <= loss:
-                        break
-                    # Passes can be luck here (no stall happened): the answer must
-                    # pass twice; a failed confirmation makes it an upper bound and
-                    # falls back to the best earlier pass below it.
-                    hi = lo
-                    passes = [x for x in passes if x < hi]
-                    lo = max(passes) if passes else None
-                    step = self.s["long_step"] if loss == 0.0 else 2 * self.s["width"]
-                    continue
-                nxt = math.sqrt(lo * hi)
-                zero = _loss_intercept(fails) if loss == 0.0 else None
-                if zero is not None and lo < zero < hi:
-                    # Regula falsi on loss counts, kept away from the bracket ends.
-                    nxt = min(max(zero, lo + 0.2 * (hi - lo)), hi - 0.2 * (hi - lo))
-            elif first and loss > 0.0:
-                # Forwarded-rate correction: the load at which this trial's forwarding
-                # would have met the goal, a little under it.
-                nxt = min(fwd / (1.0 - loss), hi) * (1 - self.s["width"] / 2)
-            else:
-                nxt = hi * (1 - step)
-                zero = _loss_intercept(fails) if loss == 0.0 else None
-                if zero is not None:
-                    # Loss counts of failed full trials grow about linearly with
-                    # load above the answer: extrapolate them to zero, just under.
-                    nxt = min(max(zero * (1 - sw / 2), hi * (1 - 2 * step)), hi * (1 - sw))
-                step *= 2
-            first = False
-            nxt = max(nxt, bottom)
-            c = self.long(nxt)
-            if loss > 0.0 and c.loss_ratio > loss and self._marginal(c, loss):
-                return nxt, nxt  # the coin flip expected at the answer confirms it
-            if c.loss_ratio <= loss:
-                lo = nxt
-                passes.append(nxt)
-            else:
-                hi = nxt
-                fails.append((nxt, float(c.loss)))
-            if nxt <= bottom and lo is None:
-                break
-        if lo is None:
-            lo = max([x for x in passes if x < hi], default=None)
-        return lo, hi  # lo None: no load passed a full trial
+                return follow_tail(self, candidate, c, fit[1], floor)
+        return step_down(self, candidate, c, loss, floor)
 
 
 def run(
-    log: TrialLog, min_rate: float, max_rate: float, ndr_loss: float, pdr_loss: float, s: Dict[str, Any]
-) -> Dict[str, Optional[float]]:
+    log: TrialLog, min_rate: float, max_rate: float, ndr_loss: float, pdr_loss: float, s: dict[str, Any]
+) -> dict[str, Any]:
     search = _Search(log, min_rate, max_rate, s, goals=(ndr_loss, pdr_loss))
     ndr_c, pdr_c, cap_limited = search.locate(ndr_loss, pdr_loss)
     pdr, pdr_upper = search.decide(pdr_c, pdr_loss, cap_limited, floor=min_rate)
+    pdr_bracket = (pdr, pdr_upper)
     if pdr is None:  # nothing met the looser goal, so nothing meets the stricter one
-        return {"ndr": None, "ndr_upper": pdr_upper, "pdr": None, "pdr_upper": pdr_upper}
+        return {"ndr": None, "ndr_upper": pdr_upper, "pdr": None, "pdr_upper": pdr_upper,
+                "ndr_bracket": (None, pdr_upper), "pdr_bracket": pdr_bracket}
     ndr, ndr_upper = search.decide(min(ndr_c, pdr), ndr_loss, cap_limited, floor=min_rate)
-    return {"ndr": ndr, "ndr_upper": ndr_upper, "pdr": pdr, "pdr_upper": pdr_upper}
+    ndr_bracket = search.bracket or (ndr, ndr_upper)
+    return {"ndr": ndr, "ndr_upper": ndr_upper, "pdr": pdr, "pdr_upper": pdr_upper,
+            "ndr_bracket": ndr_bracket, "pdr_bracket": pdr_bracket}

@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import math
 import random
-from typing import Callable, Dict, List, Tuple
+from typing import Callable
 
-from dpgate.trial import TrialResult
+from dpgate.model.trial import TrialResult
 
 CAPACITY = 1_000_000.0
 MIN_RATE = 100_000.0
@@ -49,7 +49,7 @@ def poisson(rng: random.Random, mu: float) -> int:
             k += 1
             p *= rng.random()
         return k
-    return max(0, int(round(rng.gauss(mu, math.sqrt(mu)))))
+    return max(0, round(rng.gauss(mu, math.sqrt(mu))))
 
 
 def _bisect(ok: Callable[[float], bool], lo: float, hi: float, rel: float = 1e-6) -> float:
@@ -80,7 +80,7 @@ class SimulatedSut:
         raise NotImplementedError
 
     def measure(self, load_pps: float, duration_s: float) -> TrialResult:
-        intended = int(round(load_pps * duration_s))
+        intended = round(load_pps * duration_s)
         rx = max(0, min(intended, self.forwarded(load_pps, duration_s, intended)))
         return TrialResult.from_counts(load_pps, duration_s, tx_packets=intended, rx_packets=rx)
 
@@ -176,19 +176,19 @@ class RareStalls(SimulatedSut):
         self.capacity, self.stall_rate = capacity, stall_rate
         self.stall_s, self.stall_sigma, self.buffer = stall_s, stall_sigma, buffer_packets
 
-    def _stalls(self, rng: random.Random, duration: float) -> List[float]:
+    def _stalls(self, rng: random.Random, duration: float) -> list[float]:
         return [
             self.stall_s * math.exp(self.stall_sigma * rng.gauss(0.0, 1.0))
             for _ in range(poisson(rng, self.stall_rate * duration))
         ]
 
-    def _loss(self, load: float, duration: float, stalls: List[float]) -> float:
+    def _loss(self, load: float, duration: float, stalls: list[float]) -> float:
         over = max(0.0, load - self.capacity) * duration
         headroom = 0 if load > self.capacity else self.buffer
         return over + sum(max(0.0, load * s - headroom) for s in stalls)
 
     def forwarded(self, load: float, duration: float, intended: int) -> int:
-        return intended - int(round(self._loss(load, duration, self._stalls(self.rng, duration))))
+        return intended - round(self._loss(load, duration, self._stalls(self.rng, duration)))
 
     def truth(self, loss_ratio: float, duration: float, samples: int = 4000) -> float:
         if loss_ratio == 0.0:
@@ -212,7 +212,7 @@ class RareStalls(SimulatedSut):
         return _bisect(ok_mc, MIN_RATE, 2 * self.capacity, rel=1e-5)
 
 
-KINDS: Dict[str, Callable[..., SimulatedSut]] = {
+KINDS: dict[str, Callable[..., SimulatedSut]] = {
     "hard": HardCapacity,
     "noise": NoisyCapacity,
     "stalls": RareStalls,
@@ -229,7 +229,7 @@ def make_sut(kind: str, seed: int = 0, **params: float) -> SimulatedSut:
         raise ValueError(f"unknown simulated SUT kind {kind!r}; accepted: {', '.join(KINDS)}") from None
 
 
-def truths(kind: str, ndr_loss: float = 0.0, pdr_loss: float = 0.005, duration: float = 60.0) -> Tuple[float, float]:
+def truths(kind: str, ndr_loss: float = 0.0, pdr_loss: float = 0.005, duration: float = 60.0) -> tuple[float, float]:
     """``(ndr_truth, pdr_truth)`` for ``kind`` at trial ``duration``."""
     sut = make_sut(kind)
     return sut.truth(ndr_loss, duration), sut.truth(pdr_loss, duration)

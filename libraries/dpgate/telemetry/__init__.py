@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, Optional, Union
 
-from ..errors import DpgateError
+from dpgate.model.errors import DpgateError
 
 
 class TelemetryError(DpgateError):
@@ -67,7 +67,7 @@ class TelemetryRecord:
 
     @classmethod
     def unsupported(cls, perf: Optional[NotSupported], pcm: Optional[NotSupported],
-                    mem: Optional[NotSupported] = None, tmam: Optional[NotSupported] = None) -> "TelemetryRecord":
+                    mem: Optional[NotSupported] = None, tmam: Optional[NotSupported] = None) -> TelemetryRecord:
         """Every key whose tool cannot count here, with that tool's reason (pcm-memory defaults
         to pcm-pcie's reason, TMAM to perf's)."""
         reasons = {"perf": perf, "pcie": pcm, "mem": mem if mem is not None else pcm,
@@ -79,7 +79,7 @@ class TelemetryRecord:
                 vals[key] = reason
         return cls(vals)
 
-    def with_suffix(self, suffix: str) -> "TelemetryRecord":
+    def with_suffix(self, suffix: str) -> TelemetryRecord:
         """The same record with every key renamed ``<key><suffix>`` (``ipc_pdr``)."""
         return TelemetryRecord({k + suffix: v for k, v in self.values.items()},
                                {k + suffix: v for k, v in self.info.items()})

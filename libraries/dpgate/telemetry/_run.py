@@ -1,7 +1,7 @@
-"""Run a telemetry tool through a dpgate.remote node; a tool that cannot run is NotSupported.
+"""Run a telemetry tool through a dpgate.exec.remote node; a tool that cannot run is NotSupported.
 
 A node is anything with ``run(argv, timeout=..., check=...)`` returning an object with
-``stdout``, ``stderr`` and ``returncode`` (:class:`dpgate.remote.LocalNode`, ``SshNode``,
+``stdout``, ``stderr`` and ``returncode`` (:class:`dpgate.exec.remote.LocalNode`, ``SshNode``,
 or a test's recording fake). ``None`` means this machine.
 """
 
@@ -9,16 +9,14 @@ from __future__ import annotations
 
 from typing import Any, Sequence, Union
 
-from ..errors import DpgateError
-from . import NotSupported
+from dpgate.exec.remote import LocalNode
+from dpgate.exec.tools import PACKAGES
+from dpgate.model.errors import DpgateError
 
-PACKAGES = {"perf": "linux-perf", "pcm-pcie": "pcm", "pcm-memory": "pcm", "toplev": "pmu-tools (git clone)",
-            "toplev.py": "pmu-tools (git clone)"}
+from . import NotSupported
 
 
 def local_node() -> Any:
-    from ..remote import LocalNode
-
     return LocalNode(name="local")
 
 

@@ -1,6 +1,6 @@
 """Capture telemetry on the SUT cores during a trial: perf stat (IPC, IPP, CPP, cache
 misses, TMAM level 1), pcm-pcie (DDIO, PCIe bytes, MMIO writes) and pcm-memory, all over
-the same window, on this machine or on a lab DUT through a dpgate.remote node.
+the same window, on this machine or on a lab DUT through a dpgate.exec.remote node.
 
     c = TelemetryCollector([2, 3])                   # this machine (LocalNode)
     c = TelemetryCollector([2, 3], node=SshNode(..)) # a lab DUT
@@ -20,10 +20,18 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from . import METRIC_KEYS, NotSupported, TelemetryError, TelemetryRecord, TMAM_KEYS
+from . import METRIC_KEYS, TMAM_KEYS, NotSupported, TelemetryError, TelemetryRecord
 from ._run import run_tool
-from .pcm import (mem_bytes_per_packet, memory_argv, parse_memory, parse_pcie, pcie_argv, pcie_per_packet,
-                  probe_pcm, reason_from_output)
+from .pcm import (
+    mem_bytes_per_packet,
+    memory_argv,
+    parse_memory,
+    parse_pcie,
+    pcie_argv,
+    pcie_per_packet,
+    probe_pcm,
+    reason_from_output,
+)
 from .perf import CACHE_EVENTS, TMAM_RAW_EVENTS, derive, parse_perf_stat, perf_stat_argv, probe_perf
 from .tmam import l1_name, parse_toplev_csv, tmam_from_events, tmam_from_perf_metrics
 
@@ -291,7 +299,7 @@ class TelemetryCollector:
 TRIAL_S, SETTLE_S, WINDOW_S = 5.0, 1.0, 2.0
 
 
-def capture_during_trial(collector: "TelemetryCollector", measure: Any, load: float, suffix: str = "",
+def capture_during_trial(collector: TelemetryCollector, measure: Any, load: float, suffix: str = "",
                          trial_s: float = TRIAL_S, settle_s: float = SETTLE_S,
                          window_s: float = WINDOW_S) -> Dict[str, Any]:
     """Telemetry metrics of one trial at ``load`` (``measure(load, duration)``, any generator).

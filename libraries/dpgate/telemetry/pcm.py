@@ -31,7 +31,6 @@ are the same event. Events pcm counts only as misses (UCRdF, WiL, WCiL) have Hit
 from __future__ import annotations
 
 import csv
-import io
 import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -447,7 +446,7 @@ def memory_argv(duration_s: float, tool: str = "pcm-memory") -> List[str]:
 
 
 def probe_pcm(node=None, tool: str = "pcm-pcie") -> Optional[NotSupported]:
-    """None when ``tool`` can count on ``node`` (a dpgate.remote node), else the tool's reason."""
+    """None when ``tool`` can count on ``node`` (a dpgate.exec.remote node), else the tool's reason."""
     from ._run import run_tool
 
     argv = [tool, "-csv", "-i=1", "0.1"]

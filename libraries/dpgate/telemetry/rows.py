@@ -57,7 +57,7 @@ def report_rows(records: Iterable[Any], suffix: str = "") -> List[TelemetryRow]:
         reasons: Dict[str, str] = {}
         cpp_key = "cpp" if not suffix else f"cpp{suffix}"
         vals = {k: _num(m, k + suffix, reasons) for k in TMAM_KEYS}
-        tmam = Tmam(*(vals[k] for k in TMAM_KEYS)) if all(v is not None for v in vals.values()) else None
+        tmam = Tmam(*(vals[k] or 0.0 for k in TMAM_KEYS)) if all(v is not None for v in vals.values()) else None
         row = TelemetryRow(name, _num(m, "ipc" + suffix, reasons), _num(m, "ipp" + suffix, reasons),
                            _num(m, cpp_key, reasons), _num(m, "cpp_measured" + suffix, reasons), tmam, reasons)
         whole = m.get("telemetry" + suffix)  # one line instead of every key (e.g. no counters at PDR)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional
 
-from . import TelemetryError
+from . import TMAM_KEYS, TelemetryError  # noqa: F401  (TMAM_KEYS: importable here too)
 
 #: Pipeline issue slots per cycle by microarchitecture (TMAM level 1).
 SLOTS_PER_CYCLE = {"haswell": 4, "broadwell": 4, "skylake": 4, "cascadelake": 4, "icelake": 5,

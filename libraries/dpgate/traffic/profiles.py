@@ -21,8 +21,13 @@ import ipaddress
 from dataclasses import dataclass
 from typing import List, Literal, Optional, Tuple
 
-from ..errors import ConfigError
-from ..units import IMIX_V4_1, FrameSize, parse_frame_size
+from dpgate.config.units import IMIX_V4_1, FrameSize, parse_frame_size
+from dpgate.model.errors import ConfigError
+
+#: Bases of the flow fields (pairwise increment from here), shared by every generator and the
+#: lab SUTs' routes: direction 0 sends from 198.18.0.1 to 198.19.0.1 (RFC 2544 benchmark range).
+L2_SRC_BASE, L2_DST_BASE = "02:01:00:00:00:00", "02:02:00:00:00:00"
+IP_DIR0_SRC, IP_DIR0_DST = "198.18.0.1", "198.19.0.1"
 
 MAX_PCAP_BYTES = 32 * 1024 * 1024
 DEFAULT_FLOWS = {"l2": 3125, "ip4": 62500}
@@ -97,7 +102,7 @@ def make_profile(kind: str, frame_size, flows: Optional[int] = None, bidirection
     n = DEFAULT_FLOWS[kind] if flows is None else flows
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_FLOWS[kind]:
         raise ConfigError(f"flows must be an integer in 1..{MAX_FLOWS[kind]} for {kind}, got {flows!r}", path="flows")
-    return Profile(kind=kind, frame_size=size, flows=n, bidirectional=bidirectional)
+    return Profile(kind=kind, frame_size=size, flows=n, bidirectional=bidirectional)  # type: ignore[arg-type]  # kind checked above
 
 
 def mac_add(mac: str, n: int) -> str:
@@ -124,3 +129,21 @@ def flow_addresses(direction: Direction, kind: str, i: int) -> Tuple[str, str, s
         ip_add(direction.src_ip_base, i),
         ip_add(direction.dst_ip_base, i),
     )
+
+
+def directions_for(topology, profile: Profile, dst_macs: Optional[List[str]] = None) -> List[Direction]:
+    """Direction 0: TG port0 -> SUT -> TG port1; direction 1 the reverse."""
+    (tg0, sut0), (tg1, sut1) = topology.pairs()[:2]
+    d0 = Direction(
+        tx_port=0, rx_port=1,
+        src_mac_base=L2_SRC_BASE, dst_mac_base=L2_DST_BASE,
+        src_ip_base=IP_DIR0_SRC, dst_ip_base=IP_DIR0_DST,
+        l2_fixed_src=tg0.mac, l2_fixed_dst=sut0.mac,
+    )
+    d1 = Direction(
+        tx_port=1, rx_port=0,
+        src_mac_base=L2_DST_BASE, dst_mac_base=L2_SRC_BASE,
+        src_ip_base=IP_DIR0_DST, dst_ip_base=IP_DIR0_SRC,
+        l2_fixed_src=tg1.mac, l2_fixed_dst=sut1.mac,
+    )
+    return [d0, d1] if profile.bidirectional else [d0]

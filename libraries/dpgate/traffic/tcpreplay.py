@@ -22,37 +22,16 @@ import math
 import os
 import re
 import time
-from typing import Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
-from ..errors import ConfigError, TrialError
-from ..runner import ns_argv, spawn, stop_process, tail
-from ..trial import LIMITED_BY_GENERATOR, TrialResult
+from dpgate.exec.cpu import busy_ratio, cpu_times
+from dpgate.exec.runner import ns_argv, stop_process, tail
+from dpgate.model.errors import ConfigError, TrialError
+from dpgate.model.ndrpdr import CEILING_MARGIN
+from dpgate.model.trial import LIMITED_BY_GENERATOR, TrialResult
+
 from .pcap import frames, write_pcap
-from .profiles import Direction, Profile
-
-#: Fraction of the calibrated ceiling above which a shortfall is the generator's.
-CEILING_MARGIN = 0.97
-#: Bases of the flow fields (pairwise increment from here).
-L2_SRC_BASE, L2_DST_BASE = "02:01:00:00:00:00", "02:02:00:00:00:00"
-IP_DIR0_SRC, IP_DIR0_DST = "198.18.0.1", "198.19.0.1"
-
-
-def directions_for(topology, profile: Profile, dst_macs: Optional[List[str]] = None) -> List[Direction]:
-    """Direction 0: TG port0 -> SUT -> TG port1; direction 1 the reverse."""
-    (tg0, sut0), (tg1, sut1) = topology.pairs()[:2]
-    d0 = Direction(
-        tx_port=0, rx_port=1,
-        src_mac_base=L2_SRC_BASE, dst_mac_base=L2_DST_BASE,
-        src_ip_base=IP_DIR0_SRC, dst_ip_base=IP_DIR0_DST,
-        l2_fixed_src=tg0.mac, l2_fixed_dst=sut0.mac,
-    )
-    d1 = Direction(
-        tx_port=1, rx_port=0,
-        src_mac_base=L2_DST_BASE, dst_mac_base=L2_SRC_BASE,
-        src_ip_base=IP_DIR0_DST, dst_ip_base=IP_DIR0_SRC,
-        l2_fixed_src=tg1.mac, l2_fixed_dst=sut1.mac,
-    )
-    return [d0, d1] if profile.bidirectional else [d0]
+from .profiles import Profile, directions_for
 
 
 def parse_tcpreplay_output(text: str) -> Dict[str, float]:
@@ -72,38 +51,6 @@ def parse_tcpreplay_output(text: str) -> Dict[str, float]:
     return out
 
 
-def cpu_times(cpus: List[int]) -> Dict[int, List[int]]:
-    """Jiffies per state of each CPU, from /proc/stat."""
-    out: Dict[int, List[int]] = {}
-    with open("/proc/stat") as fh:
-        for line in fh:
-            if line.startswith("cpu") and line[3:4].isdigit():
-                name, *vals = line.split()
-                cpu = int(name[3:])
-                if cpu in cpus:
-                    out[cpu] = [int(v) for v in vals]
-    return out
-
-
-def busy_ratio(before: Dict[int, List[int]], after: Dict[int, List[int]]) -> Optional[float]:
-    """Busy fraction (not idle, not iowait) of the SUT cores between two samples, 0..1.
-
-    >>> busy_ratio({1: [0, 0, 0, 100, 0, 0, 0, 0]}, {1: [30, 0, 20, 150, 0, 0, 0, 0]})
-    0.5
-    """
-    busy = total = 0
-    for cpu, a in after.items():
-        b = before.get(cpu)
-        if b is None:
-            continue
-        d = [x - y for x, y in zip(a, b)]
-        idle = d[3] + (d[4] if len(d) > 4 else 0)
-        tot = sum(d[:8])
-        busy += tot - idle
-        total += tot
-    return round(busy / total, 4) if total > 0 else None
-
-
 class TcpreplayGenerator:
     """Real frames through real SUTs. ``sut`` (optional) is checked for liveness and asked for
     per-trial counters; ``max_pps`` is the calibrated ceiling once :meth:`calibrate` ran."""
@@ -117,7 +64,7 @@ class TcpreplayGenerator:
         self.budget_s = budget_s
         self.on_trial = on_trial
         self.max_pps: Optional[float] = None
-        self.calibration: Dict[str, float] = {}
+        self.calibration: Dict[str, Any] = {}
         self._pcaps: Optional[List[str]] = None
         self._procs: List = []
 
@@ -288,6 +235,10 @@ class TcpreplayGenerator:
         for p in self._procs:
             stop_process(p, timeout=1.0)
 
+    def close(self) -> None:
+        """The TrafficGenerator seam's end: stop any replay still running."""
+        self.abort()
+
     # -- calibration -----------------------------------------------------------
     def calibrate(self, duration_s: float = 1.0, probe_pps: float = 5e6, repeats: int = 3) -> float:
         """Measure the generator's own ceiling and keep it as the testbed max rate.
@@ -335,7 +286,7 @@ OUTLIER_SHARE = 0.85
 EXTRA_PROBES = 2
 
 
-def ceiling_from_probes(probe, repeats: int = 3) -> "tuple[float, list]":
+def ceiling_from_probes(probe, repeats: int = 3) -> tuple[float, list]:
     """(ceiling, every probe's rate): the lowest of ``repeats`` consistent probes.
 
     The lowest, not the best, so that rates up to 90 % of the ceiling are sent accurately;
@@ -402,7 +353,6 @@ class _Replay:
         return "cut"
 
     def kill(self) -> None:
-        import subprocess
 
         if self.proc.poll() is None:
             stop_process(self.proc, timeout=1.0)

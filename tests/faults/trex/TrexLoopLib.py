@@ -13,7 +13,7 @@ from robot.api.deco import keyword, library
 
 from dpgate.robotlib import ndrpdr_result, record, search_ndr_pdr, trial_dicts
 from dpgate.traffic.profiles import make_profile
-from dpgate.trex.loop import TrexLoop
+from dpgate.traffic.trex.loop import TrexLoop
 
 
 @library(scope="SUITE")
@@ -64,7 +64,7 @@ class TrexLoopLib:
     @keyword
     def hold_trex_ports_as(self, user: str) -> None:
         """Fault: another TRex client (``user``) acquires both ports."""
-        from dpgate.trex.install import import_trex_api
+        from dpgate.traffic.trex.install import import_trex_api
 
         assert self.loop is not None
         api = import_trex_api()

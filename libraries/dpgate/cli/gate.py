@@ -1,0 +1,242 @@
+"""``dpgate gate``: the CI stage. Runs the suites, prints a summary, exits non-zero iff a gate failed.
+
+    dpgate gate                                  # embedded suites, per-commit profile
+    dpgate gate --profile sign-off --outdir results/release
+    dpgate gate --include linux-ip4 --variable PREFIX:dpg1-
+    dpgate gate --history /ci-cache/dpgate-history --commit $CI_COMMIT_SHA
+    dpgate gate --sut-cpu-steal 10 --no-history-add     # fault injection: a 10 % slower SUT
+
+Each run starts from a clean ``<outdir>/dpgate`` (records of an earlier run into the same
+directory would otherwise reappear in this run's JUnit). With a history store (default
+``<outdir>/history``; ``--no-history`` for none) every test also checks its NDR, PDR and
+MRR against the history of the same test and testbed (``dpgate compare`` rules) and fails
+on a regression; after the run its passing tests are added to the store (not with
+``--no-history-add``, and never runs with injected faults).
+
+Exit codes: 0 all gates passed (skips allowed), 1 a gate failed or a test errored,
+2 bad input, 3 environment problem, 130/143 interrupted (results and JUnit still written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from typing import Dict, List, Optional
+
+from dpgate.config.thresholds import load_thresholds
+from dpgate.config.topology import load_topology
+from dpgate.model.errors import ConfigError
+from dpgate.outputs.exporters import write_csv, write_openmetrics
+from dpgate.outputs.junit import write_junit
+from dpgate.outputs.results import load_records
+from dpgate.regression.history import add_to_history
+from dpgate.testbeds.embedded.testbed import check_environment
+
+PROFILES = ("per-commit", "sign-off", "rfc2544-binary")
+
+
+def add_parser(sub) -> None:
+    g = sub.add_parser("gate", help="run the gate suites and exit non-zero iff a gate failed")
+    g.add_argument("suites", nargs="*", default=["suites/embedded"], help="suite files/dirs (default suites/embedded)")
+    g.add_argument("--outdir", default="results", help="output directory (default results/)")
+    g.add_argument("--profile", default="per-commit", choices=PROFILES, help="search profile")
+    g.add_argument("--thresholds", default=None, help="thresholds file (default variables/embedded.yaml)")
+    g.add_argument("--topology", default=None, help="topology file (default topologies/embedded.yaml)")
+    g.add_argument("--prefix", default=None, help="namespace prefix of the embedded testbed")
+    g.add_argument("--telemetry-policy", default="skip", choices=("skip", "fail"))
+    g.add_argument("--include", action="append", default=[], help="only tests with this tag (repeatable)")
+    g.add_argument("--exclude", action="append", default=[], help="skip tests with this tag (repeatable)")
+    g.add_argument("--variable", action="append", default=[], help="extra Robot variable NAME:VALUE")
+    g.add_argument("--junit", default=None, help="JUnit path (default <outdir>/junit.xml)")
+    g.add_argument("--history", default=None,
+                   help="history store for the regression check (default <outdir>/history)")
+    g.add_argument("--no-history", action="store_true", help="no regression check against history")
+    g.add_argument("--no-history-add", action="store_true", help="check against history but do not add this run")
+    g.add_argument("--min-change", type=_percent("--min-change"), default=3.0,
+                   help="smallest change in %% the regression check reports (default 3)")
+    g.add_argument("--commit", default=None, help="commit under test (default: CI_COMMIT_SHA / GIT_COMMIT / GITHUB_SHA)")
+    g.add_argument("--mrr-trials", type=int, default=None, help="MRR trials after each search (default 3; 0 = none)")
+    g.add_argument("--sut-cpu-steal", type=_percent("--sut-cpu-steal"), default=0.0,
+                   help="fault injection: take this %% of the SUT core(s) away (shows the regression check works)")
+    g.set_defaults(func=cmd_gate)
+
+
+def _percent(option: str):
+
+    def conv(text: str) -> float:
+        try:
+            v = float(str(text).rstrip("%"))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{option} must be a percentage like 3 or 3%, got {text!r}") from None
+        if not 0 <= v < 90:
+            raise argparse.ArgumentTypeError(f"{option} must be in [0, 90) %, got {text!r}")
+        return v
+
+    return conv
+
+
+def history_dir(args) -> Optional[str]:
+    if getattr(args, "no_history", False):
+        return None
+    return os.path.abspath(args.history or os.path.join(args.outdir, "history"))
+
+
+def robot_argv(args) -> List[str]:
+    junit = os.path.abspath(args.junit or os.path.join(args.outdir, "junit.xml"))
+    argv = [sys.executable, "-m", "robot", "--outputdir", args.outdir, "--console", "quiet",
+            "--listener", f"dpgate.listener.DpgateListener:{junit}",
+            "--prerunmodifier", "dpgate.robotmods.CaseTags",
+            "--variable", f"SEARCH_PROFILE:{args.profile}",
+            "--variable", f"TELEMETRY_POLICY:{args.telemetry_policy}"]
+    if args.thresholds:
+        argv += ["--variable", f"THRESHOLDS_FILE:{os.path.abspath(args.thresholds)}"]
+    if args.topology:
+        argv += ["--variable", f"TOPOLOGY:{os.path.abspath(args.topology)}"]
+    if args.prefix:
+        argv += ["--variable", f"PREFIX:{args.prefix}"]
+    hist = history_dir(args)
+    if hist:
+        argv += ["--variable", f"HISTORY:{hist}", "--variable", f"MIN_CHANGE:{args.min_change:g}%"]
+    if getattr(args, "mrr_trials", None) is not None:
+        if args.mrr_trials < 0:
+            raise ConfigError(f"--mrr-trials must be >= 0, got {args.mrr_trials}", path="--mrr-trials")
+        argv += ["--variable", f"MRR_TRIALS:{args.mrr_trials}"]
+    if getattr(args, "sut_cpu_steal", 0):
+        argv += ["--variable", f"SUT_CPU_STEAL:{args.sut_cpu_steal:g}%"]
+    for tag in args.include:
+        argv += ["--include", tag]
+    for tag in args.exclude:
+        argv += ["--exclude", tag]
+    for var in args.variable:
+        if ":" not in var:
+            raise ConfigError(f"--variable {var!r} must be NAME:VALUE", path="--variable")
+        argv += ["--variable", var]
+    return argv + list(args.suites)
+
+
+def preflight(args) -> None:
+    for s in args.suites:
+        if not os.path.exists(s):
+            raise ConfigError(f"suite path {s!r} does not exist", path="suites")
+    load_thresholds(args.thresholds or "variables/embedded.yaml")
+    topo = load_topology(args.topology or "topologies/embedded.yaml", args.prefix)
+    if topo.kind == "embedded":
+        check_environment()
+
+
+def fresh_outdir(outdir: str) -> None:
+    """Remove the dpgate records of an earlier run into ``outdir`` (not its history)."""
+    os.makedirs(outdir, exist_ok=True)
+    old = os.path.join(outdir, "dpgate")
+    if os.path.isdir(old):
+        shutil.rmtree(old)
+
+
+def cmd_gate(args) -> int:
+    preflight(args)
+    fresh_outdir(args.outdir)
+    junit = args.junit or os.path.join(args.outdir, "junit.xml")
+    if args.commit:
+        os.environ["DPGATE_COMMIT"] = args.commit
+    # Robot runs in its own session: a signal sent to our whole process group (CI cancel)
+    # reaches it once, through us. Robot treats a second signal as "stop now, skip
+    # teardowns", so only the first one is forwarded at once; a repeated signal to us
+    # is forwarded as the user's insistence. If we die, the kernel sends Robot SIGTERM.
+    proc = subprocess.Popen(robot_argv(args), start_new_session=True, preexec_fn=_die_with_parent)
+    interrupted: Optional[int] = None
+    received = 0
+
+    def forward(signum, frame):
+        nonlocal interrupted, received
+        interrupted = signum
+        received += 1
+        if received in (1, 3):
+            try:
+                proc.send_signal(signum)
+            except ProcessLookupError:
+                pass
+
+    old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        while True:
+            try:
+                rc = proc.wait()
+                break
+            except InterruptedError:  # pragma: no cover
+                continue
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    records = load_records(args.outdir)
+    for rec in records:
+        if rec.get("status") in (None, "RUNNING"):
+            rec["status"] = "ERROR"
+            rec["message"] = "test did not finish (run interrupted)" if interrupted else "test did not finish"
+    write_junit(records, junit)
+    write_openmetrics(records, os.path.join(args.outdir, "metrics.txt"))
+    write_csv(records, os.path.join(args.outdir, "results.csv"))
+    print(summary_table(records))
+    hist = history_dir(args)
+    if hist:
+        print("\n" + history_summary(records, hist))
+        if not interrupted and not args.no_history_add:
+            n = add_to_history(args.outdir, hist, args.commit, only_passed=True)
+            print(f"history: added {n} passing test(s) of this run to {hist}"
+                  + (" (runs with injected faults are never added)" if getattr(args, "sut_cpu_steal", 0) else ""))
+    out = os.path.abspath(args.outdir)
+    print(f"\nreport: {os.path.join(out, 'report.html')}\nlog:    {os.path.join(out, 'log.html')}\n"
+          f"junit:  {os.path.abspath(junit)}\nmetrics: {os.path.join(out, 'metrics.txt')} (OpenMetrics), "
+          f"{os.path.join(out, 'results.csv')}\nresults: {os.path.join(out, 'dpgate')}")
+    if interrupted:
+        print(f"dpgate: interrupted by signal {interrupted}: finished tests kept, teardown ran", file=sys.stderr)
+        return 128 + interrupted
+    failed = [r for r in records if r.get("status") not in ("PASS", "SKIP")]
+    if rc == 252:
+        raise ConfigError("robot rejected the arguments (see its message above)")
+    if rc and not failed:
+        return 1
+    return 1 if failed else 0
+
+
+def _die_with_parent() -> None:
+    """In the Robot child: get SIGTERM when dpgate dies (Linux prctl PR_SET_PDEATHSIG)."""
+    try:
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
+    except (OSError, AttributeError):  # pragma: no cover - non-Linux
+        pass
+
+
+def history_summary(records: List[Dict], hist: str) -> str:
+    """The regression check's verdicts as the tests recorded them."""
+    lines = [f"regression check against {hist}:"]
+    for r in records:
+        for g in r.get("gates", []):
+            if g.get("name", "").startswith("regression_"):
+                lines.append(f"  {g['message']}")
+    if len(lines) == 1:
+        lines.append("  (no test reached the regression check)")
+    return "\n".join(lines)
+
+
+def summary_table(records: List[Dict]) -> str:
+    head = f"{'test':44s} {'NDR Mpps':>9s} {'PDR Mpps':>9s} {'CPP':>8s}  verdict"
+    lines = [head, "-" * len(head)]
+    for r in records:
+        m = r.get("metrics", {})
+        ndr = f"{m['ndr_pps'] / 1e6:.3f}" if "ndr_pps" in m else "-"
+        pdr = f"{m['pdr_pps'] / 1e6:.3f}" if "pdr_pps" in m else "-"
+        cpp = f"{m['cpp']:.0f}" if isinstance(m.get("cpp"), (int, float)) else "-"
+        verdict = r.get("status", "?")
+        if verdict != "PASS" and r.get("message"):
+            verdict += ": " + r["message"].splitlines()[0][:100]
+        lines.append(f"{r.get('name', '?')[:44]:44s} {ndr:>9s} {pdr:>9s} {cpp:>8s}  {verdict}")
+    if len(lines) == 2:
+        lines.append("(no test produced a result)")
+    return "\n".join(lines)
+

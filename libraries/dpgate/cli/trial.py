@@ -1,0 +1,92 @@
+"""``dpgate trial``: bring up the embedded testbed, run one trial, tear down.
+
+    dpgate trial --topology topologies/embedded.yaml --sut linux-ip4 --rate 50kpps \\
+                 --duration 2 --frame-size 64 [--json]
+
+``dpgate trial`` and its JSON keys (the TrialResult field names) are public: stable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Callable, Optional
+
+from dpgate.config.units import FrameSize, Rate, UnitError, format_pps, parse_frame_size, parse_rate
+from dpgate.model.trial import TrialResult
+from dpgate.testbeds.embedded.session import EmbeddedSession
+
+
+def _positive_float(what: str) -> Callable[[str], float]:
+    def conv(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} must be a number of seconds, got {text!r}") from None
+        if not v > 0:
+            raise argparse.ArgumentTypeError(f"{what} must be > 0, got {text!r}")
+        return v
+
+    return conv
+
+
+def _frame_size(text: str) -> FrameSize:
+    try:
+        return parse_frame_size(text)
+    except UnitError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _rate(text: str) -> Rate:
+    try:
+        return parse_rate(text)
+    except UnitError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def add_parser(sub) -> None:
+    t = sub.add_parser("trial", help="bring up the embedded testbed, run one trial, tear down")
+    t.add_argument("--topology", default="topologies/embedded.yaml")
+    t.add_argument("--sut", required=True, help="embedded SUT (see 'dpgate suts')")
+    t.add_argument("--rate", required=True, type=_rate, help="e.g. 50kpps, 0.2Mpps, 200000, 50%% (of max)")
+    t.add_argument("--duration", type=_positive_float("--duration"), default=2.0, help="seconds (default 2)")
+    t.add_argument("--frame-size", type=_frame_size, default=64, help="64..9216 or IMIX (default 64)")
+    t.add_argument("--flows", type=int, default=None, help="flows per direction (default 3125 L2 / 62500 IPv4)")
+    t.add_argument("--bidirectional", action="store_true")
+    t.add_argument("--prefix", default=None, help="namespace prefix (default: the topology's)")
+    t.add_argument("--no-calibrate", action="store_true", help="skip measuring the generator ceiling")
+    t.add_argument("--json", action="store_true", help="print one JSON object (TrialResult fields)")
+    t.set_defaults(func=cmd_trial)
+
+
+def cmd_trial(args: argparse.Namespace) -> int:
+    session = EmbeddedSession(
+        args.topology, args.sut, frame_size=args.frame_size, flows=args.flows,
+        bidirectional=args.bidirectional, prefix=args.prefix,
+        calibrate=not args.no_calibrate or args.rate.percent is not None,
+    )
+    with session:
+        load = args.rate.resolve(session.max_pps)
+        result = session.measure(load, args.duration)
+    if args.json:
+        print(json.dumps(result.to_dict(), sort_keys=True))
+    else:
+        print(format_trial(result, session.max_pps, args.sut))
+    return 0
+
+
+def format_trial(r: TrialResult, max_pps: Optional[float], sut: str) -> str:
+    lines = [
+        f"SUT {sut}, frame {r.frame_size}, {r.intended_duration_s:g} s at {format_pps(r.intended_load_pps)}",
+        f"  intended   {r.intended_packets:>12,d} packets",
+        f"  sent (TG)  {r.tx_packets:>12,d}   shortfall {r.tg_shortfall:,d}"
+        + (f" (limited by {r.limited_by})" if r.limited_by else ""),
+        f"  received   {r.rx_packets:>12,d}   rx rate {format_pps(r.rx_rate_pps)}",
+        f"  loss       {r.loss_packets:>12,d}   ratio {r.loss_ratio:.6f}",
+        f"  SUT drops  {r.sut_drops if r.sut_drops is not None else 'n/a'}",
+    ]
+    if r.sut_cycles_per_packet is not None:
+        lines.append(f"  SUT-reported cycles/packet {r.sut_cycles_per_packet:.1f}")
+    if max_pps:
+        lines.append(f"  generator ceiling {format_pps(max_pps)}")
+    return "\n".join(lines)

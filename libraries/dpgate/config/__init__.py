@@ -1,0 +1,1 @@
+"""dpgate.config"""

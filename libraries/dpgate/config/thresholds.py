@@ -1,0 +1,166 @@
+"""Gate thresholds (variables/<testbed>.yaml): floors and ceilings per NF and frame size.
+
+Format::
+
+    margin_note: "floors = 0.7 x median of 5 runs on a 2-core VM"   # free text
+    defaults:                    # apply to every case unless overridden
+      pdr_loss: 0.005
+    nfs:
+      linux-ip4:
+        64B:  {ndr_min: 0.150 Mpps, pdr_min: 0.150 Mpps, cpp_max: 40000}
+        IMIX: {ndr_min: 0.120 Mpps}
+
+Keys of a case: ndr_min, pdr_min (rates: "0.15 Mpps", "150kpps", 150000), cpp_max (cycles
+per packet at NDR), ipc_min, ipp_max, ddio_miss_max (ratio or "5%"), mem_bytes_per_packet_max,
+tmam_retiring_min, noise and mrr_noise (run-to-run noise of the case's NDR/PDR and of its MRR
+on a healthy testbed, ratio or "15%": the regression check's allowance until the history has
+5 runs). Frame-size keys: 64B, 1518B,
+IMIX ... (any case), or "all".
+
+Lab cases also differ in cores: a key may end with a core tag (threads T physical cores C,
+as in the test names), e.g. ``64B-2T1C`` or ``all-4T2C``. ``lookup(nf, size, cores="2T1C")``
+merges, later winning: defaults < all < <size> < all-<tag> < <size>-<tag>. Without
+``cores`` only the keys without a tag apply, so embedded files work unchanged::
+
+    nfs:
+      vpp-l2patch:
+        64B-1T1C: {ndr_min: 13.0 Mpps, cpp_max: 190}
+        64B-2T1C: {ndr_min: 15.8 Mpps}
+
+Every bad value is one ConfigError naming file, path and what is accepted.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, fields
+from typing import Dict, Optional, Tuple, Union
+
+from dpgate.config import schema
+from dpgate.config.units import UnitError, frame_size_tag, parse_frame_size, parse_rate, parse_ratio
+from dpgate.model.errors import ConfigError
+
+Number = Union[float, str]
+_CORE_TAG = re.compile(r"^(\d+)T(\d+)C$", re.I)
+
+
+def core_tag(value: str, path: str = "cores") -> str:
+    """Normalised core tag: ``2t1c`` -> ``2T1C``; anything else is a ConfigError."""
+    m = _CORE_TAG.match(str(value).strip())
+    if not m or int(m.group(2)) < 1 or int(m.group(1)) < int(m.group(2)):
+        raise ConfigError(f"core tag {value!r} is not like 1T1C or 2T1C (threads T physical cores C)", path=path)
+    return f"{int(m.group(1))}T{int(m.group(2))}C"
+
+
+def split_case_key(key: str) -> Tuple[str, Optional[str]]:
+    """``'64B-2T1C'`` -> ``('64B', '2T1C')``; ``'IMIX'`` -> ``('IMIX', None)``."""
+    if "-" in key:
+        size, tag = key.rsplit("-", 1)
+        return size, tag
+    return key, None
+
+
+def _rate_check(v) -> Optional[str]:
+    try:
+        r = parse_rate(v)
+    except UnitError as err:
+        return str(err)
+    return "expected an absolute rate (not %)" if r.pps is None else None
+
+
+def _ratio_check(v) -> Optional[str]:
+    try:
+        parse_ratio(v, upper_inclusive=True)
+    except UnitError as err:
+        return str(err)
+    return None
+
+
+def _pos(v) -> Optional[str]:
+    return None if float(v) > 0 else "expected a number > 0"
+
+
+@dataclass(frozen=True)
+class CaseThresholds:
+    ndr_min: Optional[str] = field(default=None, metadata={"check": _rate_check})
+    pdr_min: Optional[str] = field(default=None, metadata={"check": _rate_check})
+    cpp_max: Optional[float] = field(default=None, metadata={"check": _pos})
+    ipc_min: Optional[float] = field(default=None, metadata={"check": _pos})
+    ipp_max: Optional[float] = field(default=None, metadata={"check": _pos})
+    ddio_miss_max: Optional[str] = field(default=None, metadata={"check": _ratio_check})
+    mem_bytes_per_packet_max: Optional[float] = field(default=None, metadata={"check": _pos})
+    tmam_retiring_min: Optional[str] = field(default=None, metadata={"check": _ratio_check})
+    #: run-to-run noise of this case on a healthy testbed (largest change seen between
+    #: baseline runs, e.g. "15%"): the regression check's allowance while the history is short (< 5 runs)
+    noise: Optional[str] = field(default=None, metadata={"check": _ratio_check})
+    #: the same for MRR (several trials at the ceiling per run: usually far steadier than NDR)
+    mrr_noise: Optional[str] = field(default=None, metadata={"check": _ratio_check})
+
+    def merged(self, other: CaseThresholds) -> CaseThresholds:
+        vals = {f.name: getattr(other, f.name) if getattr(other, f.name) is not None else getattr(self, f.name)
+                for f in fields(self)}
+        return CaseThresholds(**vals)
+
+    def rate(self, key: str) -> Optional[float]:
+        v = getattr(self, key)
+        return parse_rate(v).pps if v is not None else None
+
+    def ratio(self, key: str) -> Optional[float]:
+        v = getattr(self, key)
+        return parse_ratio(v, upper_inclusive=True) if v is not None else None
+
+
+@dataclass(frozen=True)
+class ThresholdFile:
+    nfs: Dict[str, Dict[str, CaseThresholds]]
+    defaults: CaseThresholds = field(default_factory=CaseThresholds)
+    margin_note: str = ""
+    source: str = ""
+
+    def validate(self):
+        for nf, cases in self.nfs.items():
+            for key in cases:
+                size, tag = split_case_key(str(key))
+                if tag is not None:
+                    try:
+                        core_tag(tag)
+                    except ConfigError as err:
+                        return (f"nfs.{nf}.{key}", err.reason)
+                if size.lower() == "all":
+                    continue
+                try:
+                    parse_frame_size(size)
+                except UnitError as err:
+                    return (f"nfs.{nf}.{key}", str(err))
+        return None
+
+    def lookup(self, nf: str, frame_size, cores: Optional[str] = None) -> CaseThresholds:
+        """Thresholds for one case: defaults < nf 'all' < nf <frame size>; with ``cores``
+        (a core tag like ``2T1C``) then < 'all-<tag>' < '<frame size>-<tag>'."""
+        if nf not in self.nfs:
+            raise ConfigError(
+                f"no thresholds for NF {nf!r}; known: {', '.join(sorted(self.nfs))}. Add it under nfs:",
+                self.source, f"nfs.{nf}")
+        tag = frame_size_tag(parse_frame_size(frame_size))
+        cases = {}
+        for k, v in self.nfs[nf].items():
+            size, ctag = split_case_key(str(k))
+            size = "ALL" if size.lower() == "all" else frame_size_tag(parse_frame_size(size)).upper()
+            cases[f"{size}-{core_tag(ctag)}" if ctag else size] = v
+        keys = ["ALL", tag.upper()]
+        if cores:
+            ct = core_tag(cores)
+            keys += [f"ALL-{ct}", f"{tag.upper()}-{ct}"]
+        out = self.defaults
+        for key in keys:
+            if key in cases:
+                out = out.merged(cases[key])
+        return out
+
+
+def load_thresholds(path: str) -> ThresholdFile:
+    data = schema.read_yaml(path, "pass --thresholds with an existing file, e.g. variables/embedded.yaml")
+    if isinstance(data, dict):
+        data = {k: v for k, v in data.items() if k != "THRESHOLDS_FILE"}
+        data.setdefault("source", path)
+    return schema.load(ThresholdFile, data, source=path)

@@ -1,0 +1,181 @@
+"""Regression check of a run against its history (jumpavg): the statistics and the verdicts.
+
+The history store is :mod:`dpgate.regression.history`; the commands ``dpgate compare`` and
+``dpgate history add`` are :mod:`dpgate.cli.compare` and :mod:`dpgate.cli.history`.
+
+Verdict per test and metric (NDR, PDR, MRR), with the *allowance* = the largest of
+``min_change`` (default 3 %) and the test's run-to-run noise:
+
+1. History of ``NOISE_RUNS`` (5) runs or more: jumpavg (CSIT's trending library)
+   classifies the history runs plus the current run into groups of similar averages; a run
+   with several samples (the MRR trials) enters as a list, so jumpavg sees the noise within
+   a run. The current run is a ``regression``/``progression`` only when jumpavg starts a
+   new group with it, with that comment, **and** it moved from the previous group's
+   average by at least the allowance, whose noise part is 3 robust standard deviations
+   (1.4826 x MAD) of the history's run averages.
+2. Shorter history (1-4 runs): too few runs for jumpavg to tell drift between runs from a
+   step (it compares a step with the noise *within* runs, which on a shared VM is far
+   smaller than the drift *between* them). The current run is compared with the history's
+   mean: a ``regression``/``progression`` when it moved by at least the allowance, whose
+   noise part is the larger of the case's declared ``noise``/``mrr_noise`` (thresholds
+   file: the largest change seen between healthy baseline runs) and the spread the short
+   history already shows. This is the tolerance rule of DPDK DTS and NFVbench, with the
+   tolerance measured instead of guessed.
+3. Otherwise ``normal``; ``no history`` when the test has none. A drop of a result at
+   the generator's ceiling (``limited_by=generator``) is ``generator-limited``: the SUT
+   kept up with everything the generator could send, so it is not a SUT regression; and
+   so is a rise over a history that was mostly at the generator's ceiling: those runs
+   measured the generator, so the rise is not a SUT progression.
+
+Runs with injected faults (``injected_sut_cpu_steal``) are compared but never added to
+the history.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import jumpavg
+
+from dpgate.outputs.results import load_records
+from dpgate.regression.history import METRICS, RunValue, read_history, run_value
+
+NOISE_RUNS = 5
+
+
+@dataclass(frozen=True)
+class Verdict:
+    test: str
+    metric: str
+    verdict: str  # regression | progression | normal | no history | generator-limited
+    current: float
+    baseline: Optional[float]
+    change_pct: Optional[float]
+    history_len: int
+    allowance_pct: Optional[float] = None
+    noise_source: str = ""
+
+    def line(self) -> str:
+        if self.baseline is None:
+            return f"{self.test} {self.metric}: {self.verdict} (current {self.current / 1e6:.3f} Mpps)"
+        allow = (f", allowance {self.allowance_pct:.1f} % from {self.noise_source}"
+                 if self.allowance_pct is not None else "")
+        return (f"{self.test} {self.metric}: {self.verdict}: {self.current / 1e6:.3f} Mpps vs "
+                f"{self.baseline / 1e6:.3f} Mpps ({self.change_pct:+.1f} %, {self.history_len} runs of history{allow})")
+
+
+def _mean(v: RunValue) -> float:
+    return sum(v) / len(v) if isinstance(v, list) else float(v)
+
+
+def allowance(history_means: Sequence[float], min_change: float, declared: Optional[float]) -> Tuple[float, str]:
+    """(relative change a regression must exceed, where that number comes from).
+
+    >>> allowance([100.0] * 4 + [101.0] * 4, 0.03, None)
+    (0.03, 'min change')
+    >>> allowance([100.0, 90.0], 0.03, 0.15)
+    (0.15, 'declared noise')
+    >>> round(allowance([100.0, 80.0], 0.03, 0.15)[0], 3), allowance([100.0, 80.0], 0.03, 0.15)[1]
+    (0.25, 'history spread (2 runs)')
+    """
+    n = len(history_means)
+    cands: List[Tuple[float, str]] = [(min_change, "min change")]
+    if n >= NOISE_RUNS:
+        med = statistics.median(history_means)
+        mad = statistics.median(abs(x - med) for x in history_means)
+        if med > 0:
+            cands.append((3 * 1.4826 * mad / med, f"history noise ({n} runs)"))
+    else:
+        if declared:
+            cands.append((float(declared), "declared noise"))
+        if n >= 2 and min(history_means) > 0:
+            cands.append(((max(history_means) - min(history_means)) / min(history_means), f"history spread ({n} runs)"))
+    return max(cands, key=lambda c: c[0])
+
+
+def classify_current(history: Sequence[RunValue], current: Sequence[float], min_change: float = 0.03,
+                     noise: Optional[float] = None) -> Verdict:
+    """Classify ``current`` (one or more samples of this run) against ``history`` (one value
+    or a list of samples per run); ``noise`` is the case's declared run-to-run noise.
+
+    >>> classify_current([10.0] * 20, [10.1]).verdict
+    'normal'
+    >>> classify_current([10.0, 10.1, 9.9] * 7, [8.5, 8.6, 8.4]).verdict
+    'regression'
+    """
+
+    cur = sum(current) / len(current)
+    if not history:
+        return Verdict("", "", "no history", cur, None, None, 0)
+    hist = [list(map(float, h)) if isinstance(h, list) else float(h) for h in history]
+    means = [_mean(h) for h in hist]
+    allow, source = allowance(means, min_change, noise)
+    if len(hist) < NOISE_RUNS:
+        baseline = sum(means) / len(means)
+        change = (cur - baseline) / baseline if baseline else 0.0
+        verdict = "regression" if change <= -allow else ("progression" if change >= allow else "normal")
+        return Verdict("", "", verdict, cur, baseline, change * 100, len(history), allow * 100, source)
+    values: List = hist + [list(current) if len(current) > 1 else current[0]]
+    groups = jumpavg.classify(values)
+    last = groups[-1]
+    if len(groups) == 1 or len(last) > 1:
+        # the current run joined an existing group: compare with the group without it
+        base_vals = means[-(len(last) - 1):] if len(last) > 1 else means
+        baseline = sum(base_vals) / len(base_vals)
+        comment = "normal"
+    else:
+        baseline = groups[-2].stats.avg
+        comment = last.comment
+    change = (cur - baseline) / baseline if baseline else 0.0
+    verdict = comment if comment in ("regression", "progression") and abs(change) >= allow else "normal"
+    return Verdict("", "", verdict, cur, baseline, change * 100, len(history), allow * 100, source)
+
+
+def verdicts_for(rec: Dict, store: str, min_change: float = 0.03, noise: Optional[float] = None,
+                 mrr_noise: Optional[float] = None) -> List[Verdict]:
+    """Every metric of one record against its history. ``noise`` (NDR/PDR) and ``mrr_noise``
+    default to the record's ``regression_noise``/``regression_mrr_noise`` (the case's declared
+    noise, recorded by the gate); MRR without its own falls back to ``noise``."""
+    m = rec.get("metrics", {})
+
+    def recorded(key: str) -> Optional[float]:
+        v = m.get(key)
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+    noise = noise if noise is not None else recorded("regression_noise")
+    mrr_noise = mrr_noise if mrr_noise is not None else recorded("regression_mrr_noise")
+    if mrr_noise is None:
+        mrr_noise = noise
+    hist = read_history(store, rec.get("testbed", ""), rec["longname"])
+    if rec.get("started") is not None:
+        # the gate adds a run to the history as it ends: never compare a run with itself
+        hist = [h for h in hist if h.get("time") != rec["started"]]
+    out = []
+    for metric in METRICS:
+        cur = run_value(rec, metric)
+        if cur is None:
+            continue
+        past = [v for v in (run_value(h, metric) for h in hist) if v is not None]
+        declared = mrr_noise if metric == "mrr_pps" else noise
+        v = classify_current(past, cur if isinstance(cur, list) else [cur], min_change, declared)
+        lim_key = "mrr_limited_by" if metric == "mrr_pps" else "limited_by"
+        base = [h.get(lim_key) for h in hist if run_value(h, metric) is not None]
+        base_at_ceiling = bool(base) and sum(b == "generator" for b in base) > len(base) / 2
+        if (v.verdict == "regression" and m.get(lim_key) == "generator") or \
+                (v.verdict == "progression" and base_at_ceiling):
+            # at the generator's ceiling a number measures the generator, not the SUT: a drop
+            # there is not a SUT regression, nor a rise over such a history a SUT progression
+            v = Verdict("", "", "generator-limited", v.current, v.baseline, v.change_pct, v.history_len,
+                        v.allowance_pct, v.noise_source)
+        out.append(Verdict(rec.get("name", rec["longname"]), metric, v.verdict, v.current, v.baseline,
+                           v.change_pct, v.history_len, v.allowance_pct, v.noise_source))
+    return out
+
+
+def compare(outdir: str, store: str, min_change: float = 0.03) -> List[Verdict]:
+    out = []
+    for rec in load_records(outdir):
+        out.extend(verdicts_for(rec, store, min_change))
+    return out

@@ -1,0 +1,81 @@
+"""The history store: one JSON line per run and test in ``<store>/<testbed>/<test-id>.jsonl``
+with the commit (``--commit``, else DPGATE_COMMIT / CI_COMMIT_SHA / GIT_COMMIT / GITHUB_SHA),
+time, NDR, PDR, MRR and the run's samples of each (e.g. every MRR trial's rx rate).
+Runs with injected faults (``injected_sut_cpu_steal``) are never added.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Dict, List, Optional, Union
+
+from dpgate.model.errors import ConfigError
+from dpgate.outputs.results import load_records, test_id
+
+#: The metrics the regression check compares (and the history keeps).
+METRICS = ("ndr_pps", "pdr_pps", "mrr_pps")
+#: One run's value of a metric: a number, or its samples when the run measured several.
+RunValue = Union[float, List[float]]
+
+
+def history_path(store: str, testbed: str, longname: str) -> str:
+    return os.path.join(store, testbed or "unknown", test_id(longname) + ".jsonl")
+
+
+def read_history(store: str, testbed: str, longname: str) -> List[Dict]:
+    path = history_path(store, testbed, longname)
+    if not os.path.exists(path):
+        return []
+    out = []
+    with open(path) as fh:
+        for n, line in enumerate(fh, 1):
+            if line.strip():
+                try:
+                    entry = json.loads(line)
+                except ValueError:
+                    raise ConfigError(f"line {n} is not JSON (corrupted history?)", path) from None
+                if not isinstance(entry, dict):
+                    raise ConfigError(f"line {n} is not a JSON object (corrupted history?)", path)
+                out.append(entry)
+    return out
+
+
+def run_value(entry: Dict, metric: str) -> Optional[RunValue]:
+    """The value of ``metric`` in one history entry or record: its samples when several."""
+    samples = (entry.get("samples") or {}).get(metric)
+    if samples and len(samples) > 1:
+        return [float(x) for x in samples]
+    m = entry.get("metrics", entry)
+    v = m.get(metric)
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def injected(rec: Dict) -> bool:
+    return bool((rec.get("metrics") or {}).get("injected_sut_cpu_steal"))
+
+
+def add_to_history(outdir: str, store: str, commit: Optional[str] = None, only_passed: bool = False) -> int:
+    """Append the run's tests to the store (PASS and FAIL, or PASS only); never injected runs."""
+    commit = (commit or os.environ.get("DPGATE_COMMIT") or os.environ.get("CI_COMMIT_SHA")
+              or os.environ.get("GIT_COMMIT") or os.environ.get("GITHUB_SHA") or "unknown")
+    n = 0
+    for rec in load_records(outdir):
+        m = rec.get("metrics", {})
+        allowed = ("PASS",) if only_passed else ("PASS", "FAIL")
+        if rec.get("status") not in allowed or "ndr_pps" not in m or injected(rec):
+            continue
+        path = history_path(store, rec.get("testbed", ""), rec["longname"])
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        entry = {"commit": rec.get("commit") or commit, "time": rec.get("started", time.time()),
+                 "sut_version": rec.get("sut_version"), "limited_by": m.get("limited_by"),
+                 "mrr_limited_by": m.get("mrr_limited_by"),
+                 **{k: m[k] for k in METRICS if isinstance(m.get(k), (int, float))}}
+        samples = {k: v for k, v in (rec.get("samples") or {}).items() if k in METRICS}
+        if samples:
+            entry["samples"] = samples
+        with open(path, "a") as fh:
+            fh.write(json.dumps(entry) + "\n")
+        n += 1
+    return n

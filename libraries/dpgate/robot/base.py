@@ -1,0 +1,140 @@
+"""What both testbeds' keyword libraries share: the test's result record, the NDR/PDR
+result with its console line, telemetry at the goals, the ``Rate`` argument converter."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Dict, Optional, Tuple, Union
+
+from robot.api import logger
+from robot.api.deco import keyword
+from robot.libraries.BuiltIn import BuiltIn, RobotNotRunningError
+
+from dpgate.config.units import Rate, format_pps, frame_size_tag, parse_frame_size, parse_rate
+from dpgate.metrics import cycles_per_packet
+from dpgate.model.errors import ConfigError
+from dpgate.model.ndrpdr import CEILING_MARGIN, NdrPdrResult
+from dpgate.model.trial import TrialResult
+from dpgate.outputs.results import ResultStore
+from dpgate.search.bounded import SearchRun, _opt
+
+
+def rate_arg(value: Union[str, int, float]) -> Rate:
+    """The ``Rate`` converter of every keyword library (``0.5 Mpps``, ``40%``, ``10 Gbps``)."""
+    return parse_rate(value)
+
+
+def _bi() -> BuiltIn:
+    return BuiltIn()
+
+
+def _current_test() -> Tuple[str, str]:
+    try:
+        bi = _bi()
+        suite = bi.get_variable_value("${SUITE NAME}", "")
+        test = bi.get_variable_value("${TEST NAME}", None)
+    except RobotNotRunningError:  # keywords called from plain Python (tests, scripts)
+        return "", ""
+    return suite, test or ""
+
+
+def _store() -> ResultStore:
+    return ResultStore(_bi().get_variable_value("${OUTPUT DIR}", "."))
+
+
+def record(**fields: Any) -> None:
+    """Merge fields into the current test's result record (no-op outside a test)."""
+    suite, test = _current_test()
+    if not test:
+        return
+    _store().update(f"{suite}.{test}", suite=suite, name=test, **fields)
+
+
+def telemetry_at_goals(capture, run: SearchRun) -> Dict[str, Any]:
+    """``capture(load, suffix)`` at the NDR and, when higher, at the PDR (``_pdr`` keys), as
+    CSIT does; nothing when NDR is 0."""
+    out: Dict[str, Any] = {}
+    if run.ndr > 0:
+        out.update(capture(run.ndr, ""))
+        if run.pdr > run.ndr:
+            out.update(capture(run.pdr, "_pdr"))
+        elif run.pdr == run.ndr:
+            out["telemetry_pdr"] = "PDR = NDR: one capture, see the NDR values"
+    return out
+
+
+def ndrpdr_result(run: SearchRun, *, nf: str, frame_size: str, profile: str, lo: float, hi: float, cores: int,
+                  hz: float, source: str, generator_max_pps: Optional[float], sut_cpp: Optional[float],
+                  telemetry: Dict[str, Any], ceiling_note: str, mrr: Tuple[float, ...] = (),
+                  testbed: str = "") -> NdrPdrResult:
+    """The keyword's result from a search, with CPP and the generator-ceiling marking; logged."""
+    ndr, pdr, res = run.ndr, run.pdr, run.res
+    at_max = [g for g, v in (("NDR", ndr), ("PDR", pdr)) if v >= CEILING_MARGIN * hi]
+    out = NdrPdrResult(
+        nf=nf, frame_size=frame_size_tag(parse_frame_size(frame_size)), ndr_pps=ndr, pdr_pps=pdr,
+        ndr_upper_pps=_opt(getattr(res, "ndr_upper", None)), pdr_upper_pps=_opt(getattr(res, "pdr_upper", None)),
+        ndr_loss=run.ndr_loss, pdr_loss=run.pdr_loss, profile=profile, trials=int(res.trial_count),
+        search_s=time.monotonic() - run.started, cores=cores, cpu_hz=hz, freq_source=source,
+        cpp_ndr=cycles_per_packet(ndr, hz, cores) if ndr > 0 else float("inf"),
+        cpp_pdr=cycles_per_packet(pdr, hz, cores) if pdr > 0 else float("inf"),
+        generator_max_pps=generator_max_pps, limited_by="generator" if at_max else None, sut_cpp_measured=sut_cpp,
+        telemetry=telemetry, mrr_samples=tuple(mrr), testbed=testbed,
+    )
+    if res.ndr is None or res.pdr is None:
+        logger.warn(f"even the minimum rate {format_pps(lo)} failed a loss goal: reported as 0")
+    logger.info(f"NDR {format_pps(out.ndr_pps)}  PDR {format_pps(out.pdr_pps)}  CPP {out.cpp_ndr:.0f} "
+                f"({out.trials} trials, {out.search_s:.1f} s)")
+    if at_max:
+        logger.warn(f"{'/'.join(at_max)} reached the " + ceiling_note.format(hi=format_pps(hi)))
+    return out
+
+
+def trial_line(result: TrialResult) -> str:
+    """The console line of one trial, the same on both testbeds.
+
+    >>> from dpgate.model.trial import TrialResult
+    >>> trial_line(TrialResult.from_counts(1e6, 1.0, tx_packets=1_000_000, rx_packets=999_000))
+    '  trial 1.000 Mpps x 1 s: loss 0.100 %'
+    """
+    return (f"  trial {format_pps(result.intended_load_pps)} x {result.intended_duration_s:g} s: "
+            f"loss {result.loss_ratio * 100:.3f} %" + (f" [{result.limited_by}]" if result.limited_by else ""))
+
+
+class TestbedKeywords:
+    """What the embedded and the lab keyword libraries share: the pabot pool, the record of
+    every trial with its console line, and the ``SUT Version`` keyword (``_sut_version``)."""
+
+    def _sut_version(self) -> str:
+        raise NotImplementedError
+
+    @keyword
+    def sut_version(self) -> str:
+        """Version of the running SUT (e.g. ``v23.10-release`` for VPP, the DPDK version for
+        testpmd, the kernel release for the Linux SUTs); ``unknown`` when none runs."""
+        return self._sut_version()
+
+    @staticmethod
+    def _acquire_from_pool(pool: str, key: str, hint: str) -> str:
+        """Under pabot with ``--resourcefile``: acquire a value set tagged ``pool`` and return
+        its ``key``. PabotLib is imported here, at run time, so a ``robot --dryrun`` of the
+        suites never loads it."""
+        bi = _bi()
+        bi.import_library("pabot.PabotLib")
+        bi.run_keyword("Acquire Value Set", pool)
+        value = bi.run_keyword("Get Value From Set", key)
+        if not value:
+            raise ConfigError(f"the pool testbed acquired for {pool!r} has no {key!r} key: add "
+                              f"{key}=<{hint}> to its section of the pabot resource file")
+        return str(value)
+
+    @staticmethod
+    def _release_to_pool() -> None:
+        _bi().run_keyword("Release Value Set")
+
+    @staticmethod
+    def _on_trial(result: TrialResult) -> None:
+        """Append the trial to the current test's record (when in a test) and print its line."""
+        suite, test = _current_test()
+        if test:
+            _store().append_trial(f"{suite}.{test}", result.to_dict())
+        logger.console(trial_line(result))

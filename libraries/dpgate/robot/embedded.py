@@ -1,0 +1,231 @@
+"""The embedded testbed's keyword library (``Gates`` lives in :mod:`dpgate.robot.gates`).
+
+``EmbeddedTestbed`` (suite scope) brings the embedded testbed up, starts the SUT, runs
+trials and NDR/PDR searches. ``Gates`` holds the assertions: readable failures with the
+numbers, e.g. ``NDR 0.212 Mpps < floor 0.250 Mpps (-15.2 %)``. Every measured value is
+recorded in the test's result record (``<outputdir>/dpgate/tests/<test>.json``), from
+which the listener writes JUnit.
+
+Example suite::
+
+    *** Settings ***
+    Library    dpgate.robotlib.EmbeddedTestbed    topologies/embedded.yaml
+    Library    dpgate.robotlib.Gates    variables/embedded.yaml
+    Suite Setup       Bring Up Embedded Testbed    linux-ip4    64B    IMIX
+    Suite Teardown    Tear Down Embedded Testbed
+
+    *** Test Cases ***
+    64B-1c-linux-ip4-ndrpdr
+        ${result}=    Find NDR And PDR    64B
+        Throughput Should Be At Least    ${result}    0.15 Mpps    goal=NDR
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+from robot.api import Failure, logger
+from robot.api.deco import keyword, library
+
+from dpgate.config.units import Rate, format_pps, frame_size_tag, parse_frame_size, parse_ratio
+from dpgate.model.errors import ConfigError
+from dpgate.model.ndrpdr import NdrPdrResult
+from dpgate.robot.base import TestbedKeywords, ndrpdr_result, rate_arg, record, telemetry_at_goals
+from dpgate.search.bounded import _measured_cpp_near, search_ndr_pdr, trial_dicts
+from dpgate.telemetry.collector import TelemetryCollector, capture_during_trial
+from dpgate.testbeds.embedded.handicap import CpuSteal
+from dpgate.testbeds.embedded.session import EmbeddedSession
+from dpgate.traffic.profiles import make_profile
+from dpgate.traffic.tcpreplay import TcpreplayGenerator
+
+
+@library(scope="SUITE", converters={Rate: rate_arg}, doc_format="ROBOT")
+class EmbeddedTestbed(TestbedKeywords):
+    """Embedded testbed keywords: namespaces, veth links, a real SUT and tcpreplay.
+
+    Import: ``Library  dpgate.robotlib.EmbeddedTestbed  topologies/embedded.yaml  prefix=dpg1-``
+    """
+
+    def __init__(self, topology: str = "topologies/embedded.yaml", prefix: Optional[str] = None,
+                 telemetry: bool = True):
+        self.topology_path = topology
+        self.prefix = prefix or None
+        self.telemetry = telemetry
+        self._collector: Optional[TelemetryCollector] = None
+        self._steal: Optional[CpuSteal] = None
+        self.session: Optional[EmbeddedSession] = None
+        self.generators: Dict[str, Any] = {}
+        self.nf: Optional[str] = None
+
+    # -- lifecycle -------------------------------------------------------------
+    @keyword
+    def bring_up_embedded_testbed(self, nf: str, *frame_sizes: str, prefix: Optional[str] = None,
+                                  sut_cpu_steal: str = "0") -> float:
+        """Create namespaces and veths, calibrate the generator for each frame size, start SUT ``nf``.
+
+        Returns the calibrated generator ceiling (pps) of the first frame size. ``prefix``
+        overrides the namespace prefix (e.g. the one a pabot pool member hands out).
+        ``sut_cpu_steal`` (fault injection, e.g. ``10%``) takes that share of the SUT cores
+        away for the whole suite (see ``dpgate.testbeds.embedded.handicap``), to show that the regression gate
+        catches a slower SUT; every record of the suite then says so (``injected_sut_cpu_steal``).
+
+        | `Bring Up Embedded Testbed` | linux-ip4 | 64B | IMIX | 1518B |
+        | `Bring Up Embedded Testbed` | linux-ip4 | 64B | prefix=dpg2- |
+        | `Bring Up Embedded Testbed` | testpmd-io | 64B | sut_cpu_steal=10% |
+        """
+        steal = parse_ratio(sut_cpu_steal or "0", "sut_cpu_steal")
+        if prefix:
+            self.prefix = prefix
+
+        sizes = [parse_frame_size(s) for s in (frame_sizes or ("64B",))]
+        self.nf = nf
+        self.session = EmbeddedSession(self.topology_path, nf, frame_size=sizes[0], prefix=self.prefix,
+                                       calibrate=False)
+        s = self._s
+        s.testbed.up()
+        try:
+            for size in sizes:
+                gen = TcpreplayGenerator(s.testbed, _profile_for(s, size), on_trial=self._on_trial)
+                gen.pcaps()
+                ceiling = gen.calibrate()
+                logger.info(f"generator ceiling at {frame_size_tag(size)}: {format_pps(ceiling)}")
+                self.generators[frame_size_tag(size)] = gen
+            self._start_sut()
+            if steal > 0:
+
+                self._steal = CpuSteal(s.testbed.sut_cpus, steal).start()
+                logger.warn(f"fault injection: {steal:.0%} of SUT CPU(s) {s.testbed.sut_cpus} taken by a "
+                            "real-time stealer for this suite (sut_cpu_steal)")
+        except BaseException:
+            self.tear_down_embedded_testbed()
+            raise
+        return self.generators[frame_size_tag(sizes[0])].max_pps
+
+    def _start_sut(self) -> None:
+        s = self._s
+        first = next(iter(self.generators.values()))
+        s.sut = s.sut_cls(s.testbed, flows=first.profile.effective_flows if s.sut_cls.traffic == "ip4" else None)
+        s.sut.start()
+        for gen in self.generators.values():
+            gen.sut = s.sut
+        logger.info(f"SUT {s.sut.name} started: {s.sut.version()}")
+
+    @keyword
+    def tear_down_embedded_testbed(self) -> None:
+        """Stop the SUT and remove every namespace, veth and process of this testbed."""
+        steal, self._steal = self._steal, None
+        if steal is not None:
+            steal.stop()
+        gens, self.generators = self.generators, {}
+        for gen in gens.values():
+            gen.close()
+        if self.session is not None:
+            self.session.down()
+            self.session = None
+
+    @keyword
+    def acquire_embedded_testbed_from_pool(self, pool: str) -> str:
+        """Under pabot with ``--resourcefile``: acquire a testbed (value set) tagged ``pool``
+        and return its namespace ``prefix``. Blocks until one is free: bound it with a keyword
+        ``[Timeout]`` (resources/embedded.resource does). PabotLib is imported here, at run
+        time, so a ``robot --dryrun`` of the suites never loads it.
+
+        | ${prefix}= | `Acquire Embedded Testbed From Pool` | embedded |
+        """
+        return self._acquire_from_pool(pool, "prefix", "namespace prefix")
+
+    @keyword
+    def release_embedded_testbed_to_pool(self) -> None:
+        """Give the testbed acquired by `Acquire Embedded Testbed From Pool` back to the pool."""
+        self._release_to_pool()
+
+    def _sut_version(self) -> str:
+        return self.session.sut.version() if self.session and self.session.sut else "unknown"
+
+    @property
+    def _s(self) -> EmbeddedSession:
+        if self.session is None:
+            raise Failure("embedded testbed is not up: call 'Bring Up Embedded Testbed' in Suite Setup")
+        return self.session
+
+    def _gen(self, frame_size: str):
+        if self.session is None:
+            raise Failure("embedded testbed is not up: call 'Bring Up Embedded Testbed' in Suite Setup")
+        tag = frame_size_tag(parse_frame_size(frame_size))
+        if tag not in self.generators:
+            raise ConfigError(f"frame size {tag} was not prepared; add it to 'Bring Up Embedded Testbed' "
+                              f"(prepared: {', '.join(self.generators)})", path="frame_size")
+        return self.generators[tag]
+
+    def _telemetry_at(self, gen, load: float, suffix: str = "") -> Dict[str, Any]:
+        """perf/pcm on the SUT cores during a trial at ``load``: the found NDR, and the PDR
+        with keys suffixed ``_pdr``, as CSIT captures both (see
+        ``dpgate.telemetry.collector.capture_during_trial``)."""
+
+        if self._collector is None:
+            self._collector = TelemetryCollector(self._s.testbed.sut_cpus)
+        return capture_during_trial(self._collector, gen.measure, load, suffix)
+
+    # -- trials and search -------------------------------------------------------
+    @keyword
+    def run_trial(self, rate: Rate, duration: float = 2.0, frame_size: str = "64B"):
+        """One trial; ``rate`` accepts 50kpps, 0.2 Mpps, 75% (of the calibrated ceiling).
+
+        | ${r}= | `Run Trial` | 50kpps | duration=2 | frame_size=64B |
+        | Should Be Equal As Integers | ${r.loss_packets} | 0 |
+        """
+        gen = self._gen(frame_size)
+        return gen.measure(rate.resolve(gen.max_pps), float(duration))
+
+    @keyword
+    def find_ndr_and_pdr(self, frame_size: str = "64B", profile: str = "per-commit",
+                         min_rate: Rate = Rate(pps=9001.0), max_rate: Rate = Rate(percent=100.0),
+                         ndr_loss: str = "0", pdr_loss: str = "0.5%", time_limit: float = 0,
+                         mrr_trials: int = 0, mrr_duration: float = 1.0, **overrides: str) -> NdrPdrResult:
+        """Search NDR and PDR for ``frame_size`` with a search profile, compute CPP, record metrics.
+
+        ``max_rate`` defaults to the calibrated generator ceiling (the testbed's "line rate");
+        a bound at that ceiling is marked ``limited_by=generator``, never reported as the SUT's.
+        ``time_limit`` (seconds, 0 = none) bounds the search's wall time: when it runs out,
+        NDR/PDR come from the trials measured so far (highest load passing its goal in
+        at least half of its trial time, below the lowest load failing it) and the record
+        says ``search_complete=False``. ``mrr_trials`` (default 0) adds CSIT's MRR after
+        the search: that many ``mrr_duration`` trials at the generator ceiling, whose rx rates
+        are recorded as ``mrr_pps`` (mean) and samples for the regression check (they
+        let jumpavg see the noise within a run). Other keyword arguments override profile
+        settings (e.g. ``trial_duration=2``).
+
+        | ${r}= | `Find NDR And PDR` | 64B | profile=per-commit |
+        | ${r}= | `Find NDR And PDR` | IMIX | mrr_trials=3 |
+        """
+        gen = self._gen(frame_size)
+        lo, hi = min_rate.resolve(gen.max_pps), max_rate.resolve(gen.max_pps)
+        gen.sut.check_alive()
+        run = search_ndr_pdr(gen.measure, lo, hi, ndr_loss, pdr_loss, profile, overrides, time_limit, logger.warn)
+        gen.sut.check_alive()
+        mrr = tuple(gen.measure(gen.max_pps, float(mrr_duration)).rx_rate_pps for _ in range(int(mrr_trials)))
+        hz, source = self._s.cpu_freq()
+        sut_cpp, busy_cpp = _measured_cpp_near(run.res, run.ndr, hz)
+        telemetry: Dict[str, Any] = {"cpp_busy": round(busy_cpp, 1)} if busy_cpp else {}
+        telemetry["search_complete"] = run.complete
+        if self.telemetry:
+            telemetry.update(telemetry_at_goals(lambda load, sfx: self._telemetry_at(gen, load, sfx), run))
+        out = ndrpdr_result(run, nf=self.nf or "?", frame_size=frame_size, profile=profile, lo=lo, hi=hi,
+                            cores=len(self._s.testbed.sut_cpus), hz=hz, source=source,
+                            generator_max_pps=gen.max_pps, sut_cpp=sut_cpp, telemetry=telemetry, mrr=mrr,
+                            testbed=self._s.topology.name,
+                            ceiling_note="generator ceiling {hi}: the SUT may be faster than this testbed can show")
+        metrics = out.metrics()
+        if self._steal is not None:
+            metrics["injected_sut_cpu_steal"] = self._steal.share
+        record(metrics=metrics, nf=out.nf, sut_version=self.sut_version(),
+               testbed=self._s.topology.name, prefix=self._s.topology.prefix, profile=profile,
+               trials=trial_dicts(run.res), latency=None, samples={"mrr_pps": list(mrr)} if mrr else {},
+               latency_note="not measured: the embedded generator (tcpreplay) sends no timestamped latency "
+                            "streams; lab runs with TRex report latency")
+        return out
+
+
+def _profile_for(session, size):
+    p = session.profile
+    return make_profile(p.kind, size, p.flows, p.bidirectional)

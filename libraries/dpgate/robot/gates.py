@@ -1,0 +1,282 @@
+"""``Gates``: the threshold assertions, with failures that read like
+``NDR 11.2 Mpps < floor 12.0 Mpps (-6.7 %)``, and the threshold lookup."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+from robot.api import Failure, SkipExecution, logger
+from robot.api.deco import keyword, library
+
+from dpgate.config.thresholds import CaseThresholds, ThresholdFile, load_thresholds
+from dpgate.config.units import Rate, format_pps, parse_rate, parse_ratio
+from dpgate.model.errors import ConfigError
+from dpgate.model.ndrpdr import CEILING_MARGIN, NdrPdrResult
+from dpgate.model.record import F
+from dpgate.regression.compare import verdicts_for
+from dpgate.robot.base import _current_test, rate_arg, record
+from dpgate.telemetry.pcm import event_key
+
+TELEMETRY_POLICIES = ("skip", "fail")
+
+
+@library(scope="GLOBAL", converters={Rate: rate_arg}, doc_format="ROBOT")
+class Gates:
+    """Threshold assertions with readable numbers, and threshold lookup.
+
+    Import: ``Library  dpgate.robotlib.Gates  variables/embedded.yaml  telemetry_policy=skip``
+
+    ``telemetry_policy`` says what an IPC/DDIO/TMAM gate does on a host without counters:
+    ``skip`` the test or ``fail`` it, with the reason either way.
+    """
+
+    def __init__(self, thresholds: Optional[str] = None, telemetry_policy: str = "skip"):
+        if telemetry_policy not in TELEMETRY_POLICIES:
+            raise ConfigError(f"telemetry_policy must be one of {', '.join(TELEMETRY_POLICIES)}, "
+                              f"got {telemetry_policy!r}", path="Gates.telemetry_policy")
+        self.thresholds_path = thresholds
+        self.policy = telemetry_policy
+        self._file: Optional[ThresholdFile] = None
+
+    @keyword
+    def thresholds_for(self, nf: str, frame_size: str, cores: Optional[str] = None) -> CaseThresholds:
+        """Thresholds of one case from the thresholds file given at import; ``cores`` (a core
+        tag like ``2T1C``, lab cases) also applies the file's ``<size>-<tag>`` entries.
+
+        | ${t}= | `Thresholds For` | linux-ip4 | 64B |
+        | ${t}= | `Thresholds For` | vpp-l2patch | 64B | cores=2T1C |
+        """
+        if self._file is None:
+            if not self.thresholds_path:
+                raise ConfigError("no thresholds file: import Gates with the path of variables/<testbed>.yaml")
+            self._file = load_thresholds(self.thresholds_path)
+        return self._file.lookup(nf, frame_size, cores or None)
+
+    @keyword
+    def throughput_should_be_at_least(self, result: NdrPdrResult, floor: Rate, goal: str = "NDR") -> None:
+        """Fail when the NDR (or PDR) is below ``floor``.
+
+        | `Throughput Should Be At Least` | ${result} | 0.25 Mpps | goal=NDR |
+        fails with ``NDR 0.212 Mpps < floor 0.250 Mpps (-15.2 %)``.
+        """
+        goal = goal.upper()
+        if goal not in ("NDR", "PDR"):
+            raise ConfigError(f"goal must be NDR or PDR, got {goal!r}", path="Throughput Should Be At Least.goal")
+        value = result.ndr_pps if goal == "NDR" else result.pdr_pps
+        limit = floor.resolve(result.generator_max_pps)
+        ok = value >= limit
+        msg = (f"{goal} {format_pps(value)} {'>=' if ok else '<'} floor {format_pps(limit)} "
+               f"({_pct(value, limit)})")
+        if not ok and _at_ceiling(result, value):
+            self._inconclusive(f"{goal.lower()}_min", msg, value, limit, result)
+        self._gate(f"{goal.lower()}_min", ok, msg, value, limit)
+
+    @keyword
+    def throughput_should_not_regress(self, result: NdrPdrResult, history: str, min_change: str = "3%",
+                                      noise: Optional[str] = None, mrr_noise: Optional[str] = None) -> List[str]:
+        """Compare this test's NDR, PDR and MRR with the history of the same test on the same
+        testbed (``dpgate compare`` rules: jumpavg plus an allowance of at least ``min_change``
+        and the case's run-to-run ``noise``); fail on a regression. Returns the verdict lines.
+
+        The history is a directory written by ``dpgate history add`` or ``dpgate gate``
+        (which adds each passing run). ``noise`` and ``mrr_noise`` are the case's declared
+        run-to-run noise of NDR/PDR and of MRR from the thresholds file; they are recorded
+        as ``regression_noise``/``regression_mrr_noise`` so an offline ``dpgate compare``
+        applies the same allowance.
+
+        | ${t}= | `Thresholds For` | testpmd-io | 64B |
+        | `Throughput Should Not Regress` | ${result} | results/history | min_change=3% | noise=${t.noise} |
+        fails with ``regression vs history: 64B-1c-testpmd-io-ndrpdr mrr_pps: regression: 0.301 Mpps vs
+        0.336 Mpps (-10.4 %, 2 runs of history, allowance 5.2 % from history spread (2 runs))``.
+        """
+
+        suite, test = _current_test()
+        if not test:
+            raise ConfigError("Throughput Should Not Regress runs in a test: the test's name keys its history",
+                              path="Throughput Should Not Regress")
+        change = parse_ratio(min_change, "min_change")
+        declared: Dict[str, float] = {}
+        for key, text in (("regression_noise", noise), ("regression_mrr_noise", mrr_noise)):
+            if text not in (None, "", "None"):
+                declared[key] = parse_ratio(text, key.replace("regression_", ""), upper_inclusive=True)
+        if declared:
+            record(metrics=declared)
+        rec = {F.NAME: test, F.LONGNAME: f"{suite}.{test}", F.TESTBED: result.testbed,
+               F.METRICS: {**result.metrics(), **declared},
+               F.SAMPLES: {"mrr_pps": list(result.mrr_samples)} if result.mrr_samples else {}}
+        verdicts = verdicts_for(rec, history, change, declared.get("regression_noise"),
+                                declared.get("regression_mrr_noise"))
+        lines = [v.line() for v in verdicts]
+        bad = [v for v in verdicts if v.verdict == "regression"]
+        for v in verdicts:
+            record(gates=[{"name": f"regression_{v.metric.split('_')[0]}", "passed": v.verdict != "regression",
+                           "message": v.line(), "value": v.current, "threshold": v.baseline}])
+        for line in lines:
+            logger.info(line)
+        if bad:
+            raise Failure("regression vs history: " + "; ".join(v.line() for v in bad))
+        return lines
+
+    @keyword
+    def cycles_per_packet_should_be_at_most(self, result: NdrPdrResult, ceiling: float) -> None:
+        """Fail when CPP at NDR (core_hz x cores / NDR pps) exceeds ``ceiling``.
+
+        | `Cycles Per Packet Should Be At Most` | ${result} | 12000 |
+        fails with ``CPP 13500 > ceiling 12000 (+12.5 %)``.
+        """
+        value, limit = result.cpp_ndr, float(ceiling)
+        ok = value <= limit
+        msg = f"CPP {value:.0f} {'<=' if ok else '>'} ceiling {limit:.0f} ({_pct(value, limit)})"
+        if not ok and _at_ceiling(result, result.ndr_pps):
+            self._inconclusive("cpp_max", msg, value, limit, result)
+        self._gate("cpp_max", ok, msg, value, limit)
+
+    @keyword
+    def ipc_should_be_at_least(self, result: NdrPdrResult, minimum: float) -> None:
+        """Fail when IPC measured at NDR is below ``minimum``; unsupported hosts follow the policy.
+
+        | `IPC Should Be At Least` | ${result} | 1.5 |
+        """
+        self._telemetry_gate(result, "ipc", float(minimum), at_least=True, label="IPC", fmt="{:.2f}")
+
+    @keyword
+    def instructions_per_packet_should_be_at_most(self, result: NdrPdrResult, maximum: float) -> None:
+        """| `Instructions Per Packet Should Be At Most` | ${result} | 300 |"""
+        self._telemetry_gate(result, "ipp", float(maximum), at_least=False, label="IPP", fmt="{:.0f}")
+
+    @keyword
+    def ddio_miss_rate_should_be_at_most(self, result: NdrPdrResult, event: str = "ItoM", max: str = "5%") -> None:
+        """Fail when the DDIO (LLC) miss rate of a PCIe ``event`` measured at NDR exceeds ``max``.
+
+        Events as pcm-pcie names them: ItoM (full-line writes), RFO (partial writes, up to
+        Cascade Lake), PCIeRdCur or PCIRdCur (reads), ItoMCacheNear (Icelake and later), CRd, DRd.
+
+        | `DDIO Miss Rate Should Be At Most` | ${result} | event=ItoM | max=5% |
+        | `DDIO Miss Rate Should Be At Most` | ${result} | event=PCIeRdCur | max=1% |
+        """
+
+        key = f"ddio_miss_rate_{event_key(event)}"
+        missing = None
+        if key not in result.telemetry:
+            ddio = {k[len("ddio_miss_rate_"):]: v for k, v in result.telemetry.items()
+                    if k.startswith("ddio_miss_rate_") and not k.endswith("_pdr")}
+            counted = sorted(k for k, v in ddio.items() if not isinstance(v, str))
+            if counted:
+                missing = f"not supported (pcm-pcie on this CPU counts no {event} event; it has {', '.join(counted)})"
+            elif ddio:
+                missing = next(iter(ddio.values()))
+        self._telemetry_gate(result, key, parse_ratio(max, "max", upper_inclusive=True), at_least=False,
+                             label=f"DDIO {event} miss rate", fmt=_fine_pct, missing=missing)
+
+    @keyword
+    def memory_bytes_per_packet_should_be_at_most(self, result: NdrPdrResult, maximum: float) -> None:
+        """| `Memory Bytes Per Packet Should Be At Most` | ${result} | 256 |"""
+        self._telemetry_gate(result, "mem_bytes_per_packet", float(maximum), at_least=False,
+                             label="memory bytes/packet", fmt="{:.0f}")
+
+    @keyword
+    def tmam_retiring_should_be_at_least(self, result: NdrPdrResult, minimum: str) -> None:
+        """| `TMAM Retiring Should Be At Least` | ${result} | 40% |"""
+        self._telemetry_gate(result, "tmam_retiring", parse_ratio(minimum, "minimum", upper_inclusive=True),
+                             at_least=True, label="TMAM Retiring", fmt="{:.1%}")
+
+    @keyword(tags=["robot:continue-on-failure"])
+    def check_gates(self, result: NdrPdrResult, thresholds: CaseThresholds) -> None:
+        """Apply every threshold of a case; all failures are reported together.
+
+        | ${t}= | `Thresholds For` | linux-ip4 | 64B |
+        | `Check Gates` | ${result} | ${t} |
+        """
+        failures: List[str] = []
+        skips: List[str] = []
+        checks = [
+            ("ndr_min", lambda v: self.throughput_should_be_at_least(result, parse_rate(v), "NDR")),
+            ("pdr_min", lambda v: self.throughput_should_be_at_least(result, parse_rate(v), "PDR")),
+            ("cpp_max", lambda v: self.cycles_per_packet_should_be_at_most(result, v)),
+            ("ipc_min", lambda v: self.ipc_should_be_at_least(result, v)),
+            ("ipp_max", lambda v: self.instructions_per_packet_should_be_at_most(result, v)),
+            ("ddio_miss_max", lambda v: self.ddio_miss_rate_should_be_at_most(result, "ItoM", v)),
+            ("mem_bytes_per_packet_max", lambda v: self.memory_bytes_per_packet_should_be_at_most(result, v)),
+            ("tmam_retiring_min", lambda v: self.tmam_retiring_should_be_at_least(result, v)),
+        ]
+        applied = 0
+        for key, check in checks:
+            value = getattr(thresholds, key)
+            if value is None:
+                continue
+            applied += 1
+            try:
+                check(value)
+            except SkipExecution as err:
+                skips.append(str(err))
+            except AssertionError as err:
+                failures.append(str(err))
+        if applied == 0:
+            logger.warn("no thresholds apply to this case: nothing was gated")
+        if failures:
+            raise Failure("; ".join(failures))
+        if skips and len(skips) == applied:
+            raise SkipExecution("; ".join(skips))
+        for text in skips:
+            # With the skip policy an unsupported telemetry gate is skipped alone: the test
+            # keeps the verdict of the gates that could be checked.
+            logger.warn(f"gate skipped: {text}")
+
+    # -- helpers -------------------------------------------------------------------
+    def _inconclusive(self, name: str, msg: str, value: Any, limit: Any, result: NdrPdrResult) -> None:
+        """A failed floor/ceiling whose value sits at the generator's ceiling: the SUT kept up
+        with everything the generator could send, so the testbed cannot tell whether the SUT
+        meets the threshold. Skipped with that reason, never a SUT failure."""
+        text = (f"{msg}, but at the generator's ceiling {format_pps(result.generator_max_pps)}: this testbed "
+                "cannot show whether the SUT meets it (the SUT forwarded all the generator sent)")
+        record(gates=[{"name": name, "passed": True, "skipped": True, "message": text, "value": value,
+                       "threshold": limit}])
+        raise SkipExecution(f"{name} inconclusive: {text}")
+
+    def _gate(self, name: str, ok: bool, msg: str, value: Any, limit: Any) -> None:
+        record(gates=[{"name": name, "passed": ok, "message": msg, "value": value, "threshold": limit}])
+        if ok:
+            logger.info(f"gate {name}: {msg}")
+            return
+        raise Failure(msg)
+
+    def _telemetry_gate(self, result: NdrPdrResult, key: str, limit: float, at_least: bool,
+                        label: str, fmt: Any, missing: Optional[str] = None) -> None:
+        value = result.telemetry.get(key)
+        if value is None:
+            value = missing or "not supported (no telemetry captured for this test)"
+        if isinstance(value, str):
+            reason = value
+            record(gates=[{"name": key, "passed": self.policy == "skip", "skipped": self.policy == "skip",
+                           "message": f"{label} {reason}", "value": reason, "threshold": limit}])
+            text = f"{label} gate: {reason} (telemetry_policy={self.policy})"
+            if self.policy == "skip":
+                raise SkipExecution(text)
+            raise Failure(text)
+        ok = value >= limit if at_least else value <= limit
+        op = (">=" if ok else "<") if at_least else ("<=" if ok else ">")
+        word = "floor" if at_least else "ceiling"
+        show = fmt if callable(fmt) else fmt.format
+        msg = f"{label} {show(value)} {op} {word} {show(limit)} ({_pct(value, limit)})"
+        self._gate(key, ok, msg, value, limit)
+
+
+def _at_ceiling(result: NdrPdrResult, value: float) -> bool:
+    """``value`` (pps) is at the generator's ceiling (within 3 %, as ``limited_by`` uses)."""
+    return bool(result.generator_max_pps) and value >= CEILING_MARGIN * float(result.generator_max_pps or 0.0)
+
+
+def _fine_pct(ratio: float) -> str:
+    """A ratio as a percentage that stays readable when tiny: 8.0%, 0.0086%, 0.0%.
+
+    >>> _fine_pct(0.08), _fine_pct(8.6e-05), _fine_pct(0.0)
+    ('8.0%', '0.0086%', '0.0%')
+    """
+    pct = ratio * 100
+    return f"{pct:.1f}%" if pct == 0 or abs(pct) >= 0.1 else f"{pct:.2g}%"
+
+
+def _pct(value: float, limit: float) -> str:
+    if not limit:
+        return "n/a"
+    return f"{(value - limit) / limit * 100:+.1f} %"

@@ -1,0 +1,1 @@
+"""dpgate.testbeds.embedded"""

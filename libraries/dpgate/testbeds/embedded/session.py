@@ -1,0 +1,82 @@
+"""One embedded testbed session: testbed up, generator calibrated, SUT started, ``measure``.
+
+Used by the ``dpgate`` command line and the Robot keyword libraries alike::
+
+    with EmbeddedSession("topologies/embedded.yaml", sut="linux-ip4", frame_size=64) as s:
+        result = s.measure(50_000, 2.0)
+        s.max_pps          # the calibrated generator ceiling (the testbed's "line rate")
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from dpgate.config.topology import Topology, load_topology
+from dpgate.exec.cpu import detect_cpu_hz
+from dpgate.exec.remote import LocalNode
+from dpgate.model.trial import TrialResult
+from dpgate.testbeds.embedded.suts.base import EmbeddedSut, sut_class
+from dpgate.testbeds.embedded.testbed import NamespaceTestbed
+from dpgate.traffic.profiles import make_profile
+from dpgate.traffic.tcpreplay import TcpreplayGenerator
+
+
+class EmbeddedSession:
+    def __init__(self, topology, sut: str, frame_size=64, flows: Optional[int] = None,
+                 bidirectional: bool = False, prefix: Optional[str] = None,
+                 calibrate: bool = True, on_trial: Optional[Callable[[TrialResult], None]] = None):
+        self.topology: Topology = topology if isinstance(topology, Topology) else load_topology(topology, prefix)
+        self.sut_cls = sut_class(sut)
+        self.profile = make_profile(self.sut_cls.traffic, frame_size, flows, bidirectional)
+        self.testbed = NamespaceTestbed(self.topology)
+        self.generator: Optional[TcpreplayGenerator] = None
+        self.sut: Optional[EmbeddedSut] = None
+        self.do_calibrate = calibrate
+        self.on_trial = on_trial
+
+    @property
+    def max_pps(self) -> Optional[float]:
+        return self.generator.max_pps if self.generator else None
+
+    def up(self) -> EmbeddedSession:
+        self.testbed.up()
+        try:
+            self.generator = TcpreplayGenerator(self.testbed, self.profile, on_trial=self.on_trial)
+            self.generator.pcaps()
+            if self.do_calibrate:
+                self.generator.calibrate()
+            self.sut = self.sut_cls(self.testbed, flows=self.profile.effective_flows
+                                    if self.sut_cls.traffic == "ip4" else None)
+            self.sut.start()
+            self.generator.sut = self.sut
+        except BaseException:
+            self.down()
+            raise
+        return self
+
+    def measure(self, load_pps: float, duration_s: float) -> TrialResult:
+        assert self.generator is not None, "session is not up"
+        return self.generator.measure(load_pps, duration_s)
+
+    def cpu_freq(self) -> tuple[float, str]:
+        """(Hz, source) of the SUT core frequency used for CPP."""
+        cf = self.topology.dut.cpu_freq
+        if cf.source == "declared" and cf.hz:
+            return cf.hz, "declared"
+        cpu = self.topology.dut.cpus[0] if self.topology.dut.cpus else 0
+        return detect_cpu_hz(LocalNode(), cpu), "detected"
+
+    def down(self) -> None:
+        try:
+            if self.generator is not None:
+                self.generator.close()
+            if self.sut is not None:
+                self.sut.stop()
+        finally:
+            self.testbed.down()
+
+    def __enter__(self) -> EmbeddedSession:
+        return self.up()
+
+    def __exit__(self, *exc) -> None:
+        self.down()

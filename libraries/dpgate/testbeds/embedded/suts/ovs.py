@@ -1,0 +1,175 @@
+"""OVS userspace datapath (dpif-netdev) with af_packet ports, in_port -> output flows.
+
+Runs a private ovsdb-server and ovs-vswitchd in the SUT namespace (no systemd, no kernel
+module; "ovs_datapath does not exist" in the log is harmless), with its own run, db and
+log directories under the testbed's scratch directory, ovs-vswitchd pinned to the SUT core.
+Loss shows as af_packet socket drops (``ss -f link -a -m``), not in OVS interface stats.
+Cycles per packet come from ``ovs-appctl dpif-netdev/pmd-stats-show``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Dict, Optional
+
+from dpgate.exec.runner import require_tool, run, spawn, stop_process
+from dpgate.testbeds.embedded.suts.base import EmbeddedSut, register
+
+SCHEMA = "/usr/share/openvswitch/vswitch.ovsschema"
+
+
+def parse_pmd_stats(text: str) -> Dict[str, float]:
+    """Sum packets and cycles over the threads of ``dpif-netdev/pmd-stats-show``.
+
+    >>> parse_pmd_stats("main thread:\\n  packets received: 10\\n  avg processing cycles per packet: 500.0 (5000/10)\\n")
+    {'packets': 10.0, 'processing_cycles': 5000.0, 'cycles_per_packet': 500.0}
+    """
+    packets = 0.0
+    cycles = 0.0
+    cycled_packets = 0.0  # packets of the threads that report cycles (PMD threads only)
+    for m in re.finditer(r"packets received:\s*(\d+)", text):
+        packets += float(m.group(1))
+    for m in re.finditer(r"avg processing cycles per packet:\s*[0-9.]+\s*\((\d+)/(\d+)\)", text):
+        cycles += float(m.group(1))
+        cycled_packets += float(m.group(2))
+    out = {"packets": packets, "processing_cycles": cycles}
+    if cycled_packets:
+        out["cycles_per_packet"] = cycles / cycled_packets
+    return out
+
+
+@register
+class OvsXconnect(EmbeddedSut):
+    name = "ovs-xconnect"
+    traffic = "l2"
+    description = "Open vSwitch userspace datapath, af_packet ports, in_port->output flows"
+    has_process = True
+    bridge = "dpgbr0"
+
+    def __init__(self, testbed, flows=None):
+        super().__init__(testbed, flows)
+        self.dir = os.path.join(testbed.workdir, "ovs")
+        self.db_sock = os.path.join(self.dir, "db.sock")
+        self.proc = None
+        self.db_proc = None
+
+    def env(self) -> Dict[str, str]:
+        e = dict(os.environ)
+        for var in ("OVS_RUNDIR", "OVS_DBDIR", "OVS_LOGDIR", "OVS_SYSCONFDIR", "OVS_PKGDATADIR"):
+            e[var] = self.dir if var != "OVS_PKGDATADIR" else "/usr/share/openvswitch"
+        return e
+
+    def vsctl(self, *args: str, check: bool = True):
+        return run(["ovs-vsctl", f"--db=unix:{self.db_sock}", "--timeout=10", *args],
+                   ns=self.ns, env=self.env(), check=check)
+
+    def appctl(self, *args: str, check: bool = True):
+        target = os.path.join(self.dir, "ovs-vswitchd.ctl")
+        return run(["ovs-appctl", "-t", target, *args], ns=self.ns, env=self.env(), check=check)
+
+    def _start(self) -> None:
+        for tool in ("ovsdb-tool", "ovsdb-server", "ovs-vswitchd", "ovs-vsctl", "ovs-ofctl", "ovs-appctl"):
+            require_tool(tool)
+        os.makedirs(self.dir, exist_ok=True)
+        db = os.path.join(self.dir, "conf.db")
+        if os.path.exists(db):
+            os.unlink(db)
+        run(["ovsdb-tool", "create", db, SCHEMA], env=self.env())
+        self.db_proc = spawn([
+            "ovsdb-server", db, f"--remote=punix:{self.db_sock}",
+            f"--unixctl={os.path.join(self.dir, 'ovsdb-server.ctl')}",
+            f"--log-file={os.path.join(self.dir, 'ovsdb-server.log')}",
+        ], ns=self.ns, cpus=self.cpus, env=self.env(), log=os.path.join(self.dir, "ovsdb-server.out"))
+        self._wait_file(self.db_sock)
+        self.vsctl("--no-wait", "init")
+        self.proc = spawn([
+            "ovs-vswitchd", f"unix:{self.db_sock}",
+            f"--unixctl={os.path.join(self.dir, 'ovs-vswitchd.ctl')}",
+            f"--log-file={self.log_path}",
+        ], ns=self.ns, cpus=self.cpus, env=self.env(), log=os.path.join(self.dir, "ovs-vswitchd.out"))
+        self._wait_file(os.path.join(self.dir, "ovs-vswitchd.ctl"))
+        a, b = self.ports()
+        self.vsctl("add-br", self.bridge, "--", "set", "bridge", self.bridge, "datapath_type=netdev")
+        self._configure_datapath()
+        for ofport, p in ((1, a), (2, b)):
+            self.vsctl("add-port", self.bridge, p.name, "--", "set", "Interface", p.name,
+                       f"ofport_request={ofport}", *self.port_options())
+        run(["ovs-ofctl", "del-flows", f"unix:{os.path.join(self.dir, self.bridge + '.mgmt')}"],
+            ns=self.ns, env=self.env())
+        for flow in ("in_port=1,actions=output:2", "in_port=2,actions=output:1"):
+            run(["ovs-ofctl", "add-flow", f"unix:{os.path.join(self.dir, self.bridge + '.mgmt')}", flow],
+                ns=self.ns, env=self.env())
+
+    def _configure_datapath(self) -> None:
+        """Hook: datapath settings before ports are added."""
+
+    def port_options(self):
+        """Hook: extra Interface settings (af_packet ports need none)."""
+        return []
+
+    def _wait_file(self, path: str, timeout: float = 10.0) -> None:
+        import time
+
+        end = time.monotonic() + timeout
+        while not os.path.exists(path):
+            if time.monotonic() > end:
+                from dpgate.model.errors import SutError
+
+                raise SutError(f"OVS did not create {path} within {timeout:g} s\n{self.last_log()}")
+            time.sleep(0.05)
+
+    def ready(self) -> Optional[str]:
+        if not self.alive():
+            return "ovs-vswitchd is not running"
+        flows = run(["ovs-ofctl", "dump-flows", f"unix:{os.path.join(self.dir, self.bridge + '.mgmt')}"],
+                    ns=self.ns, env=self.env(), check=False).stdout
+        if flows.count("actions=output") < 2:
+            return "cross-connect flows not installed"
+        ports = self.vsctl("list-ports", self.bridge, check=False).stdout.split()
+        missing = {p.name for p in self.ports()} - set(ports)
+        if missing:
+            return f"ports {sorted(missing)} not on {self.bridge}"
+        for p in self.ports():
+            err = self.vsctl("get", "Interface", p.name, "error", check=False).stdout.strip()
+            if err and err not in ("[]", '""'):
+                return f"interface {p.name}: {err}"
+        return None
+
+    def trial_begin(self) -> None:
+        self.appctl("dpif-netdev/pmd-stats-clear", check=False)
+
+    def trial_end(self, rx_packets: int) -> Dict[str, float]:
+        res = self.appctl("dpif-netdev/pmd-stats-show", check=False)
+        stats = parse_pmd_stats(res.stdout)
+        return {k: v for k, v in stats.items() if k == "cycles_per_packet"}
+
+    def version(self) -> str:
+        res = run(["ovs-vswitchd", "--version"], check=False)
+        return res.stdout.splitlines()[0] if res.stdout else "ovs-vswitchd"
+
+    def _stop(self) -> None:
+        for p in (self.proc, self.db_proc):
+            if p is not None:
+                stop_process(p)
+        self.proc = self.db_proc = None
+
+
+@register
+class OvsAfxdpXconnect(OvsXconnect):
+    """OVS userspace datapath with AF_XDP ports polled by a PMD thread on the SUT core.
+
+    Unlike af_packet ports (served by OVS's main thread, which keeps no cycle counters),
+    a PMD thread reports ``avg processing cycles per packet`` in pmd-stats-show: a CPP
+    measured by the SUT itself on a host without a PMU.
+    """
+
+    name = "ovs-afxdp-xconnect"
+    description = "Open vSwitch userspace datapath, AF_XDP ports (best-effort XDP mode), PMD thread on the SUT core"
+
+    def _configure_datapath(self) -> None:
+        mask = sum(1 << c for c in self.cpus)
+        self.vsctl("set", "Open_vSwitch", ".", f"other_config:pmd-cpu-mask={mask:#x}")
+
+    def port_options(self):
+        return ["type=afxdp", "options:xdp-mode=best-effort"]
