@@ -13,12 +13,16 @@ Part 1b, per-trial framework overhead: wall time of ``measure()`` minus the tria
 for TRex (clear stats, start, poll, rx delay, settle, stats) and for the embedded path's
 tcpreplay (``--tcpreplay``, linux-xconnect SUT) at the same rate.
 
+Part 1c (``--parts loop``), the latency path end to end: NDR/PDR of the loop itself through
+TRex (per-commit search, bidirectional 64 B IPv4), then latency streams at 90/50/10 % of PDR:
+min/avg/p50/p99/max (us) of the worse direction.
+
 Part 2 (per NF and frame size NDR/PDR/latency through TRex) plugs in as ``PARTS["nf"]``:
 a function ``(args) -> rows`` like the two here; the lab-local bring-up belongs to it.
 
 Needs root and TRex (DPGATE_TREX or .ci/install). Usage::
 
-    PYTHONPATH=libraries python3 benchmarks/lab_local.py [--parts rates,overhead] [--duration 2] [--quick]
+    .venv/bin/python benchmarks/lab_local.py [--parts rates,overhead] [--duration 2] [--quick]
 """
 
 from __future__ import annotations
@@ -30,12 +34,11 @@ import sys
 import time
 from typing import Any, Callable, Dict, List
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "libraries"))
+from dpgate.traffic.profiles import make_profile
+from dpgate.traffic.trex.install import trex_missing
+from dpgate.traffic.trex.loop import TrexLoop
 
-from dpgate.traffic.profiles import make_profile  # noqa: E402
-from dpgate.traffic.trex.install import trex_missing  # noqa: E402
-from dpgate.traffic.trex.loop import TrexLoop  # noqa: E402
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 PREFIX = "txb-"
 MGMT = "198.19.255.32"
@@ -80,16 +83,46 @@ def overhead(args: argparse.Namespace) -> List[Dict[str, Any]]:
             gen = loop.generator(make_profile("ip4", 64, bidirectional=kw.get("bidir", False)),
                                  latency_pps=kw.get("latency_pps", 0.0))
             gen.measure(rate, 1.0)  # connect + first streams outside the timing
-            rows.append(_overhead_row(label, lambda: gen.measure(rate, args.duration), args.duration, n))
+            rows.append(_overhead_row(label, lambda g=gen: g.measure(rate, args.duration), args.duration, n))
             gen.disconnect()
     if args.tcpreplay:
-        from dpgate.embedded import EmbeddedSession
+        from dpgate.testbeds.embedded.session import EmbeddedSession
 
         topo = os.path.join(os.path.dirname(HERE), "topologies", "embedded.yaml")
         with EmbeddedSession(topo, "linux-xconnect", prefix="txe-", calibrate=False) as s:
             s.measure(rate, 1.0)
             rows.append(_overhead_row("tcpreplay 64B (embedded)", lambda: s.measure(rate, args.duration),
                                       args.duration, n))
+    return rows
+
+
+def loop_ndrpdr(args: argparse.Namespace) -> List[Dict[str, Any]]:
+    """NDR/PDR of the loop itself (tc mirred over veth, testpmd io over memif) by the per-commit
+    search through TRex, then TRex latency streams at 90/50/10 % of PDR (the lab keywords' flow)."""
+    from dpgate.search import find_ndr_pdr
+    from dpgate.search.latency import latency_trials
+
+    rows = []
+    for mode in args.modes:
+        with TrexLoop(PREFIX, mode, tg_cpu=0, loop_cpu=1, mgmt_net=MGMT) as loop:
+            gen = loop.generator(make_profile("ip4", 64, bidirectional=True), latency_pps=1000)
+            gen.measure(10_000, 1.0)
+            t0 = time.monotonic()
+            res = find_ndr_pdr(gen.measure, 10_000, 1_000_000, ndr_loss=0.0, pdr_loss=0.005, profile="per-commit")
+            search_s = time.monotonic() - t0
+            row: Dict[str, Any] = {"loop": mode, "ndr_pps": round(res.ndr or 0), "pdr_pps": round(res.pdr or 0),
+                                   "trials": res.trial_count, "search_s": round(search_s, 1)}
+            if res.pdr:
+                for load, lat in latency_trials(lambda ld, d, g=gen: g.measure(ld, d).details.get("latency"), res.pdr,
+                                                duration=args.duration):
+                    tag = f"{round(100 * load / res.pdr)}%"
+                    worst = max((v for v in lat.values() if "p99_us" in v), key=lambda v: v["p99_us"], default={})
+                    row[f"lat{tag}_min/avg/p50/p99/max_us"] = "/".join(
+                        str(round(worst.get(k) or 0)) for k in ("min_us", "avg_us", "p50_us", "p99_us", "max_us"))
+            gen.disconnect()
+            row["load"] = load_avg()
+            rows.append(row)
+            print_row(row)
     return rows
 
 
@@ -121,9 +154,9 @@ def table(rows: List[Dict[str, Any]]) -> str:
 
 #: name -> part; part 2 ("nf": NDR/PDR/latency per NF and frame size) registers here.
 PARTS: Dict[str, Callable[[argparse.Namespace], List[Dict[str, Any]]]] = {
-    "rates": rate_accuracy, "overhead": overhead}
+    "rates": rate_accuracy, "overhead": overhead, "loop": loop_ndrpdr}
 
-from lab_local_nf import add_arguments as nf_arguments, nf_rows  # noqa: E402  (part 2)
+from lab_local_nf import add_arguments as nf_arguments, nf_rows  # noqa: E402  (part 2, per NF through TRex)
 
 PARTS["nf"] = nf_rows
 

@@ -2,12 +2,12 @@
 a FAKE or the REAL trex.stl.api module. The real server runs in tests/integration/test_tx_trex.py."""
 
 import pytest
+from trex_fake import FakeTrexClient, fake_api  # noqa: F401  (re-exported for test_labrobot/test_trex_latency)
 
 from dpgate.config.topology import load_topology
 from dpgate.model.errors import EnvironmentProblem, TrialError
 from dpgate.traffic.profiles import make_profile
 from dpgate.traffic.trex.driver import TrexGenerator, explain_trex_error, import_trex_api, latency_summary
-from trex_fake import FakeTrexClient, fake_api  # noqa: F401  (re-exported for test_labrobot/test_trex_latency)
 
 TOPO = "topologies/lab-2node.example.yaml"
 
@@ -219,3 +219,31 @@ def test_the_generator_names_itself_from_the_server_version():
     assert g.tg_name == "TRex"
     r = g.measure(1e5, 1.0)
     assert g.tg_name == "TRex v3.08" and r.details["tg"] == "TRex v3.08"
+
+
+def test_late_frames_are_waited_for_until_the_rx_counters_stop_moving():
+    class Late(FakeTrexClient):
+        reads = 0
+
+        def get_stats(self):
+            out = super().get_stats()
+            self.reads += 1
+            late = max(0, 3 - self.reads) * 1000  # 2000, 1000, then 0 frames still in flight
+            out[1]["ipackets"] -= late
+            return out
+
+    c = Late()
+    r = TrexGenerator(load_topology(TOPO), make_profile("ip4", 64), client=c, api=fake_api(), settle_s=2.0,
+                      rx_delay_ms=0).measure(1e5, 1.0)
+    assert r.rx_packets == 100_000 and r.loss_packets == 0 and c.reads == 4  # 3rd and 4th read agree
+
+
+def test_a_second_session_on_the_same_ports_waits_for_the_first_to_disconnect():
+    server: dict = {}
+    first = gen(FakeTrexClient(shared=server))
+    first.measure(1e5, 1.0)
+    second = gen(FakeTrexClient(shared=server))
+    with pytest.raises(EnvironmentProblem, match="port 0 is held by 'root'"):
+        second.measure(1e5, 1.0)
+    first.disconnect()
+    assert second.measure(1e5, 1.0).loss_packets == 0

@@ -7,14 +7,13 @@ import struct
 import sys
 
 import pytest
+from trex_fake import FakeTrexClient
 
 from dpgate.config.topology import load_topology
-from dpgate.traffic.profiles import make_profile
-from dpgate.traffic.tcpreplay import directions_for
-from dpgate.traffic.trex.install import import_trex_api, trex_missing
+from dpgate.traffic.profiles import directions_for, make_profile
 from dpgate.traffic.trex.driver import TrexGenerator
+from dpgate.traffic.trex.install import import_trex_api, trex_missing
 from dpgate.traffic.trex.streams import StreamBuilder
-from trex_fake import FakeTrexClient
 
 if trex_missing():
     pytest.skip(trex_missing(), allow_module_level=True)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from dpgate.model.errors import ConfigError, EnvironmentProblem
 from dpgate.config.topology import load_topology
+from dpgate.model.errors import ConfigError, EnvironmentProblem
 from dpgate.traffic.trex.install import trex_dir
 from dpgate.traffic.trex.server import TrexPort, TrexServer, ports_from_topology, render_config
 
@@ -70,3 +70,30 @@ def test_wait_ready_reports_a_dead_server_with_its_log(tmp_path):
     srv.proc.wait()
     with pytest.raises(EnvironmentProblem, match="exited with code 1 while starting.*core 2 unavailable"):
         srv.wait_ready(5)
+
+
+def test_trex_swapping_yaml_in_sys_modules_is_undone(tmp_path):
+    """What trex/__init__.py does (bundled PyYAML 3.11 replaces ours), simulated."""
+    import sys
+    import types
+
+    import yaml as ours
+
+    from dpgate.traffic.trex.install import import_trex_api
+
+    def importer(name):
+        bundled = types.ModuleType("yaml")
+        bundled.__path__ = ["/trex/external_libs/pyyaml-3.11/python3/yaml"]
+        for k in [k for k in sys.modules if k == "yaml" or k.startswith("yaml.")]:
+            del sys.modules[k]
+        sys.modules["yaml"] = bundled
+        sys.modules["yaml.bundled_only"] = types.ModuleType("yaml.bundled_only")
+        return "API"
+
+    before = {k: v for k, v in sys.modules.items() if k == "yaml" or k.startswith("yaml.")}
+    try:
+        assert import_trex_api(str(tmp_path), importer) == "API"
+    finally:
+        sys.path.remove(str(tmp_path))
+    after = {k: v for k, v in sys.modules.items() if k == "yaml" or k.startswith("yaml.")}
+    assert after == before and sys.modules["yaml"] is ours

@@ -62,7 +62,7 @@ class FakeTrexClient:
 
     def __init__(self, forward=1.0, send=1.0, stretch_s=0.0, fail=None, ierrors=0, bounce=0.0,
                  held_by: Optional[Dict[int, str]] = None, link_down=(), unreachable=False, server="10.30.51.20",
-                 short=0):
+                 short=0, shared: Optional[Dict[int, str]] = None, username: str = "root"):
         self.calls: List = []
         self.forward, self.send, self.stretch_s, self.fail, self.ierrors = forward, send, stretch_s, fail, ierrors
         self.bounce = bounce
@@ -73,6 +73,10 @@ class FakeTrexClient:
         self.unreachable = unreachable
         self.server = server
         self.acquired: set = set()
+        #: port -> user over all clients of one fake server (``shared``); ``held_by`` seeds it
+        self.holders = shared if shared is not None else {}
+        self.holders.update(self.held_by)
+        self.username = username
         self.stolen: List[int] = []
         self.prom: Dict[int, bool] = {}
         self.streams: Dict[int, List[Dict[str, Any]]] = {0: [], 1: []}
@@ -95,15 +99,17 @@ class FakeTrexClient:
 
     def acquire(self, ports, force=False):
         self._rec("acquire", ports=ports, force=force)
-        taken = [p for p in ports if p in self.held_by and not force]
+        taken = [p for p in ports if p in self.holders and p not in self.acquired and not force]
         if taken:
-            raise RuntimeError("\n".join(f"Port {p} : *** port is already taken by '{self.held_by[p]}'" for p in taken))
+            raise RuntimeError("\n".join(f"Port {p} : *** port is already taken by '{self.holders[p]}'" for p in taken))
         self.acquired.update(ports)
+        self.holders.update({p: self.username for p in ports})
 
     def reset(self, ports):
         self._rec("reset", ports=ports)
-        self.stolen += [p for p in ports if p in self.held_by and p not in self.acquired]
+        self.stolen += [p for p in ports if p in self.holders and p not in self.acquired]
         self.acquired.update(ports)
+        self.holders.update({p: self.username for p in ports})
         for p in ports:
             self.prom[p] = False
             self.streams[p] = []
@@ -191,3 +197,7 @@ class FakeTrexClient:
 
     def disconnect(self):
         self._rec("disconnect")
+        for p in self.acquired:  # the real disconnect releases the ports it holds
+            if self.holders.get(p) == self.username:
+                del self.holders[p]
+        self.acquired = set()

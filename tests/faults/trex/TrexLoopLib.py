@@ -1,4 +1,4 @@
-"""Test-only Robot library: NDR/PDR over the REAL TRex server on a looped TG (dpgate.trex.loop),
+"""Test-only Robot library: NDR/PDR over the REAL TRex server on a looped TG (dpgate.traffic.trex.loop),
 with fault injection (kill TRex mid-trial, hold its ports from another client). Results go
 through dpgate's record + listener like the lab keywords, so the JUnit is the real one."""
 
@@ -11,7 +11,8 @@ from typing import Any, Optional
 
 from robot.api.deco import keyword, library
 
-from dpgate.robotlib import ndrpdr_result, record, search_ndr_pdr, trial_dicts
+from dpgate.robot.base import ndrpdr_result, record
+from dpgate.search.bounded import search_ndr_pdr, trial_dicts
 from dpgate.traffic.profiles import make_profile
 from dpgate.traffic.trex.loop import TrexLoop
 

@@ -10,7 +10,8 @@ Trial discipline (checked against the TRex v3.08 server, ../shared/notes/lab-aud
   ``start(ports, mult="<R>pps", duration=D)`` without ``force`` (force skips the link-up,
   resolved and dst-MAC checks), poll ``is_traffic_active`` until TX ends (that instant is
   the trial's real duration), ``wait_on_traffic`` (its ``rx_delay_ms`` only matters with
-  flow-stat/latency streams; TRex waits it only then), a settle delay, ``get_stats``;
+  flow-stat/latency streams; TRex waits it only then), then ``get_stats`` until the rx
+  counters stop moving (at most ``settle_s``; late frames are not lost);
 * **duration stretching** (TRex needed longer than D to send R x D: on af_packet TRex falls
   behind rather than drops): retried up to ``max_retries``, then the trial is kept and
   marked ``limited_by=generator`` (the search goes on; the load is the generator's);
@@ -36,11 +37,10 @@ from dpgate.config.units import average_frame_size
 from dpgate.model.errors import EnvironmentProblem, TrialError
 from dpgate.model.trial import LIMITED_BY_GENERATOR, TrialResult
 from dpgate.traffic.profiles import Profile, directions_for
-
-from .errors import explain_trex_error
-from .install import OLD_CLIENT_MSG, import_trex_api  # noqa: F401  (public names)
-from .latency import latency_by_direction, latency_summary  # noqa: F401  (public names)
-from .streams import StreamBuilder
+from dpgate.traffic.trex.errors import explain_trex_error
+from dpgate.traffic.trex.install import OLD_CLIENT_MSG, import_trex_api  # noqa: F401  (public names)
+from dpgate.traffic.trex.latency import latency_by_direction, latency_summary  # noqa: F401  (public names)
+from dpgate.traffic.trex.streams import StreamBuilder
 
 #: TG shortfall per port (packets) treated as TRex's start/stop granularity, not loss.
 ROUNDING_PACKETS_PER_PORT = 2
@@ -158,6 +158,10 @@ class TrexGenerator:
             finally:
                 self.connected = False
 
+    def close(self) -> None:
+        """The TrafficGenerator seam's end: release the ports and the TRex session."""
+        self.disconnect()
+
     def _dirs(self):
         return directions_for(self.topology, self.profile)
 
@@ -170,10 +174,6 @@ class TrexGenerator:
         streams = self.builder.streams(self.profile, d, pg_ids=pgs or None) if port_pps is None else \
             self.builder.trial_streams(self.profile, d, port_pps, lat_pps, LAT_PG + di, pg_ids=pgs or None)
         return streams
-
-    def close(self) -> None:
-        """The TrafficGenerator seam's end: release the ports and the TRex session."""
-        self.disconnect()
 
     # -- the seam ------------------------------------------------------------------------
     def measure(self, load_pps: float, duration_s: float) -> TrialResult:
@@ -215,14 +215,27 @@ class TrexGenerator:
                 time.sleep(0.01)
             elapsed = time.monotonic() - t0
             self.client.wait_on_traffic(ports=tx_ports, rx_delay_ms=self.rx_delay_ms if flow_stat_streams else None)
-            time.sleep(self.settle_s)
-            stats = self.client.get_stats()
+            stats = self._settled_stats(rx_ports=[self.ports[d.rx_port] for d in dirs])
         except (EnvironmentProblem, TrialError):
             raise
         except Exception as err:
             self._check_server(load_pps)
             raise explain_trex_error(err, self.server) from None
         return self._result(load_pps, duration_s, attempt, dirs, stats, elapsed, per_port, clamped, lat_pps, lat_pgs)
+
+    def _settled_stats(self, rx_ports: List[int], step_s: float = 0.05) -> Dict[Any, Any]:
+        """Stats once the rx counters of ``rx_ports`` read the same twice ``step_s`` apart, or
+        after ``settle_s``: frames still in flight are counted, not called lost."""
+        deadline = time.monotonic() + self.settle_s
+        stats = self.client.get_stats()
+        while time.monotonic() < deadline:
+            time.sleep(step_s)
+            again = self.client.get_stats()
+            if [int((_get(again, p) or {}).get("ipackets", 0)) for p in rx_ports] == \
+                    [int((_get(stats, p) or {}).get("ipackets", 0)) for p in rx_ports]:
+                return again
+            stats = again
+        return stats
 
     def _check_server(self, load_pps: float) -> None:
         srv = self.trex_server

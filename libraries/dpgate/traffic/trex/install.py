@@ -46,8 +46,9 @@ OLD_CLIENT_MSG = (
 
 
 def repo_root() -> Path:
-    """The source checkout (``libraries/dpgate/trex/install.py`` -> three levels up)."""
-    return Path(__file__).resolve().parents[4]
+    """The source checkout: the nearest parent of this file holding ``pyproject.toml``."""
+    here = Path(__file__).resolve()
+    return next((p for p in here.parents if (p / "pyproject.toml").is_file()), here.parents[3])
 
 
 def default_trex_dir() -> Path:

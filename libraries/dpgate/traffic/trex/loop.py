@@ -26,9 +26,9 @@ import subprocess
 from pathlib import Path
 from typing import Any, List, Optional
 
-from dpgate.model.errors import EnvironmentProblem
 from dpgate.config.topology import topology_from_data
-from .server import TrexPort, TrexServer
+from dpgate.model.errors import EnvironmentProblem
+from dpgate.traffic.trex.server import TrexPort, TrexServer
 
 TG_MACS = ("02:00:c6:12:00:01", "02:00:c6:12:00:02")
 LOOP_MACS = ("02:00:c6:12:01:01", "02:00:c6:12:01:02")
@@ -74,7 +74,7 @@ class TrexLoop:
                                "ssh": {"host": "127.0.0.1"}, "interfaces": loop}}}, source="<trex loop>")
 
     # -- bring-up -----------------------------------------------------------------------
-    def up(self) -> "TrexLoop":
+    def up(self) -> TrexLoop:
         try:
             self._namespaces()
             self.server.start()
@@ -132,7 +132,7 @@ class TrexLoop:
             log.close()
 
     def generator(self, profile: Any, **kw: Any) -> Any:
-        from .driver import TrexGenerator
+        from dpgate.traffic.trex.driver import TrexGenerator
 
         return TrexGenerator(self.topology, profile, trex_server=self.server, **kw)
 
@@ -159,7 +159,7 @@ class TrexLoop:
         if errors:
             raise EnvironmentProblem("; ".join(errors))
 
-    def __enter__(self) -> "TrexLoop":
+    def __enter__(self) -> TrexLoop:
         return self.up()
 
     def __exit__(self, *exc: Any) -> None:

@@ -44,7 +44,7 @@ from typing import Any, Callable, List, Optional, Sequence
 import yaml
 
 from dpgate.model.errors import ConfigError, EnvironmentProblem
-from .install import SERVER_SCRIPT, trex_dir
+from dpgate.traffic.trex.install import SERVER_SCRIPT, trex_dir
 
 AF_PACKET_RING = "blocksz=4096,framesz=2048,framecnt=8192,qdisc_bypass=1"
 PORT_KINDS = ("af_packet", "memif", "pci")
@@ -160,7 +160,7 @@ class TrexServer:
         self.version: Optional[str] = None
 
     @classmethod
-    def for_topology(cls, topo: Any, run_dir: str, trex: Optional[str] = None, **kw: Any) -> "TrexServer":
+    def for_topology(cls, topo: Any, run_dir: str, trex: Optional[str] = None, **kw: Any) -> TrexServer:
         tg = topo.tg
         t = tg.trex
         core = tg.cpus[0] if tg.cpus else 0
@@ -178,7 +178,7 @@ class TrexServer:
         return (["ip", "netns", "exec", self.namespace] if self.namespace else []) + cmd
 
     # -- lifecycle ----------------------------------------------------------------------
-    def start(self, timeout_s: float = 60.0) -> "TrexServer":
+    def start(self, timeout_s: float = 60.0) -> TrexServer:
         if self.trex is None:
             self.trex = trex_dir()
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -233,7 +233,7 @@ class TrexServer:
                                  f"({self.log_path}): {self.log_tail()}")
 
     def _probe(self) -> Optional[str]:
-        from .install import client_path_for, import_trex_api
+        from dpgate.traffic.trex.install import client_path_for, import_trex_api
 
         api = import_trex_api(self.client_path or client_path_for(self.trex or trex_dir()))
         c = api.STLClient(server=self.server, sync_port=self.sync_port, async_port=self.async_port,
@@ -307,7 +307,7 @@ class TrexServer:
                 continue
         return out
 
-    def __enter__(self) -> "TrexServer":
+    def __enter__(self) -> TrexServer:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:
