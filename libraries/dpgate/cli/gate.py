@@ -5,6 +5,11 @@
     dpgate gate --include linux-ip4 --variable PREFIX:dpg1-
     dpgate gate --history /ci-cache/dpgate-history --commit $CI_COMMIT_SHA
     dpgate gate --sut-cpu-steal 10 --no-history-add     # fault injection: a 10 % slower SUT
+    dpgate gate --topology topologies/lab-local.yaml suites/lab --include 64BAND1T1C   # lab on one machine
+
+A lab topology runs the lab suites against it; a lab on one machine (TG and DUT namespaces,
+``topologies/lab-local.yaml``) is brought up for the run, with TRex in its TG namespace, and
+removed afterwards, also after a failure or an interrupt (``dpgate.testbeds.lab.session``).
 
 Each run starts from a clean ``<outdir>/dpgate`` (records of an earlier run into the same
 directory would otherwise reappear in this run's JUnit). With a history store (default
@@ -47,7 +52,7 @@ def add_parser(sub) -> None:
     g.add_argument("--profile", default="per-commit", choices=PROFILES, help="search profile")
     g.add_argument("--thresholds", default=None, help="thresholds file (default variables/embedded.yaml)")
     g.add_argument("--topology", default=None, help="topology file (default topologies/embedded.yaml)")
-    g.add_argument("--prefix", default=None, help="namespace prefix of the embedded testbed")
+    g.add_argument("--prefix", default=None, help="namespace prefix of the embedded testbed or lab on one machine")
     g.add_argument("--telemetry-policy", default="skip", choices=("skip", "fail"))
     g.add_argument("--include", action="append", default=[], help="only tests with this tag (repeatable)")
     g.add_argument("--exclude", action="append", default=[], help="skip tests with this tag (repeatable)")
@@ -112,6 +117,7 @@ def robot_argv(args) -> List[str]:
         argv += ["--include", tag]
     for tag in args.exclude:
         argv += ["--exclude", tag]
+    argv += list(getattr(args, "extra_robot", []))  # the lab session's defaults; the user's --variable wins
     for var in args.variable:
         if ":" not in var:
             raise ConfigError(f"--variable {var!r} must be NAME:VALUE", path="--variable")
@@ -123,8 +129,12 @@ def preflight(args) -> None:
     for s in args.suites:
         if not os.path.exists(s):
             raise ConfigError(f"suite path {s!r} does not exist", path="suites")
-    load_thresholds(args.thresholds or "variables/embedded.yaml")
     topo = load_topology(args.topology or "topologies/embedded.yaml", args.prefix)
+    if args.thresholds is None and topo.kind != "embedded":
+        from dpgate.testbeds.lab.session import is_local_lab
+
+        args.thresholds = "variables/lab-local.yaml" if is_local_lab(topo) else "variables/lab-2n-skx.yaml"
+    load_thresholds(args.thresholds or "variables/embedded.yaml")
     if topo.kind == "embedded":
         check_environment()
 
@@ -138,7 +148,15 @@ def fresh_outdir(outdir: str) -> None:
 
 
 def cmd_gate(args) -> int:
+    from dpgate.testbeds.lab.session import local_lab_session
+
     preflight(args)
+    with local_lab_session(args.topology or "topologies/embedded.yaml", args.prefix) as extra:
+        args.extra_robot = extra
+        return _run_gate(args)
+
+
+def _run_gate(args) -> int:
     fresh_outdir(args.outdir)
     junit = args.junit or os.path.join(args.outdir, "junit.xml")
     if args.commit:
