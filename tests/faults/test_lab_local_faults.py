@@ -83,7 +83,7 @@ def test_vpp_killed_mid_suite(tmp_path):
             time.sleep(3)  # the second case's search is under way
             os.kill(_pid("dpgate-vpp"), signal.SIGKILL)
 
-    res = _gate(outdir, "vpp-l2patch-ndrpdr.robot", "1T1CANDNOT1518B", kill_vpp_after_first_case)
+    res = _gate(outdir, "vpp-l2patch-ndrpdr.robot", "1T1CNOT1518B", kill_vpp_after_first_case)
     recs = {r["name"]: r for r in _records(outdir)}
     assert res.returncode == 1, res.stdout[-2000:]
     first, second = recs["64B-1t1c-eth-l2patch-ndrpdr"], recs["IMIX-1t1c-eth-l2patch-ndrpdr"]

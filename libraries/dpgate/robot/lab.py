@@ -346,7 +346,11 @@ class LabTestbed(TestbedKeywords):
                             ceiling_note="TG line rate {hi}: the SUT may be faster than these ports can show")
         topo = self._topo()
         latency, note = self._latency_after(gen, run.pdr)
-        record(metrics=out.metrics(), nf=out.nf, sut_version=self.sut_version(), testbed=topo.name,
+        from dpgate.traffic.trex.latency import latency_metrics
+
+        # JUnit properties: latency_<load>_<dir>_<stat>_us and the generator with its version (tg)
+        metrics = {**out.metrics(), **latency_metrics(latency or {}), "tg": getattr(gen, "tg_name", "TRex")}
+        record(metrics=metrics, nf=out.nf, sut_version=self.sut_version(), testbed=topo.name,
                prefix=topo.prefix, dut_cores={"tag": self.cores.tag, "main": self.cores.main,
                                               "workers": list(self.cores.workers), "numa": self.cores.numa},
                profile=profile, trials=trial_dicts(run.res), latency=latency, latency_note=note)
