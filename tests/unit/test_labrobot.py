@@ -323,6 +323,9 @@ def test_latency_trials_at_fractions_of_pdr_and_telemetry_at_pdr(in_test, tmp_pa
     assert rec["latency"]["90% PDR"]["load_pps"] == pytest.approx(0.9 * res.pdr_pps, rel=1e-6)
     assert rec["latency"]["10% PDR"]["directions"]["1->0"]["p99_us"] == 8  # hdrh decoded per direction
     assert "5 s trials at 90/50/10 % of PDR" in rec["latency_note"]
+    # the JUnit properties come from the record's metrics: flat latency_* and the generator's name
+    assert rec["metrics"]["latency_10pdr_1to0_p99_us"] == 8
+    assert rec["metrics"]["tg"].startswith("TRex")
     assert rec["profile"] == "per-commit" and len(rec["trials"]) == res.trials
     # telemetry: a 2 s counting window inside the trial, and PDR captured too (or noted = NDR)
     perf = [c for c in lab.fake_node.calls if c[:2] == ["perf", "stat"] and "-C" in c]
