@@ -35,9 +35,21 @@ _missing = vendor.missing("VPP", "l3fwd")
 pytestmark = pytest.mark.skipif(bool(_missing), reason="lab on one machine: " + "; ".join(_missing))
 
 
+def local_topology(tmp_path, tg_addr: str, dut_addr: str) -> str:
+    """A copy of topologies/lab-local.yaml with its own management addresses (so this test never
+    collides with a lab on one machine someone else runs here)."""
+    text = open(os.path.join(ROOT, "topologies", "lab-local.yaml")).read()
+    text = text.replace("198.19.255.6", tg_addr).replace("198.19.255.2", dut_addr)
+    path = os.path.join(str(tmp_path), "lab-local.yaml")
+    with open(path, "w") as fh:
+        fh.write(text)
+    return path
+
+
 @pytest.fixture(scope="module")
-def lab():
-    topo = load_topology(os.path.join(ROOT, "topologies", "lab-local.yaml"), prefix=PREFIX)
+def lab(tmp_path_factory):
+    topo = load_topology(local_topology(tmp_path_factory.mktemp("topo"), "198.19.255.66", "198.19.255.70"),
+                         prefix=PREFIX)
     lab = LocalLab(topo)
     lab.up()
     node = SshNode(topo.dut.ssh)
