@@ -100,6 +100,8 @@ def test_vpp_killed_mid_suite(tmp_path):
     assert res.returncode == 1, res.stdout[-2000:]
     first, second = recs["64B-1t1c-eth-l2patch-ndrpdr"], recs["IMIX-1t1c-eth-l2patch-ndrpdr"]
     assert first["metrics"]["ndr_pps"] > 0  # finished result kept
+    print(f"\nVPP killed mid-suite: {first['name']} {first['status']} NDR {first['metrics']['ndr_pps']:.0f} pps; "
+          f"{second['name']} {second['status']}: {second['message']}")
     assert second["status"] == "FAIL" and "is not running any more" in second["message"], second
     assert second["message"].count("\n") <= 1
     junit = open(os.path.join(outdir, "junit.xml")).read()
@@ -134,6 +136,7 @@ def test_dut_ssh_dropped_mid_test(tmp_path):
     assert res.returncode == 1, res.stdout[-2000:]
     assert len(recs) == 1 and recs[0]["status"] in ("FAIL", "ERROR")
     msg = recs[0]["message"]
+    print(f"\nDUT SSH dropped: {recs[0]['name']} {recs[0]['status']}: {msg}")
     assert "SSH" in msg or "ssh" in msg, msg
     assert os.path.exists(os.path.join(outdir, "junit.xml"))
     _nothing_left()
