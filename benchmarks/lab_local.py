@@ -196,6 +196,11 @@ PARTS: Dict[str, Callable[[argparse.Namespace], List[Dict[str, Any]]]] = {
     "loop": loop_ndrpdr,
 }
 
+from lab_local_nf import add_arguments as nf_arguments  # noqa: E402  (part 2, per NF through TRex)
+from lab_local_nf import nf_rows  # noqa: E402
+
+PARTS["nf"] = nf_rows
+
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -204,6 +209,7 @@ def main(argv=None) -> int:
     ap.add_argument("--duration", type=float, default=2.0)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--tcpreplay", action="store_true", help="overhead: also the embedded tcpreplay path")
+    nf_arguments(ap)
     args = ap.parse_args(argv)
     args.modes = args.modes.split(",")
     if os.geteuid() != 0:

@@ -30,7 +30,8 @@ class RecordingNode:
 
     def __init__(self, answers=None, fail=()):
         self.calls, self.inputs = [], []
-        self.answers, self.fail = answers or {}, fail
+        # a systemd host: `systemctl show -p InvocationID --value <unit>` names the unit's current run
+        self.answers, self.fail = {**(answers or {}), "InvocationID": "5f2d0c1e9a7b4c3d"}, fail
 
     def run(self, argv, timeout=30.0, check=True, sudo=None, input=None):
         argv = [str(a) for a in argv]
@@ -76,6 +77,8 @@ def test_startup_conf_has_cores_devices_queues_and_buffers():
 def test_cli_l2patch_bridge_and_ip4_routes():
     assert cli_lines("l2patch", ["eth0", "eth1"]) == [
         "set interface state eth0 up", "set interface state eth1 up",
+        # test l2patch leaves a NIC in L3 mode (MAC filter on): the profile's dst MACs would be dropped
+        "set interface promiscuous on eth0", "set interface promiscuous on eth1",
         "test l2patch rx eth0 tx eth1", "test l2patch rx eth1 tx eth0"]
     bd = cli_lines("l2bd", ["eth0", "eth1"])
     assert "set interface l2 bridge eth0 1" in bd and "set interface l2 bridge eth1 1" in bd

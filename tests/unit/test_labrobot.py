@@ -48,6 +48,8 @@ class RecordingDutNode:
         self.calls, self.inputs, self.closed = [], [], False
         self.answers = {"lscpu": (0, LSCPU, ""), "show version": (0, VPP_VERSION, ""),
                         "perf stat": (0, "", PERF_CSV), "systemctl is-active": (0, "active\n", ""), "pcm-": (1, PCM_UNSUPPORTED, ""),
+                        "InvocationID": (0, "5f2d0c1e9a7b4c3d\n", ""),
+                        "dpdk_initialized": (0, "true\n", ""),  # ovs-vsctl get Open_vSwitch . dpdk_initialized  # systemctl show -p InvocationID --value
                         "journalctl -u dpgate-testpmd": (0, TESTPMD_LOG, ""),
                         "journalctl -u dpgate-l3fwd": (0, "EAL: RTE Version: 'DPDK 23.11.0'\nL3FWD: entering main loop on lcore 2\n", ""),
                         **(answers or {})}

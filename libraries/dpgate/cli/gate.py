@@ -5,6 +5,11 @@
     dpgate gate --include linux-ip4 --variable PREFIX:dpg1-
     dpgate gate --history /ci-cache/dpgate-history --commit $CI_COMMIT_SHA
     dpgate gate --sut-cpu-steal 10 --no-history-add     # fault injection: a 10 % slower SUT
+    dpgate gate --topology topologies/lab-local.yaml suites/lab --include 64BAND1T1C   # lab on one machine
+
+A lab topology runs the lab suites against it; a lab on one machine (TG and DUT namespaces,
+``topologies/lab-local.yaml``) is brought up for the run, with TRex in its TG namespace, and
+removed afterwards, also after a failure or an interrupt (``dpgate.testbeds.lab.session``).
 
 Each run starts from a clean ``<outdir>/dpgate`` (records of an earlier run into the same
 directory would otherwise reappear in this run's JUnit). With a history store (default
@@ -44,6 +49,7 @@ from dpgate.outputs.junit import write_junit
 from dpgate.outputs.results import load_records
 from dpgate.regression.history import add_to_history
 from dpgate.testbeds.embedded.testbed import check_environment
+from dpgate.testbeds.lab.session import is_local_lab, local_lab_session
 
 PROFILES = ("per-commit", "sign-off", "rfc2544-binary")
 
@@ -55,7 +61,7 @@ def add_parser(sub) -> None:
     g.add_argument("--profile", default="per-commit", choices=PROFILES, help="search profile")
     g.add_argument("--thresholds", default=None, help="thresholds file (default variables/embedded.yaml)")
     g.add_argument("--topology", default=None, help="topology file (default topologies/embedded.yaml)")
-    g.add_argument("--prefix", default=None, help="namespace prefix of the embedded testbed")
+    g.add_argument("--prefix", default=None, help="namespace prefix of the embedded testbed or lab on one machine")
     g.add_argument("--telemetry-policy", default="skip", choices=("skip", "fail"))
     g.add_argument("--include", action="append", default=[], help="only tests with this tag (repeatable)")
     g.add_argument("--exclude", action="append", default=[], help="skip tests with this tag (repeatable)")
@@ -125,6 +131,7 @@ def robot_argv(args) -> List[str]:
         argv += ["--include", tag]
     for tag in args.exclude:
         argv += ["--exclude", tag]
+    argv += list(getattr(args, "extra_robot", []))  # the lab session's defaults; the user's --variable wins
     for var in args.variable:
         if ":" not in var:
             raise ConfigError(f"--variable {var!r} must be NAME:VALUE", path="--variable")
@@ -137,9 +144,11 @@ def preflight(args) -> Topology:
     for s in args.suites:
         if not os.path.exists(s):
             raise ConfigError(f"suite path {s!r} does not exist", path="suites")
-    load_thresholds(args.thresholds or "variables/embedded.yaml")
     var_prefix = [v.split(":", 1)[1] for v in args.variable if v.startswith("PREFIX:")]
     topo = load_topology(args.topology or "topologies/embedded.yaml", args.prefix or (var_prefix or [None])[-1])
+    if args.thresholds is None and topo.kind != "embedded":
+        args.thresholds = "variables/lab-local.yaml" if is_local_lab(topo) else "variables/lab-2n-skx.yaml"
+    load_thresholds(args.thresholds or "variables/embedded.yaml")
     if topo.kind == "embedded":
         check_environment()
     return topo
@@ -168,9 +177,12 @@ def fresh_outdir(outdir: str) -> None:
 
 
 def cmd_gate(args) -> int:
-    locks = take_ownership(args, preflight(args))
+    topo = preflight(args)
+    locks = take_ownership(args, topo)
     try:
-        return _run_gate(args, locks)
+        with local_lab_session(args.topology or "topologies/embedded.yaml", args.prefix) as extra:
+            args.extra_robot = extra
+            return _run_gate(args, locks)
     finally:
         for lock in reversed(locks):
             lock.release()

@@ -53,9 +53,31 @@ def _pci(v: str) -> Optional[str]:
     return None if _PCI.match(v) else "expected a PCI address like 0000:18:00.0"
 
 
+def _socket_path(v: str) -> Optional[str]:
+    return None if v.startswith("/") and len(v) < 108 else "expected an absolute socket path of < 108 characters"
+
+
+@dataclass(frozen=True)
+class Memif:
+    """A memif port: the socket (a file path both ends see), the interface id on it, and
+    which end creates the socket (``server``) or connects to it (``client``)."""
+
+    socket: str = field(metadata={"check": _socket_path, "doc": "socket path, like /run/dpgate/memif/link1.sock"})
+    id: int = field(default=0, metadata={"check": non_negative})
+    role: Literal["server", "client"] = "client"
+
+
+#: Port kinds: a PCI device (physical lab), af_packet on the Linux interface ``name``, or memif.
+PORT_KINDS = ("pci", "af_packet", "memif")
+
+
 @dataclass(frozen=True)
 class Interface:
-    """One port of a node."""
+    """One port of a node.
+
+    Lab ports are PCI devices (``pci:``) or virtual: ``kind: af_packet`` (on the Linux
+    interface ``name``) or ``kind: memif`` with ``memif: {socket, id, role}``.
+    """
 
     name: str = field(metadata={"check": _ifname, "doc": "interface name (e.g. tg0)"})
     mac: str = field(metadata={"check": _mac, "doc": "MAC address"})
@@ -67,6 +89,26 @@ class Interface:
     numa: Optional[int] = field(default=None, metadata={"check": non_negative})
     pps_limit: Optional[float] = field(default=None, metadata={"check": positive})
     driver: Optional[str] = None
+    kind: Optional[Literal["pci", "af_packet", "memif"]] = field(
+        default=None, metadata={"doc": "pci (default when pci is set), af_packet or memif"})
+    memif: Optional[Memif] = None
+
+    def validate(self):
+        kind = self.port_kind
+        if kind == "memif" and self.memif is None:
+            return ("memif", "kind memif needs memif: {socket: /path/to/sock, id: 0, role: client}")
+        if self.memif is not None and kind != "memif":
+            return ("memif", "memif settings need kind: memif")
+        if kind == "pci" and not self.pci:
+            return ("pci", "kind pci needs a PCI address, like pci: 0000:18:00.0")
+        if kind in ("af_packet", "memif") and self.pci:
+            return ("pci", f"a {kind} port has no PCI address: remove pci or use kind: pci")
+        return None
+
+    @property
+    def port_kind(self) -> Optional[str]:
+        """``pci``, ``af_packet``, ``memif``, or None (no PCI address and no kind given)."""
+        return self.kind or ("pci" if self.pci else None)
 
     @property
     def address(self) -> Optional[ipaddress.IPv4Interface]:
@@ -103,6 +145,8 @@ class Ssh:
         default=None, metadata={"doc": "name of the environment variable holding the password"}
     )
     sudo: bool = False
+    known_hosts: Optional[str] = field(
+        default=None, metadata={"doc": "known_hosts file with the host's key (else ~/.ssh/known_hosts)"})
     timeout_s: float = field(default=30.0, metadata={"check": positive})
 
     def validate(self):
@@ -163,6 +207,11 @@ class Topology:
     )
     source: str = ""
 
+    @property
+    def run_dir(self) -> str:
+        """Where a lab on one machine keeps keys, logs and sockets: ``/tmp/dpgate-<prefix>``."""
+        return run_dir_for(self.prefix)
+
     def validate(self):
         tgs = [n for n, v in self.nodes.items() if v.type == "TG"]
         duts = [n for n, v in self.nodes.items() if v.type == "DUT"]
@@ -216,6 +265,28 @@ class Topology:
         return [(t, dut_by_link[t.link]) for t in self.tg.ports if t.link in dut_by_link]
 
 
+def run_dir_for(prefix: str) -> str:
+    """``/tmp/dpgate-<prefix without its trailing dash>``.
+
+    >>> run_dir_for("lb-")
+    '/tmp/dpgate-lb'
+    """
+    return "/tmp/dpgate-" + prefix.rstrip("-")
+
+
+def _expand_strings(value: object, tokens: Dict[str, str]) -> object:
+    """``{prefix}`` and ``{run_dir}`` replaced in every string of the raw file data."""
+    if isinstance(value, str):
+        for k, v in tokens.items():
+            value = value.replace("{" + k + "}", v)
+        return value
+    if isinstance(value, dict):
+        return {k: _expand_strings(v, tokens) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_expand_strings(v, tokens) for v in value]
+    return value
+
+
 def _expand(topo: Topology) -> Topology:
     nodes = {}
     for name, node in topo.nodes.items():
@@ -241,5 +312,10 @@ def topology_from_data(data: object, source: str = "<data>", prefix: Optional[st
         if override:
             data["prefix"] = override
         data.setdefault("source", source)
+        prefix_now = data.get("prefix", "dpg0-")
+        if isinstance(prefix_now, str) and _PREFIX.match(prefix_now) and data.get("kind") != "embedded":
+            # Lab files may name interfaces and paths after the prefix (a lab on one machine).
+            nodes = _expand_strings(data.get("nodes"), {"prefix": prefix_now, "run_dir": run_dir_for(prefix_now)})
+            data["nodes"] = nodes
     topo = schema.load(Topology, data, source=source)
     return _expand(topo)

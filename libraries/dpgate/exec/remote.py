@@ -125,6 +125,11 @@ class SshNode:
             raise EnvironmentProblem("SSH to lab nodes needs paramiko: pip install paramiko") from None
         client = paramiko.SSHClient()
         client.load_system_host_keys()  # ~/.ssh/known_hosts
+        known = getattr(self.ssh, "known_hosts", None)
+        if known:  # a lab on one machine writes its DUT's generated host key there
+            if not os.path.isfile(os.path.expanduser(known)):
+                raise ConfigError(f"ssh.known_hosts {known!r} does not exist", path=f"{self.name}.ssh.known_hosts")
+            client.load_host_keys(os.path.expanduser(known))
         # Unknown host keys are refused (no silent trust on first use): see the connect error.
         # DPGATE_SSH_ACCEPT_NEW_HOST=1 is the explicit, logged opt-in to trust new keys.
         if self.env.get("DPGATE_SSH_ACCEPT_NEW_HOST") == "1":

@@ -173,8 +173,9 @@ class LabTestbed(TestbedKeywords):
             self.cpus = read_cpus(self._dut())
         allowed = list(dut.cpus) + ([dut.main_cpu] if dut.main_cpu is not None else [])
         numa = dut.numa if dut.numa is not None else next((p.numa for p in dut.ports if p.numa is not None), 0)
+        # a topology listing its main CPU among its cpus shares it with the workers (2-CPU lab on one machine)
         self.cores = allocate(restrict_to(self.cpus, allowed), phy_cores=n, ht=smt, numa=numa,
-                              main=dut.main_cpu)
+                              main=dut.main_cpu, shared_main=dut.main_cpu is not None and dut.main_cpu in dut.cpus)
         logger.info(f"DUT cores {self.cores.tag}: main {self.cores.main}, workers {self.cores.corelist} "
                     f"(NUMA {self.cores.numa})")
         return self.cores.tag
@@ -232,12 +233,14 @@ class LabTestbed(TestbedKeywords):
             sut.stop()
 
     def _check_sut_alive(self) -> None:
-        """SutError with the unit's last log lines when the SUT's systemd unit is not active
-        (OVS-DPDK runs in the distribution's service and is checked by its own commands)."""
+        """SutError with the unit's last log lines when the SUT's process is not running (a
+        systemd unit, or start-stop-daemon's pid on a DUT without systemd: the driver's ``alive``)."""
         unit = getattr(self.sut, "unit", None)
         if self.sut is None or not unit:
             return
-        state = self._dut().run(["systemctl", "is-active", unit], check=False, timeout=15).stdout.strip()
+        alive = getattr(self.sut, "alive", None)
+        state = alive() if callable(alive) else \
+            self._dut().run(["systemctl", "is-active", unit], check=False, timeout=15).stdout.strip()
         if state == "active":
             return
 

@@ -80,13 +80,17 @@ def run(
     class _Adapter(AbstractMeasurer):
         def measure(self, intended_duration: float, intended_load: float) -> MeasurementResult:
             c = log.measure(intended_load, intended_duration)
+            # A generator that sent a few packets MORE than intended (TRex rounds each stream's
+            # count up: 150,002 for 150,000) lost nothing; MLRsearch would count rx > intended
+            # against the zero-loss goal, so the surplus raises the intended count to what was sent.
+            intended = c.intended if c.intended is None or c.tx <= c.intended else c.tx
             # No duration_with_overheads: in MLRsearch it would count toward duration_sum.
             return MeasurementResult(
                 intended_duration=intended_duration,
                 intended_load=intended_load,
                 offered_count=c.tx,
                 forwarding_count=c.rx,
-                intended_count=c.intended,
+                intended_count=intended,
             )
 
     goals = [_goal(ndr_loss, s)]

@@ -86,11 +86,16 @@ def physical_cores(cpus: Sequence[Cpu], numa: Optional[int] = None) -> List[List
 
 
 def allocate(cpus: Sequence[Cpu], phy_cores: int, ht: bool, numa: int = 0,
-             main: Optional[int] = None, skip: Sequence[int] = (0,)) -> CoreAllocation:
+             main: Optional[int] = None, skip: Sequence[int] = (0,), shared_main: bool = False) -> CoreAllocation:
     """Pick a main CPU and ``phy_cores`` worker physical cores on NUMA node ``numa``.
 
     ``skip`` lists logical CPUs kept for the OS (whole physical cores are skipped). With
     ``ht`` each worker core contributes its first two sibling threads; without, one.
+    ``shared_main`` (a topology that lists its ``main_cpu`` among its ``cpus``, like a
+    2-CPU lab on one machine): the main CPU's core may also be a worker core.
+
+    >>> allocate([Cpu(0, 0, 0, 0), Cpu(1, 1, 0, 0)], 1, False, main=1, shared_main=True).workers
+    (1,)
     """
     cores = physical_cores(cpus, numa)
     if not cores:
@@ -104,7 +109,7 @@ def allocate(cpus: Sequence[Cpu], phy_cores: int, ht: bool, numa: int = 0,
             raise ConfigError(f"no free physical core for the main thread on NUMA node {numa}")
         main_core = free.pop(0)
         main = main_core[0]
-    else:
+    elif not shared_main:
         free = [c for c in free if main not in c]
     if len(free) < phy_cores:
         raise ConfigError(f"{phy_cores} worker cores requested on NUMA node {numa}, only {len(free)} free "

@@ -23,7 +23,7 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Sequence
 
 from dpgate.model.errors import ConfigError
 from dpgate.testbeds.lab.base import LabSut
@@ -79,10 +79,25 @@ def _net16(ip: str) -> str:
 
 
 def make_sut(nf: str, node: Any, topology: Any, cores: CoreAllocation, flows: Optional[int] = None) -> LabSut:
-    """The lab SUT driver of ``nf`` on ``node``, pinned to ``cores``."""
+    """The lab SUT driver of ``nf`` on ``node``, pinned to ``cores``.
+
+    A lab on one machine (the DUT has a ``namespace``) keeps every file of the SUT under the
+    topology's run dir, names units after the prefix, and takes VPP and l3fwd from
+    ``dpgate.testbeds.lab.vendor`` (DPGATE_VPP / DPGATE_L3FWD or what .ci/install prepared).
+    """
     spec = lab_nf(nf)
     dut = topology.dut
     q = rx_queues(cores)
+    local = bool(getattr(dut, "namespace", None))
+    state = f"{topology.run_dir}/dut" if local else ""
+    sut = _make(spec, node, topology, cores, flows, q, state)
+    if local:
+        sut.unit = f"{topology.prefix}{sut.unit}"
+    return sut
+
+
+def _make(spec: LabNf, node: Any, topology: Any, cores: CoreAllocation, flows: Optional[int], q: int, state: str):
+    dut = topology.dut
     if spec.driver == "testpmd":
         from dpgate.testbeds.lab.testpmd import Testpmd
 
@@ -91,14 +106,31 @@ def make_sut(nf: str, node: Any, topology: Any, cores: CoreAllocation, flows: Op
         from dpgate.testbeds.lab.l3fwd import L3fwd
 
         tg_macs = {i: tg.mac for i, (tg, _) in enumerate(topology.pairs()[:2])}
+        if state:
+            from dpgate.testbeds.lab.vendor import require
+
+            return L3fwd(node, dut, cores, routes=l3fwd_routes(), eth_dest=tg_macs,
+                         rule_path=f"{state}/l3fwd.rules", binary=require("l3fwd"))
         return L3fwd(node, dut, cores, routes=l3fwd_routes(), eth_dest=tg_macs)
     if spec.driver == "vpp":
-        from dpgate.testbeds.lab.vpp import Vpp, ip4_routing
+        from dpgate.testbeds.lab.vpp import Vpp, ip4_routing, l2_static_macs
 
-        neighbors, routes = ((), ())
+        neighbors: Sequence[Any] = ()
+        routes: Sequence[Any] = ()
         if spec.vpp_nf == "ip4":
             neighbors, routes = ip4_routing(topology, flows or DEFAULT_FLOWS["ip4"])
-        return Vpp(node, dut, cores, nf=spec.vpp_nf or "l2patch", rx_queues=q, neighbors=neighbors, routes=routes)
+        elif spec.vpp_nf == "l2bd":
+            neighbors = l2_static_macs(topology)
+        kw: Dict[str, Any] = {}
+        if state:
+            from dpgate.testbeds.lab.vendor import require
+
+            vdir = require("VPP")
+            kw = dict(conf_path=f"{state}/vpp/startup.conf", cli_sock=f"{state}/vpp/cli.sock",
+                      runtime_dir=f"{state}/vpp", log=f"{state}/vpp/vpp.log", vpp_bin=f"{vdir}/bin/vpp",
+                      vppctl_bin=f"{vdir}/bin/vppctl")
+        return Vpp(node, dut, cores, nf=spec.vpp_nf or "l2patch", rx_queues=q, neighbors=neighbors, routes=routes,
+                   **kw)
     from dpgate.testbeds.lab.ovs_dpdk import OvsDpdk
 
-    return OvsDpdk(node, dut, cores, rxq=q)
+    return OvsDpdk(node, dut, cores, rxq=q, state_dir=f"{state}/ovs" if state else "")

@@ -15,18 +15,23 @@ import re
 from typing import Any, Dict, List
 
 from dpgate.model.errors import ConfigError
+from dpgate.testbeds.lab import ports as ports_mod
 from dpgate.testbeds.lab.base import LabSut
 from dpgate.testbeds.lab.cores import CoreAllocation
-from dpgate.testbeds.lab.service import start_unit, stop_unit, unit_log, wait_until
+from dpgate.testbeds.lab.service import start_unit, stop_unit, unit_active, unit_log, wait_until
 
 
-def eal_args(cores: CoreAllocation, pcis: List[str], mem_channels: int = 4, file_prefix: str = "dpgate") -> List[str]:
-    """EAL options: main lcore first, allow-listed NICs, verbose (prints the DPDK version)."""
-    lcores = [cores.main] + list(cores.workers)
-    out = ["-l", ",".join(str(c) for c in lcores), "--main-lcore", str(cores.main), "-n", str(mem_channels),
-           "--file-prefix", file_prefix, "-v"]
-    for pci in pcis:
-        out += ["-a", pci]
+def eal_args(cores: CoreAllocation, ports: List[Any], mem_channels: int = 4,
+             file_prefix: str = "dpgate", main_works: bool = False) -> List[str]:
+    """EAL options for the DUT ports of any kind (PCI, af_packet, memif): see ``dpgate.testbeds.lab.ports``."""
+    return ports_mod.eal_args(cores, ports, file_prefix, mem_channels=mem_channels, main_works=main_works)
+
+
+def dut_ports(dut: Any, n: int = 2) -> List[Any]:
+    """The first ``n`` DUT ports; each must be PCI or virtual (one ConfigError naming the port)."""
+    out = list(dut.ports[:n])
+    for p in out:
+        ports_mod.port_kind(p)
     return out
 
 
@@ -71,12 +76,14 @@ class Testpmd(LabSut):
 
     def app_args(self) -> List[str]:
         n = len(self.cores.workers)
-        return ["--forward-mode=io", f"--nb-cores={n}", f"--rxq={self.rxq}", f"--txq={self.rxq}",
+        extra = ["--total-num-mbufs=32768"] if ports_mod.virtual_only(dut_ports(self.dut)) else []
+        return extra + ["--forward-mode=io", f"--nb-cores={n}", f"--rxq={self.rxq}", f"--txq={self.rxq}",
                 f"--rxd={self.descriptors}", f"--txd={self.descriptors}", f"--burst={self.burst}",
                 "--stats-period=1", "--numa"]
 
     def argv(self) -> List[str]:
-        return [self.binary] + eal_args(self.cores, dut_pcis(self.dut)) + ["--"] + self.app_args()
+        return [self.binary] + eal_args(self.cores, dut_ports(self.dut), file_prefix=self.unit) + ["--"] \
+            + self.app_args()
 
     def configure(self) -> None:
         """Nothing to write: everything is on the command line."""
@@ -91,6 +98,11 @@ class Testpmd(LabSut):
     def ready(self, timeout_s: float = 60.0, **wait_kw: Any) -> None:
         wait_until(lambda: "NIC statistics for port" in self._log() or "io packet forwarding" in self._log(),
                    timeout_s, self.binary, log=self._log, **wait_kw)
+        ports_mod.check_port_macs(self._log(), dut_ports(self.dut), self.binary)
+
+    def alive(self) -> str:
+        """``active`` while the process runs, else its state."""
+        return unit_active(self.node, self.unit)
 
     def stop(self) -> None:
         stop_unit(self.node, self.unit)

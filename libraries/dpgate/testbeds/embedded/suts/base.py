@@ -153,7 +153,7 @@ def sut_class(name: str) -> Type[EmbeddedSut]:
 def _load_all() -> None:
     import importlib
 
-    for mod in ("linux", "ovs", "testpmd"):
+    for mod in ("linux", "ovs", "testpmd", "labnfs"):
         try:
             importlib.import_module(f"{__package__}.{mod}")
         except ModuleNotFoundError as err:

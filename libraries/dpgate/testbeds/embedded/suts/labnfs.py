@@ -1,0 +1,102 @@
+"""Embedded SUTs run through the lab drivers: DPDK l3fwd (IPv4 LPM) and OVS-DPDK L2 cross-connect.
+
+The embedded testbed's SUT namespace is a DUT whose ports are af_packet on its veths: the
+same ``dpgate.testbeds.lab`` drivers that run on a lab DUT (``dpgate.testbeds.lab.l3fwd.L3fwd``,
+``dpgate.testbeds.lab.ovs_dpdk.OvsDpdk``) run here through a ``LocalNode`` in that namespace, with
+``start-stop-daemon`` (never a systemd unit: a unit would run outside the namespace), the
+SUT's one CPU as DPDK main and worker lcore, and every file under the testbed's work dir.
+Debian packages only: l3fwd is built by ``.ci/install`` from dpdk-doc's examples, OVS-DPDK is
+``openvswitch-switch-dpdk`` (a private ovsdb-server/ovs-vswitchd-dpdk, never the host's service).
+
+Example::
+
+    dpgate trial --sut l3fwd-ip4 --rate 50kpps
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+from typing import Any, Optional
+
+from dpgate.exec.remote import LocalNode
+from dpgate.model.errors import SutError
+from dpgate.testbeds.embedded.suts.base import EmbeddedSut, register
+from dpgate.testbeds.lab.cores import CoreAllocation
+
+
+class _LabDriverSut(EmbeddedSut):
+    has_process = True
+    lab_nf = ""
+
+    def __init__(self, testbed, flows=None):
+        super().__init__(testbed, flows)
+        self.driver: Any = None
+
+    def _driver(self) -> Any:
+        from dpgate.testbeds.lab.nfs import make_sut
+
+        topo = self.tb.topology
+        ports = [dataclasses.replace(p, kind="af_packet") for p in self.ports()]
+        tgs = self.tg_ports()
+        dut = types.SimpleNamespace(ports=ports, numa=0, namespace=self.ns, name="SUT")
+        shim = types.SimpleNamespace(dut=dut, prefix=topo.prefix, run_dir=self.tb.workdir,
+                                     pairs=lambda: list(zip(tgs, ports)))
+        node = LocalNode(ns=self.ns)
+        node._dpgate_service_mode = "daemon"  # type: ignore[attr-defined]  # a unit would leave the namespace
+        cpu = self.cpus[0]
+        return make_sut(self.lab_nf, node, shim, CoreAllocation(main=cpu, workers=(cpu,), phy_cores=1,
+                                                               threads_per_core=1, numa=0), flows=self.flows)
+
+    def _start(self) -> None:
+        self.driver = self._driver()
+        self.driver.configure()
+        self.driver.start()
+
+    def _stop(self) -> None:
+        if self.driver is not None:
+            self.driver.stop()
+            from dpgate.testbeds.lab.service import STATE_DIR
+
+            for unit in (self.driver.unit, f"{self.driver.unit}-db"):
+                self.driver.node.run(["rm", "-f", f"{STATE_DIR}/{unit}.log"], check=False)
+
+    def ready(self) -> Optional[str]:
+        return None if self.alive() else "not running"
+
+    def alive(self) -> bool:
+        return self.driver is not None and self.driver.alive() == "active"
+
+    def exit_status(self) -> str:
+        return "never started" if self.driver is None else self.driver.alive()
+
+    def last_log(self, lines: int = 15) -> str:
+        if self.driver is None:
+            return ""
+        from dpgate.testbeds.lab.service import unit_log
+
+        try:
+            return "\n".join(unit_log(self.driver.node, self.driver.unit, lines).splitlines()[-lines:])
+        except Exception as err:  # the log is a courtesy in an error message
+            return f"(log not readable: {err})"
+
+    def version(self) -> str:
+        if self.driver is None:
+            raise SutError(f"SUT {self.name} is not started")
+        return f"{self.lab_nf} {self.driver.version()}"
+
+
+@register
+class L3fwdIp4(_LabDriverSut):
+    name = "l3fwd-ip4"
+    lab_nf = "l3fwd-ip4"
+    traffic = "ip4"
+    description = "DPDK l3fwd LPM IPv4 forwarding (lab driver), net_af_packet ports"
+
+
+@register
+class OvsDpdkXconnect(_LabDriverSut):
+    name = "ovsdpdk-xconnect"
+    lab_nf = "ovsdpdk-xconnect"
+    traffic = "l2"
+    description = "OVS-DPDK L2 cross-connect (lab driver, private instance), net_af_packet ports"
