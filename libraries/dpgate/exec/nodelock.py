@@ -187,3 +187,18 @@ class NodeLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+def lab_dut_lock(node: Any, dut: str, prefix: str, in_namespace: bool) -> NodeLock:
+    """The lock of a lab run's DUT (``LabTestbed`` takes it when it opens the DUT session), so
+    a second pipeline waits instead of reconfiguring the SUT under this one. A DUT in a
+    namespace of this machine shares the controller's filesystem: its lock is named by the
+    lab's prefix, so two labs on one machine do not wait on each other.
+
+    >>> lab_dut_lock(None, "DUT1", "dpl-", in_namespace=True).path
+    '/run/dpgate/locks/dut-dpl.lock'
+    >>> lab_dut_lock(None, "DUT1", "lab1-", in_namespace=False).what
+    'DUT DUT1'
+    """
+    path = f"/run/dpgate/locks/dut-{prefix.rstrip('-')}.lock" if in_namespace else DEFAULT_PATH
+    return NodeLock(node, f"DUT {dut}", path=path)

@@ -21,9 +21,8 @@ Example suite (see ``suites/lab/`` and ``resources/lab.resource``)::
         ${t}=    Thresholds For    vpp-ip4    64B    cores=${tag}
         Check Gates    ${result}    ${t}
 
-Real validation needs a lab; here it is driven through a fake TRex client and a
-recording node (tests/unit/test_labrobot.py) and, for SSH, a private sshd on 127.0.0.1
-(tests/integration/test_remote_ssh.py).
+It runs for real on the lab on one machine (``dpgate gate --topology topologies/lab-local.yaml``);
+unit tests drive it through a fake TRex client and a recording node (tests/unit/test_labrobot.py).
 """
 
 from __future__ import annotations
@@ -36,6 +35,8 @@ from robot.api.deco import keyword, library
 from dpgate.config.topology import load_topology
 from dpgate.config.units import Rate, frame_size_tag, parse_frame_size
 from dpgate.exec.cpu import detect_cpu_hz
+from dpgate.exec.lock import default_wait, to_stderr
+from dpgate.exec.nodelock import NodeLock, lab_dut_lock
 from dpgate.exec.remote import node_for
 from dpgate.model.errors import ConfigError, DpgateError, SutError
 from dpgate.model.ndrpdr import NdrPdrResult
@@ -73,6 +74,7 @@ class LabTestbed(TestbedKeywords):
         self.flows = flows
         self.topology: Any = None
         self.node: Any = None
+        self._dut_lock: Optional[NodeLock] = None
         self.cpus: Optional[list] = None
         self.cores: Any = None
         self.nf: Optional[str] = None
@@ -86,11 +88,9 @@ class LabTestbed(TestbedKeywords):
 
     # -- seams (tests override these two) --------------------------------------------
     def _open_node(self) -> Any:
-
         return node_for(self._topo().dut, log=logger.debug)
 
     def _make_generator(self, profile: Any) -> Any:
-
         topo = self._topo()
         # a TRex server dpgate started for this lab (lab on one machine): its death ends a trial at once
         running = RunningTrex.attach(getattr(topo, "run_dir", None))
@@ -109,7 +109,10 @@ class LabTestbed(TestbedKeywords):
 
     def _dut(self) -> Any:
         if self.node is None:
-            self.node = self._open_node()
+            node, topo = self._open_node(), self._topo()  # owned by this run until teardown:
+            self._dut_lock = lab_dut_lock(node, getattr(topo.dut, "name", "DUT1"), topo.prefix,
+                                          bool(getattr(topo.dut, "namespace", None))).acquire(default_wait(), to_stderr)
+            self.node = node
         return self.node
 
     @keyword
@@ -217,7 +220,6 @@ class LabTestbed(TestbedKeywords):
         return tag
 
     def _start_sut(self, nf: str) -> None:
-
         self.sut = make_sut(nf, self._dut(), self._topo(), self.cores, flows=self.flows)
         self.sut.configure()
         self.sut.start()
@@ -264,6 +266,12 @@ class LabTestbed(TestbedKeywords):
             except Exception as err:
                 errors.append(f"disconnecting TRex: {err}")
         node, self.node = self.node, None
+        lock, self._dut_lock = self._dut_lock, None
+        try:  # a dead SSH session cannot release it: the lease then expires on its own
+            if lock is not None:
+                lock.release()
+        except Exception as err:
+            logger.warn(f"DUT lock not released ({err}); it expires after {lock.lease_s if lock else 0:.0f} s")
         if node is not None:
             try:
                 node.close()
@@ -278,7 +286,6 @@ class LabTestbed(TestbedKeywords):
 
     # -- generators -----------------------------------------------------------------------
     def _gen(self, frame_size: str):
-
         if self.nf is None:
             raise ConfigError("lab testbed is not up: call 'Bring Up Lab Testbed' first")
         kind = lab_nf(self.nf).traffic
