@@ -43,10 +43,12 @@ KEEPS_UP = 0.97
 
 def cpu_busy(seconds: float = 1.0):
     """Busy share of each CPU over ``seconds`` (other work on the machine skews results)."""
+
     def snap():
         with open("/proc/stat") as fh:
             rows = [ln.split() for ln in fh if ln.startswith("cpu") and ln[3].isdigit()]
         return {r[0]: (sum(map(int, r[1:])), int(r[4]) + int(r[5])) for r in rows}
+
     a = snap()
     time.sleep(seconds)
     b = snap()
@@ -98,28 +100,40 @@ def generator_accuracy(topo, duration: float, repeats: int, calib_runs: int, qui
                 retries.append(r.details.get("retried_enobufs", 0))
                 rx.append(r.rx_packets)
             errs = [(a - rate) / rate * 100 for a in achieved]
-            rows.append({
-                "rate": rate, "label": label, "achieved": statistics.median(achieved),
-                "err_med": statistics.median(errs), "err_worst": max(errs, key=abs),
-                "retries": max(retries), "sink_rx": max(rx), "others": sorted(others),
-            })
+            rows.append(
+                {
+                    "rate": rate,
+                    "label": label,
+                    "achieved": statistics.median(achieved),
+                    "err_med": statistics.median(errs),
+                    "err_worst": max(errs, key=abs),
+                    "retries": max(retries),
+                    "sink_rx": max(rx),
+                    "others": sorted(others),
+                }
+            )
     return ceiling, probes, rows
 
 
 def print_generator(ceiling, probes, rows, duration, repeats):
-    print(f"== Generator accuracy: tcpreplay into a non-forwarding sink (no SUT), 64 B, "
-          f"{duration:g} s trials, {repeats} repeats (median / worst)")
-    print(f"   calibrated ceiling {ceiling / 1e6:.3f} Mpps (probes: "
-          + ", ".join(f"{p / 1e6:.3f}" for p in probes) + " Mpps)")
-    print(f"   {'requested':>11} {'achieved':>11} {'err med %':>10} {'err worst %':>12} {'ENOBUFS':>8}"
-          f"  {'target |err|<=1%':<17} note")
+    print(
+        f"== Generator accuracy: tcpreplay into a non-forwarding sink (no SUT), 64 B, "
+        f"{duration:g} s trials, {repeats} repeats (median / worst)"
+    )
+    print(f"   calibrated ceiling {ceiling / 1e6:.3f} Mpps (probes: " + ", ".join(f"{p / 1e6:.3f}" for p in probes) + " Mpps)")
+    print(
+        f"   {'requested':>11} {'achieved':>11} {'err med %':>10} {'err worst %':>12} {'ENOBUFS':>8}"
+        f"  {'target |err|<=1%':<17} note"
+    )
     for r in rows:
         in_scope = r["rate"] <= 0.9 * ceiling * 1.0001
         ok = abs(r["err_worst"]) <= TARGET_ERR_PCT
         verdict = ("PASS" if ok else "FAIL") if in_scope else "(not required)"
-        print(f"   {kpps(r['rate']):>11} {kpps(r['achieved']):>11} {r['err_med']:>+10.3f} {r['err_worst']:>+12.3f}"
-              f" {r['retries']:>8d}  {verdict:<17} {r['label']}"
-              + (f" [other testbeds running: {' '.join(r['others'])}]" if r["others"] else ""))
+        print(
+            f"   {kpps(r['rate']):>11} {kpps(r['achieved']):>11} {r['err_med']:>+10.3f} {r['err_worst']:>+12.3f}"
+            f" {r['retries']:>8d}  {verdict:<17} {r['label']}"
+            + (f" [other testbeds running: {' '.join(r['others'])}]" if r["others"] else "")
+        )
         assert r["sink_rx"] == 0, "the sink forwarded frames: part 1 must run without a SUT"
     return all(abs(r["err_worst"]) <= TARGET_ERR_PCT for r in rows if r["rate"] <= 0.9 * ceiling * 1.0001)
 
@@ -145,25 +159,37 @@ def sut_maximum(topo_path: str, prefix: str, name: str, ceiling: float, duration
                 rate = (lo + hi) / 2
             pdr, pdr_res = lo, lo_res
         return {
-            "sut": name, "offered": top.tx_packets / duration, "rx": top.rx_rate_pps,
-            "loss": top.loss_ratio, "sut_drops": top.sut_drops or 0,
-            "pdr": pdr, "pdr_rx": pdr_res.rx_rate_pps if pdr_res else 0.0,
-            "limited": "generator" if (keeps_up or top.limited_by == "generator" and top.loss_ratio <= PDR_LOSS)
+            "sut": name,
+            "offered": top.tx_packets / duration,
+            "rx": top.rx_rate_pps,
+            "loss": top.loss_ratio,
+            "sut_drops": top.sut_drops or 0,
+            "pdr": pdr,
+            "pdr_rx": pdr_res.rx_rate_pps if pdr_res else 0.0,
+            "limited": "generator"
+            if (keeps_up or top.limited_by == "generator" and top.loss_ratio <= PDR_LOSS)
             else ("SUT (drops)" if (top.sut_drops or 0) > 0.01 * top.tx_packets else "SUT (back-pressure)"),
-            "cpp": top.sut_cycles_per_packet, "trials": trials,
+            "cpp": top.sut_cycles_per_packet,
+            "trials": trials,
         }
 
 
 def print_suts(rows, ceiling, duration):
     print()
-    print(f"== Forwarded maximum per SUT: 64 B, 1 SUT core, {duration:g} s trials; "
-          f"offered = TG tx at the ceiling ({ceiling / 1e6:.3f} Mpps asked)")
-    print(f"   {'SUT':<15} {'offered':>10} {'rx @max':>10} {'loss @max':>10} {'PDR 0.5%':>10} {'limited by':<20} "
-          f"{'SUT cyc/pkt':>11}")
+    print(
+        f"== Forwarded maximum per SUT: 64 B, 1 SUT core, {duration:g} s trials; "
+        f"offered = TG tx at the ceiling ({ceiling / 1e6:.3f} Mpps asked)"
+    )
+    print(
+        f"   {'SUT':<15} {'offered':>10} {'rx @max':>10} {'loss @max':>10} {'PDR 0.5%':>10} {'limited by':<20} "
+        f"{'SUT cyc/pkt':>11}"
+    )
     for r in rows:
         cpp = f"{r['cpp']:.0f}" if r["cpp"] else "n/a"
-        print(f"   {r['sut']:<15} {kpps(r['offered']):>10} {kpps(r['rx']):>10} {r['loss'] * 100:>9.1f}% "
-              f"{kpps(r['pdr']):>10} {r['limited']:<20} {cpp:>11}")
+        print(
+            f"   {r['sut']:<15} {kpps(r['offered']):>10} {kpps(r['rx']):>10} {r['loss'] * 100:>9.1f}% "
+            f"{kpps(r['pdr']):>10} {r['limited']:<20} {cpp:>11}"
+        )
     print("   limited by 'generator': the SUT forwarded what the generator could send; its own maximum is higher.")
     print("   'SUT (back-pressure)': kernel SUT over veth pushed back (TG shortfall); 'SUT (drops)': dropped inside.")
     print("   SUT cyc/pkt: as the SUT reports it (testpmd counts total cycles incl. idle polling).")
@@ -181,8 +207,13 @@ def main(argv=None) -> int:
     ap.add_argument("--search-steps", type=int, default=5)
     ap.add_argument("--suts", default=",".join(sut_names()))
     ap.add_argument("--quick", action="store_true", help="1 repeat, 1 calibration run, 3 search steps")
-    ap.add_argument("--wait-quiet", type=float, default=0.0, metavar="S",
-                    help="before each part/row wait up to S s until no other testbed runs and CPUs are idle")
+    ap.add_argument(
+        "--wait-quiet",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="before each part/row wait up to S s until no other testbed runs and CPUs are idle",
+    )
     args = ap.parse_args(argv)
     if args.quick:
         args.repeats, args.calibration_runs, args.search_steps = 1, 1, 3
@@ -191,26 +222,28 @@ def main(argv=None) -> int:
         return 3
     t0 = time.monotonic()
     topo = load_topology(args.topology, prefix=args.prefix)
-    print(f"dpgate embedded benchmark on {os.uname().nodename}: {os.cpu_count()} CPUs, generator on CPU "
-          f"{','.join(map(str, topo.tg.cpus))}, SUT on CPU {','.join(map(str, topo.dut.cpus))}, "
-          f"load average {os.getloadavg()[0]:.2f}")
+    print(
+        f"dpgate embedded benchmark on {os.uname().nodename}: {os.cpu_count()} CPUs, generator on CPU "
+        f"{','.join(map(str, topo.tg.cpus))}, SUT on CPU {','.join(map(str, topo.dut.cpus))}, "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
     if args.wait_quiet and not wait_quiet(topo.prefix, args.wait_quiet):
         print(f"warning: the machine did not become quiet within {args.wait_quiet:g} s")
     busy = cpu_busy()
     print("other work before start (busy share): " + ", ".join(f"{c} {v * 100:.0f} %" for c, v in busy.items()))
-    ceiling, probes, rows = generator_accuracy(topo, args.duration, args.repeats, args.calibration_runs,
-                                               args.wait_quiet)
+    ceiling, probes, rows = generator_accuracy(topo, args.duration, args.repeats, args.calibration_runs, args.wait_quiet)
     ok = print_generator(ceiling, probes, rows, args.duration, args.repeats)
     sys.stdout.flush()
     sut_rows = []
     for name in [n for n in args.suts.split(",") if n]:
         if args.wait_quiet:
             wait_quiet(topo.prefix, args.wait_quiet)
-        sut_rows.append(sut_maximum(args.topology, args.prefix, name, ceiling, args.search_duration,
-                                    args.search_steps))
+        sut_rows.append(sut_maximum(args.topology, args.prefix, name, ceiling, args.search_duration, args.search_steps))
     print_suts(sut_rows, ceiling, args.search_duration)
-    print(f"\ngenerator target |rate error| <= {TARGET_ERR_PCT:g} % up to 90 % of the ceiling: "
-          f"{'MET' if ok else 'NOT MET'}; total time {time.monotonic() - t0:.0f} s")
+    print(
+        f"\ngenerator target |rate error| <= {TARGET_ERR_PCT:g} % up to 90 % of the ceiling: "
+        f"{'MET' if ok else 'NOT MET'}; total time {time.monotonic() - t0:.0f} s"
+    )
     return 0 if ok else 1
 
 

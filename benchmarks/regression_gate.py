@@ -46,8 +46,9 @@ def _run(rng: random.Random, level: float, samples: int, noise: float, drift: fl
     return vals if samples > 1 else vals[0]
 
 
-def flag_rates(checks: int, runs: int, samples: int, noise: float, declared: Optional[float],
-               seed: int = 7, drift: float = 0.0) -> List[Tuple[float, float]]:
+def flag_rates(
+    checks: int, runs: int, samples: int, noise: float, declared: Optional[float], seed: int = 7, drift: float = 0.0
+) -> List[Tuple[float, float]]:
     rng = random.Random(seed)
     rows = []
     for step in STEPS:
@@ -68,19 +69,25 @@ def main() -> int:
     a = ap.parse_args()
     t0 = time.time()
     print(f"regression gate: {a.checks} checks per cell; share flagged as regression per step; min change 3 %")
-    print(f"{'':3s}{'history':>8s} {'samples':>8s} {'noise':>6s} {'drift':>6s} {'declared':>9s}  "
-          + "  ".join(f"{s:+6.0%}" for s in STEPS))
+    print(
+        f"{'':3s}{'history':>8s} {'samples':>8s} {'noise':>6s} {'drift':>6s} {'declared':>9s}  "
+        + "  ".join(f"{s:+6.0%}" for s in STEPS)
+    )
     results = {}
     for name, (runs, samples, noise, declared, drift) in SCENARIOS.items():
         rows = flag_rates(a.checks, runs, samples, noise, declared, drift=drift)
         results[name] = dict(rows)
         decl = f"{declared:.0%}" if declared else "-"
-        print(f"{name:3s}{runs:>8d} {samples:>8d} {noise:>6.0%} {drift:>6.0%} {decl:>9s}  "
-              + "  ".join(f"{rate:6.1%}" for _, rate in rows))
+        print(
+            f"{name:3s}{runs:>8d} {samples:>8d} {noise:>6.0%} {drift:>6.0%} {decl:>9s}  "
+            + "  ".join(f"{rate:6.1%}" for _, rate in rows)
+        )
     fa, det5 = results["A"][0.0], results["A"][-0.05]
-    print(f"A (the issue's case): false alarms {fa:.1%} ({'OK' if fa < 0.01 else 'MISSED'}, target < 1 %); "
-          f"-5 % detection {det5:.1%} ({'OK' if det5 >= 0.95 else 'MISSED'}, target >= 95 %)  "
-          f"({time.time() - t0:.1f} s)")
+    print(
+        f"A (the issue's case): false alarms {fa:.1%} ({'OK' if fa < 0.01 else 'MISSED'}, target < 1 %); "
+        f"-5 % detection {det5:.1%} ({'OK' if det5 >= 0.95 else 'MISSED'}, target >= 95 %)  "
+        f"({time.time() - t0:.1f} s)"
+    )
     return 0
 
 

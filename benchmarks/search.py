@@ -165,12 +165,14 @@ def main(argv: Sequence[str] = ()) -> int:
                 pp = [r[7] for r in runs]
                 family_lines.append(
                     f"  {name:<15} P(60 s pass at its NDR) p10 {_quantile(pp, 0.1):.2f}  median "
-                    f"{statistics.median(pp):.2f}  p90 {_quantile(pp, 0.9):.2f}")
+                    f"{statistics.median(pp):.2f}  p90 {_quantile(pp, 0.9):.2f}"
+                )
             for exposure in (240.0, 600.0):
                 o10, o50, o90 = oracle_spread(args.reps, args.seed + 1000 * i, exposure)
                 family_lines.append(
                     f"  oracle (exact curve, {exposure:.0f} s of events counted at the truth): "
-                    f"NDR median {o50:+.2f} %, p10-90 {o90 - o10:.2f}")
+                    f"NDR median {o50:+.2f} %, p10-90 {o90 - o10:.2f}"
+                )
         else:
             t60, t1 = results["sign-off"][0][5], results["sign-off"][0][6]
             truth_lines.append(
@@ -184,7 +186,9 @@ def main(argv: Sequence[str] = ()) -> int:
         rows.append(_row("per-commit@1s", kind, results["per-commit"], which=6))
         so = rows[-2]
         if kind == FAMILY and float(so[9]) > 2.5:
-            misses.append(f"{kind} median time {so[9]} x floor > 2.5")  # sign-off row: kind, name, ndr med, ndr spread, pdr med, pdr spread
+            misses.append(
+                f"{kind} median time {so[9]} x floor > 2.5"
+            )  # sign-off row: kind, name, ndr med, ndr spread, pdr med, pdr spread
         for label, value, limit in (
             ("NDR median", abs(float(so[2])), 1.0),
             ("NDR spread", float(so[3]), 3.0),
@@ -195,10 +199,14 @@ def main(argv: Sequence[str] = ()) -> int:
                 misses.append(f"{kind} {label} {value:.2f} > {limit}")
 
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+
     def fmt(cells: list[str]) -> str:
         return "  ".join(c.ljust(w) if j < 2 else c.rjust(w) for j, (c, w) in enumerate(zip(cells, widths)))
-    print(f"NDR/PDR search benchmark: {args.reps} seeded repetitions per kind; "
-          f"errors vs the 60 s truth (per-commit@1s: vs the 1 s truth)")
+
+    print(
+        f"NDR/PDR search benchmark: {args.reps} seeded repetitions per kind; "
+        f"errors vs the 60 s truth (per-commit@1s: vs the 1 s truth)"
+    )
     print(fmt(header))
     print(fmt(["-" * w for w in widths]))
     last = None
@@ -215,14 +223,16 @@ def main(argv: Sequence[str] = ()) -> int:
         print(f"{FAMILY} (truth per draw; x floor is the median):")
         print("\n".join(family_lines))
     print()
-    print("mean simulated time summed over the five kinds (floor: one 60 s trial per bound "
-          f"= {floor:.0f} s):")
+    print(f"mean simulated time summed over the five kinds (floor: one 60 s trial per bound = {floor:.0f} s):")
     for name, t in total_time.items():
         print(f"  {name:<15} {t:8.0f} s  = {t / max(floor, 1e-9):.2f} x floor")
     if floor and total_time["sign-off"] > 1.5 * floor:
         misses.append(f"time {total_time['sign-off'] / floor:.2f} x floor > 1.5")
-    print("sign-off vs issue 8/16 targets (NDR |median| <= 1 %, spread <= 3 %; PDR |median| <= 0.5 %, "
-          "spread <= 1 %; time <= 1.5 x floor, stall-family median <= 2.5 x): " + ("all met" if not misses else "missed: " + "; ".join(misses)))
+    print(
+        "sign-off vs issue 8/16 targets (NDR |median| <= 1 %, spread <= 3 %; PDR |median| <= 0.5 %, "
+        "spread <= 1 %; time <= 1.5 x floor, stall-family median <= 2.5 x): "
+        + ("all met" if not misses else "missed: " + "; ".join(misses))
+    )
     print(f"(wall time {time.monotonic() - started:.1f} s)")
     return 0
 

@@ -101,9 +101,7 @@ def _cores(cores: int) -> int:
     return cores
 
 
-def line_rate_pps(
-    frame_size: Union[FrameSize, str], link_bps: Union[Number, str], ports: int = 1
-) -> int:
+def line_rate_pps(frame_size: Union[FrameSize, str], link_bps: Union[Number, str], ports: int = 1) -> int:
     """Maximum frames per second on ``ports`` links of ``link_bps`` each.
 
     ``frame_size`` is an L2 frame size in bytes including FCS (an int, or text such as
@@ -135,9 +133,7 @@ def cycles_per_packet(pps: Number, core_hz: Number, cores: int = 1) -> float:
     >>> cycles_per_packet(10e6, 2.0e9, cores=2)
     400.0
     """
-    return _positive(core_hz, "core frequency (Hz)") * _cores(cores) / _positive(
-        pps, "packet rate (pps)"
-    )
+    return _positive(core_hz, "core frequency (Hz)") * _cores(cores) / _positive(pps, "packet rate (pps)")
 
 
 def throughput_from_cpp(core_hz: Number, cpp: Number, cores: int = 1) -> float:
@@ -146,9 +142,7 @@ def throughput_from_cpp(core_hz: Number, cpp: Number, cores: int = 1) -> float:
     >>> throughput_from_cpp(2.0e9, 400.0, cores=2)
     10000000.0
     """
-    return _positive(core_hz, "core frequency (Hz)") * _cores(cores) / _positive(
-        cpp, "cycles per packet"
-    )
+    return _positive(core_hz, "core frequency (Hz)") * _cores(cores) / _positive(cpp, "cycles per packet")
 
 
 def instructions_per_packet(instructions: Number, packets: Number) -> float:
@@ -200,18 +194,14 @@ class Speedup:
         return (self.measured / self.ideal - 1.0) * 100.0
 
 
-def frequency_speedup(
-    pps_at_base: Number, pps_at_new: Number, base_hz: Number, new_hz: Number
-) -> Speedup:
+def frequency_speedup(pps_at_base: Number, pps_at_new: Number, base_hz: Number, new_hz: Number) -> Speedup:
     """Throughput gain from a core frequency change; ideal is the frequency ratio.
 
     >>> s = frequency_speedup(10e6, 12e6, 2.0e9, 2.5e9)
     >>> s.measured, s.ideal, round(s.deviation_pct, 1)
     (1.2, 1.25, -4.0)
     """
-    measured = _positive(pps_at_new, "packet rate (pps)") / _positive(
-        pps_at_base, "packet rate (pps)"
-    )
+    measured = _positive(pps_at_new, "packet rate (pps)") / _positive(pps_at_base, "packet rate (pps)")
     ideal = _positive(new_hz, "core frequency (Hz)") / _positive(base_hz, "core frequency (Hz)")
     return Speedup(measured=measured, ideal=ideal)
 

@@ -11,6 +11,18 @@ from dpgate.robot.embedded import EmbeddedTestbed
 from dpgate.robot.gates import TELEMETRY_POLICIES, Gates
 from dpgate.search.bounded import RESCUE_STEPS, RESCUE_TRIAL_S, SearchRun, search_ndr_pdr, trial_dicts
 
-__all__ = ["CEILING_MARGIN", "NdrPdrResult", "ndrpdr_result", "record", "telemetry_at_goals", "EmbeddedTestbed",
-           "TELEMETRY_POLICIES", "Gates", "RESCUE_STEPS", "RESCUE_TRIAL_S", "SearchRun", "search_ndr_pdr",
-           "trial_dicts"]
+__all__ = [
+    "CEILING_MARGIN",
+    "NdrPdrResult",
+    "ndrpdr_result",
+    "record",
+    "telemetry_at_goals",
+    "EmbeddedTestbed",
+    "TELEMETRY_POLICIES",
+    "Gates",
+    "RESCUE_STEPS",
+    "RESCUE_TRIAL_S",
+    "SearchRun",
+    "search_ndr_pdr",
+    "trial_dicts",
+]

@@ -36,8 +36,8 @@ def test_generator_killed_mid_trial_fails_that_trial_only():
     from dpgate.testbeds.embedded.session import EmbeddedSession
 
     prefix = "ft1-"
-    with EmbeddedSession(os.path.join(ROOT, "topologies/embedded.yaml"), "linux-xconnect", prefix=prefix,
-                         calibrate=False) as s:
+    with EmbeddedSession(os.path.join(ROOT, "topologies/embedded.yaml"), "linux-xconnect", prefix=prefix, calibrate=False) as s:
+
         def killer():
             time.sleep(1.0)
             subprocess.run(["pkill", "-KILL", "-f", f"tcpreplay.*dpgate-{prefix.rstrip('-')}"])
@@ -55,8 +55,7 @@ def test_sut_killed_mid_suite_names_the_sut_and_its_log():
 
     prefix = "ft2-"
     with pytest.raises(SutError) as err:
-        with EmbeddedSession(os.path.join(ROOT, "topologies/embedded.yaml"), "testpmd-io", prefix=prefix,
-                             calibrate=False) as s:
+        with EmbeddedSession(os.path.join(ROOT, "topologies/embedded.yaml"), "testpmd-io", prefix=prefix, calibrate=False) as s:
             assert s.measure(20_000, 1.0).loss_packets == 0
             os.kill(s.sut.proc.pid, signal.SIGKILL)
             time.sleep(0.5)
@@ -68,11 +67,29 @@ def test_sut_killed_mid_suite_names_the_sut_and_its_log():
 
 def test_corrupt_topology_is_exit_2_with_the_file_and_nothing_created(tmp_path):
     bad = tmp_path / "topo.yaml"
-    bad.write_text(open(os.path.join(ROOT, "topologies/embedded.yaml")).read().replace(
-        'mac: "02:00:00:00:00:11"', 'mac: "02:00:00:00:00"'))
-    res = subprocess.run([sys.executable, "-m", "dpgate.cli", "gate", "--topology", str(bad), "--prefix", "ft3-",
-                          "--outdir", str(tmp_path / "out"), os.path.join(ROOT, "suites/embedded")],
-                         capture_output=True, text=True, cwd=ROOT, env=env(), timeout=60)
+    bad.write_text(
+        open(os.path.join(ROOT, "topologies/embedded.yaml")).read().replace('mac: "02:00:00:00:00:11"', 'mac: "02:00:00:00:00"')
+    )
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dpgate.cli",
+            "gate",
+            "--topology",
+            str(bad),
+            "--prefix",
+            "ft3-",
+            "--outdir",
+            str(tmp_path / "out"),
+            os.path.join(ROOT, "suites/embedded"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env(),
+        timeout=60,
+    )
     assert res.returncode == 2
     assert f"{bad}: nodes.DUT1.interfaces.port0.mac: expected a MAC address" in res.stderr
     assert namespaces("ft3-") == []
@@ -82,10 +99,28 @@ def test_sigterm_to_a_running_gate_keeps_finished_tests(tmp_path):
     out = tmp_path / "out"
     th = tmp_path / "th.yaml"
     th.write_text("nfs: {linux-xconnect: {all: {ndr_min: 1kpps}}}\n")
-    proc = subprocess.Popen([sys.executable, "-m", "dpgate.cli", "gate", "--outdir", str(out), "--prefix", "ft4-",
-                             "--thresholds", str(th), "--variable", "SEARCH_TIME_LIMIT:15",
-                             os.path.join(ROOT, "suites/embedded/linux-xconnect-ndrpdr.robot")],
-                            cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "dpgate.cli",
+            "gate",
+            "--outdir",
+            str(out),
+            "--prefix",
+            "ft4-",
+            "--thresholds",
+            str(th),
+            "--variable",
+            "SEARCH_TIME_LIMIT:15",
+            os.path.join(ROOT, "suites/embedded/linux-xconnect-ndrpdr.robot"),
+        ],
+        cwd=ROOT,
+        env=env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     junit = out / "junit.xml"
     deadline = time.time() + 240
     while time.time() < deadline:

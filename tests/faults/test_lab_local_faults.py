@@ -24,8 +24,10 @@ from dpgate.testbeds.lab import vendor
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PREFIX = os.environ.get("DPGATE_LAB_FAULT_PREFIX", "dplf-")
 _missing = vendor.missing("TRex", "VPP", "l3fwd")
-pytestmark = [pytest.mark.skipif(bool(_missing), reason="lab on one machine: " + "; ".join(_missing)),
-              pytest.mark.skipif(os.geteuid() != 0, reason="needs root (namespaces)")]
+pytestmark = [
+    pytest.mark.skipif(bool(_missing), reason="lab on one machine: " + "; ".join(_missing)),
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root (namespaces)"),
+]
 
 
 def local_topology(tmp_path, tg_addr: str, dut_addr: str) -> str:
@@ -52,9 +54,24 @@ def _records(outdir: str):
 
 def _gate(outdir: str, suite: str, include: str, fault) -> subprocess.CompletedProcess:
     topo = local_topology(os.path.dirname(outdir), "198.19.255.50", "198.19.255.54")
-    argv = [sys.executable, "-m", "dpgate.cli", "gate", "--topology", topo,
-            "--prefix", PREFIX, "--outdir", outdir, "--no-history", "--include", include,
-            "--variable", "SEARCH_TIME_LIMIT:25", os.path.join(ROOT, "suites", "lab", suite)]
+    argv = [
+        sys.executable,
+        "-m",
+        "dpgate.cli",
+        "gate",
+        "--topology",
+        topo,
+        "--prefix",
+        PREFIX,
+        "--outdir",
+        outdir,
+        "--no-history",
+        "--include",
+        include,
+        "--variable",
+        "SEARCH_TIME_LIMIT:25",
+        os.path.join(ROOT, "suites", "lab", suite),
+    ]
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     t = threading.Thread(target=fault, args=(outdir,), daemon=True)
     t.start()
@@ -100,8 +117,10 @@ def test_vpp_killed_mid_suite(tmp_path):
     assert res.returncode == 1, res.stdout[-2000:]
     first, second = recs["64B-1t1c-eth-l2patch-ndrpdr"], recs["IMIX-1t1c-eth-l2patch-ndrpdr"]
     assert first["metrics"]["ndr_pps"] > 0  # finished result kept
-    print(f"\nVPP killed mid-suite: {first['name']} {first['status']} NDR {first['metrics']['ndr_pps']:.0f} pps; "
-          f"{second['name']} {second['status']}: {second['message']}")
+    print(
+        f"\nVPP killed mid-suite: {first['name']} {first['status']} NDR {first['metrics']['ndr_pps']:.0f} pps; "
+        f"{second['name']} {second['status']}: {second['message']}"
+    )
     assert second["status"] == "FAIL" and "is not running any more" in second["message"], second
     assert second["message"].count("\n") <= 1
     junit = open(os.path.join(outdir, "junit.xml")).read()

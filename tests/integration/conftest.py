@@ -37,8 +37,9 @@ def pytest_collection_modifyitems(config, items):
         if str(item.fspath).startswith(here):
             item.add_marker(pytest.mark.root)
             if os.geteuid() != 0:
-                item.add_marker(pytest.mark.skip(
-                    reason="needs root and network namespaces (creates netns/veth, runs tcpreplay/OVS/testpmd)"))
+                item.add_marker(
+                    pytest.mark.skip(reason="needs root and network namespaces (creates netns/veth, runs tcpreplay/OVS/testpmd)")
+                )
 
 
 def _proc_cmdline(pid: str) -> List[str]:

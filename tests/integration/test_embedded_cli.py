@@ -17,8 +17,16 @@ from dpgate.model.trial import TrialResult
 PREFIX = "it4-"
 #: Public keys (issue 2, part 6): these names must stay stable.
 PUBLIC_KEYS = {
-    "intended_load_pps", "intended_duration_s", "intended_packets", "tx_packets", "rx_packets",
-    "loss_packets", "loss_ratio", "tg_shortfall", "actual_duration_s", "limited_by",
+    "intended_load_pps",
+    "intended_duration_s",
+    "intended_packets",
+    "tx_packets",
+    "rx_packets",
+    "loss_packets",
+    "loss_ratio",
+    "tg_shortfall",
+    "actual_duration_s",
+    "limited_by",
 }
 
 
@@ -37,8 +45,7 @@ def dpgate(dpgate_cmd, topology_path, leftovers):
 
 
 def test_trial_json_low_rate(dpgate):
-    res = dpgate("--sut", "linux-ip4", "--rate", "20kpps", "--duration", "2", "--frame-size", "64",
-                 "--json", "--no-calibrate")
+    res = dpgate("--sut", "linux-ip4", "--rate", "20kpps", "--duration", "2", "--frame-size", "64", "--json", "--no-calibrate")
     assert res.returncode == 0, res.stderr
     out = res.stdout.strip()
     assert out.count("\n") == 0, "exactly one JSON object on one line"
@@ -87,9 +94,27 @@ def test_sigterm_mid_trial_tears_down(dpgate_cmd, topology_path, leftovers):
     """CI cancels a job: SIGTERM during the trial -> teardown runs, exit code 143."""
     argv0, env = dpgate_cmd
     left = leftovers(PREFIX)
-    proc = subprocess.Popen(argv0 + ["trial", "--topology", topology_path, "--prefix", PREFIX, "--sut", "ovs-xconnect",
-                                     "--rate", "20kpps", "--duration", "20", "--no-calibrate"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        argv0
+        + [
+            "trial",
+            "--topology",
+            topology_path,
+            "--prefix",
+            PREFIX,
+            "--sut",
+            "ovs-xconnect",
+            "--rate",
+            "20kpps",
+            "--duration",
+            "20",
+            "--no-calibrate",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         end = time.monotonic() + 30
         while time.monotonic() < end and not _sending(PREFIX):

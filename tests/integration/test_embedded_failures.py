@@ -87,8 +87,9 @@ def test_crashed_run_leftovers_removed_by_next_up(topology_path, leftovers):
     try:
         for ns in (tg, sut):
             subprocess.run(["ip", "netns", "add", ns], check=True)
-        subprocess.run(["ip", "link", "add", "tg0", "netns", tg, "type", "veth", "peer", "name", "sut0",
-                        "netns", sut], check=True)
+        subprocess.run(
+            ["ip", "link", "add", "tg0", "netns", tg, "type", "veth", "peer", "name", "sut0", "netns", sut], check=True
+        )
         subprocess.run(["ip", "-n", sut, "link", "add", "crash0", "type", "veth", "peer", "name", "crash1"], check=True)
         sleeper = subprocess.Popen(["ip", "netns", "exec", sut, "sleep", "600"], start_new_session=True)
         os.makedirs(run_dir(CRASH_PREFIX), exist_ok=True)
@@ -119,8 +120,12 @@ def test_crashed_run_leftovers_removed_by_next_up(topology_path, leftovers):
             # and it works: both links up with the topology's MACs
             for t, s in topo.pairs():
                 assert tb.link_state(tg, t.name) == "UP"
-                out = subprocess.run(["ip", "netns", "exec", sut, "cat", f"/sys/class/net/{s.name}/address"],
-                                     capture_output=True, text=True, check=True).stdout.strip()
+                out = subprocess.run(
+                    ["ip", "netns", "exec", sut, "cat", f"/sys/class/net/{s.name}/address"],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                ).stdout.strip()
                 assert out == s.mac
         finally:
             tb.down()

@@ -127,8 +127,7 @@ def test_sut_killed_mid_trial(session, sut_name):
 
 def test_teardown_leaves_nothing(session, sut_name):
     left = session.leftovers
-    assert left.namespaces() == [PREFIX + "sut", PREFIX + "tg"] or sorted(left.namespaces()) == [
-        PREFIX + "sut", PREFIX + "tg"]
+    assert left.namespaces() == [PREFIX + "sut", PREFIX + "tg"] or sorted(left.namespaces()) == [PREFIX + "sut", PREFIX + "tg"]
     session.down()
     left.assert_clean()
     session.down()  # idempotent

@@ -29,10 +29,25 @@ def gate(dpgate_cmd, leftovers, tmp_path):
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
     def run(outdir, *extra, timeout=300):
-        argv = argv0 + ["gate", "--outdir", str(outdir), "--prefix", PREFIX, "--include", "64B",
-                        "--thresholds", str(thresholds), "--variable", "SEARCH_TIME_LIMIT:8",
-                        "--variable", "PER_COMMIT_DURATION_SUM:3", "--mrr-trials", "2", *extra,
-                        os.path.join(root, SUITE)]
+        argv = argv0 + [
+            "gate",
+            "--outdir",
+            str(outdir),
+            "--prefix",
+            PREFIX,
+            "--include",
+            "64B",
+            "--thresholds",
+            str(thresholds),
+            "--variable",
+            "SEARCH_TIME_LIMIT:8",
+            "--variable",
+            "PER_COMMIT_DURATION_SUM:3",
+            "--mrr-trials",
+            "2",
+            *extra,
+            os.path.join(root, SUITE),
+        ]
         return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout, cwd=root)
 
     yield run
@@ -55,9 +70,18 @@ def test_gate_keeps_history_compares_and_never_adds_injected_runs(gate, tmp_path
     assert h1["commit"] == "c1" and len(h1["samples"]["mrr_pps"]) == 2 and h1["ndr_pps"] > 0
 
     stale = out / "dpgate" / "tests" / "Old.Suite.64B-1c-gone-ndrpdr.json"
-    stale.write_text(json.dumps({"schema": "dpgate.result/2", "test_id": "Old.Suite.64B-1c-gone-ndrpdr",
-                                 "longname": "Old.Suite.64B-1c-gone-ndrpdr", "name": "64B-1c-gone-ndrpdr",
-                                 "suite": "Old.Suite", "status": "PASS"}))
+    stale.write_text(
+        json.dumps(
+            {
+                "schema": "dpgate.result/2",
+                "test_id": "Old.Suite.64B-1c-gone-ndrpdr",
+                "longname": "Old.Suite.64B-1c-gone-ndrpdr",
+                "name": "64B-1c-gone-ndrpdr",
+                "suite": "Old.Suite",
+                "status": "PASS",
+            }
+        )
+    )
     r2 = gate(out, "--history", str(hist), "--commit", "c2", "--min-change", "80")
     assert r2.returncode == 0, r2.stdout[-3000:] + r2.stderr[-3000:]
     assert not stale.exists() and "64B-1c-gone-ndrpdr" not in (out / "junit.xml").read_text()

@@ -38,9 +38,24 @@ def local_topology(tmp_path, tg_addr: str, dut_addr: str) -> str:
 def test_lab_gate_64b_1t1c_all_six_nfs(tmp_path):
     out = str(tmp_path / "results")
     topo = local_topology(tmp_path, "198.19.255.58", "198.19.255.62")
-    argv = [sys.executable, "-m", "dpgate.cli", "gate", "--topology", topo,
-            "--prefix", PREFIX, "--outdir", out, "--no-history", "--include", "64B AND 1T1C",
-            "--variable", "SEARCH_TIME_LIMIT:30", "suites/lab"]
+    argv = [
+        sys.executable,
+        "-m",
+        "dpgate.cli",
+        "gate",
+        "--topology",
+        topo,
+        "--prefix",
+        PREFIX,
+        "--outdir",
+        out,
+        "--no-history",
+        "--include",
+        "64B AND 1T1C",
+        "--variable",
+        "SEARCH_TIME_LIMIT:30",
+        "suites/lab",
+    ]
     res = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=1500)
     junit = os.path.join(out, "junit.xml")
     assert os.path.exists(junit), res.stdout[-3000:] + res.stderr[-2000:]

@@ -28,8 +28,7 @@ def dpgate(dpgate_cmd):
     argv0, env = dpgate_cmd
 
     def start(*args: str) -> subprocess.Popen:
-        return subprocess.Popen(argv0 + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=env, cwd=ROOT)
+        return subprocess.Popen(argv0 + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
 
     return start
 
@@ -68,8 +67,13 @@ def test_second_trial_on_a_busy_prefix_waits_then_runs_and_cleanup_refuses_the_l
     wait_held_by("lk0-", first)
     second = dpgate("trial", *TRIAL, "--duration", "2", "--prefix", "lk0-")
     time.sleep(1.0)
-    cleanup = subprocess.run(first.args[:3] + ["cleanup", "--prefix", "lk0-"], capture_output=True, text=True,
-                             env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "libraries")), timeout=60)
+    cleanup = subprocess.run(
+        first.args[:3] + ["cleanup", "--prefix", "lk0-"],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "libraries")),
+        timeout=60,
+    )
     assert cleanup.returncode == 3, cleanup
     assert f"testbed lk0- is in use by pid {first.pid}, `dpgate trial`, since " in cleanup.stderr
     assert "pass --force" in cleanup.stderr and cleanup.stderr.count("\n") == 1
@@ -123,8 +127,10 @@ def test_killed_run_leftovers_are_removed_by_the_next_run(dpgate, leftovers):
 
 def test_cleanup_force_removes_a_live_owners_testbed(dpgate_cmd):
     argv0, env = dpgate_cmd
-    code = ("import time; from dpgate.exec import lock; lock.testbed_lock('lk1-').acquire(command='dpgate gate');"
-            "print('held', flush=True); time.sleep(60)")
+    code = (
+        "import time; from dpgate.exec import lock; lock.testbed_lock('lk1-').acquire(command='dpgate gate');"
+        "print('held', flush=True); time.sleep(60)"
+    )
     owner = subprocess.Popen([argv0[0], "-c", code], stdout=subprocess.PIPE, text=True, env=env)
     try:
         assert owner.stdout.readline().strip() == "held"
@@ -132,8 +138,7 @@ def test_cleanup_force_removes_a_live_owners_testbed(dpgate_cmd):
         refused = subprocess.run(argv0 + ["cleanup", "--prefix", "lk1-"], capture_output=True, text=True, env=env)
         assert refused.returncode == 3 and f"in use by pid {owner.pid}, `dpgate gate`" in refused.stderr
         assert netns("lk1-") == ["lk1-tg"]
-        forced = subprocess.run(argv0 + ["cleanup", "--prefix", "lk1-", "--force"], capture_output=True, text=True,
-                                env=env)
+        forced = subprocess.run(argv0 + ["cleanup", "--prefix", "lk1-", "--force"], capture_output=True, text=True, env=env)
         assert forced.returncode == 0, forced.stderr
         assert f"--force: removing testbed lk1- of the live run pid {owner.pid}" in forced.stderr
         assert "removed: lk1-tg" in forced.stdout and netns("lk1-") == []
@@ -149,9 +154,25 @@ def test_two_gates_on_one_prefix_and_two_history_adds_to_one_store(dpgate, lefto
     th.write_text("nfs:\n  linux-xconnect:\n    all: {ndr_min: 1 kpps, pdr_min: 1 kpps}\n")
 
     def gate(outdir):
-        return dpgate("gate", "--outdir", str(outdir), "--prefix", "lk1-", "--include", "64B", "--thresholds",
-                      str(th), "--variable", "SEARCH_TIME_LIMIT:4", "--variable", "PER_COMMIT_DURATION_SUM:2",
-                      "--mrr-trials", "0", "--no-history", SUITE)
+        return dpgate(
+            "gate",
+            "--outdir",
+            str(outdir),
+            "--prefix",
+            "lk1-",
+            "--include",
+            "64B",
+            "--thresholds",
+            str(th),
+            "--variable",
+            "SEARCH_TIME_LIMIT:4",
+            "--variable",
+            "PER_COMMIT_DURATION_SUM:2",
+            "--mrr-trials",
+            "0",
+            "--no-history",
+            SUITE,
+        )
 
     out_a, out_b = tmp_path / "a", tmp_path / "b"
     a = gate(out_a)
@@ -174,9 +195,16 @@ def test_two_gates_on_one_prefix_and_two_history_adds_to_one_store(dpgate, lefto
 
     argv0, env = dpgate_cmd
     store = tmp_path / "store"
-    adds = [subprocess.Popen(argv0 + ["history", "add", str(o), "--store", str(store), "--commit", c],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-            for o, c in ((out_a, "ca"), (out_b, "cb"))]
+    adds = [
+        subprocess.Popen(
+            argv0 + ["history", "add", str(o), "--store", str(store), "--commit", c],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for o, c in ((out_a, "ca"), (out_b, "cb"))
+    ]
     assert [finish(p, 60)[0] for p in adds] == [0, 0]
     (hist,) = list(store.rglob("*.jsonl"))
     entries = [json.loads(line) for line in hist.read_text().splitlines()]

@@ -73,8 +73,7 @@ class Sshd:
                 pytest.fail(f"{tool} missing: run 'bash .ci/install' (installs openssh-server and sudo)")
         subprocess.run(["useradd", "-m", "-s", "/bin/bash", self.user], check=True, capture_output=True)
         self.user_created = True
-        subprocess.run(["chpasswd"], input=f"{self.user}:{self.password}\n", text=True, check=True,
-                       capture_output=True)
+        subprocess.run(["chpasswd"], input=f"{self.user}:{self.password}\n", text=True, check=True, capture_output=True)
         with open(self.sudoers, "w") as fh:
             fh.write(f"{self.user} ALL=(root) NOPASSWD: /usr/bin/id\n")
         os.chmod(self.sudoers, 0o440)
@@ -90,19 +89,32 @@ class Sshd:
             shutil.chown(path, self.user, self.user)
         self.config = os.path.join(self.tmp, "sshd_config")
         with open(self.config, "w") as fh:
-            fh.write("\n".join([
-                f"Port {self.port}", "ListenAddress 127.0.0.1", f"HostKey {hostkey}",
-                f"PidFile {os.path.join(self.tmp, 'sshd.pid')}", "UsePAM no", "PasswordAuthentication yes",
-                "KbdInteractiveAuthentication no", "PubkeyAuthentication yes",
-                "AuthorizedKeysFile .ssh/authorized_keys", f"AllowUsers {self.user}",
-                "PermitRootLogin no", "LogLevel VERBOSE", "MaxStartups 50", ""]))
+            fh.write(
+                "\n".join(
+                    [
+                        f"Port {self.port}",
+                        "ListenAddress 127.0.0.1",
+                        f"HostKey {hostkey}",
+                        f"PidFile {os.path.join(self.tmp, 'sshd.pid')}",
+                        "UsePAM no",
+                        "PasswordAuthentication yes",
+                        "KbdInteractiveAuthentication no",
+                        "PubkeyAuthentication yes",
+                        "AuthorizedKeysFile .ssh/authorized_keys",
+                        f"AllowUsers {self.user}",
+                        "PermitRootLogin no",
+                        "LogLevel VERBOSE",
+                        "MaxStartups 50",
+                        "",
+                    ]
+                )
+            )
         if not os.path.isdir("/run/sshd"):  # privilege separation directory
             os.makedirs("/run/sshd", mode=0o755)
             self.made_run_sshd = True
         subprocess.run([SSHD, "-t", "-f", self.config], check=True, capture_output=True)
         self.log = os.path.join(self.tmp, "sshd.log")
-        self.proc = subprocess.Popen([SSHD, "-D", "-e", "-f", self.config], stdout=open(self.log, "w"),
-                                     stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen([SSHD, "-D", "-e", "-f", self.config], stdout=open(self.log, "w"), stderr=subprocess.STDOUT)
         _wait_listening(self.port, self.proc, self.log)
         os.makedirs(os.path.join(self.home, ".ssh"), exist_ok=True)
         self.known_hosts = os.path.join(self.home, ".ssh", "known_hosts")
@@ -187,8 +199,18 @@ def test_hostile_arguments_stay_single_arguments(sshd, env, tmp_path):
     os.makedirs(marker)
     try:
         n = node(sshd)
-        args = [f"; rm -rf {marker}", "$(touch /tmp/dpgate-pwned)", "`id`", "a b  c", "it's", 'say "hi"',
-                "line1\nline2", "*", "&& true", "| cat"]
+        args = [
+            f"; rm -rf {marker}",
+            "$(touch /tmp/dpgate-pwned)",
+            "`id`",
+            "a b  c",
+            "it's",
+            'say "hi"',
+            "line1\nline2",
+            "*",
+            "&& true",
+            "| cat",
+        ]
         out = n.run(["printf", r"%s\0"] + args).stdout
         assert out.split("\0")[:-1] == args
         assert os.path.isdir(marker) and not os.path.exists("/tmp/dpgate-pwned")
@@ -231,10 +253,10 @@ def test_timeout_is_enforced_and_named(sshd, env):
 
 def test_sudo_n_never_prompts(sshd, env):
     n = node(sshd, sudo=True)
-    assert n.run(["id", "-u"]).stdout.strip() == "0"            # allowed by the drop-in, no password
+    assert n.run(["id", "-u"]).stdout.strip() == "0"  # allowed by the drop-in, no password
     t0 = time.monotonic()
     with pytest.raises(CommandError) as err:
-        n.run(["cat", "/etc/shadow"], timeout=10)              # not allowed: fails at once, no prompt
+        n.run(["cat", "/etc/shadow"], timeout=10)  # not allowed: fails at once, no prompt
     assert time.monotonic() - t0 < 5 and "password is required" in str(err.value)
     assert err.value.argv[:2] == ["sudo", "-n"]
     assert n.run(["id", "-u"], sudo=False).stdout.strip() != "0"  # per-call override
@@ -287,20 +309,42 @@ Leaks On Purpose
 def _topology(sshd, path: str) -> str:
     import yaml
 
-    iface = lambda name, mac, pci, link: {"name": name, "mac": mac, "pci": pci, "speed": "10Gbps",  # noqa: E731
-                                          "link": link}
+    def iface(name, mac, pci, link):
+        return {
+            "name": name,
+            "mac": mac,
+            "pci": pci,
+            "speed": "10Gbps",
+            "link": link,
+        }
+
     topo = {
-        "name": "ssh-loopback", "kind": "lab-2node", "prefix": "lab9-",
+        "name": "ssh-loopback",
+        "kind": "lab-2node",
+        "prefix": "lab9-",
         "nodes": {
-            "TG": {"type": "TG", "generator": "trex", "trex": {"server": "127.0.0.1"}, "interfaces": {
-                "port0": iface("trex0", "02:00:00:00:09:01", "0000:86:00.0", "l1"),
-                "port1": iface("trex1", "02:00:00:00:09:02", "0000:86:00.1", "l2")}},
-            "DUT1": {"type": "DUT", "main_cpu": 0, "cpus": [1], "numa": 0,
-                     "ssh": {"host": "127.0.0.1", "port": sshd.port, "user": sshd.user, "password_env": PW_ENV,
-                             "timeout_s": 10},
-                     "interfaces": {"port0": iface("eth0", "02:00:00:00:09:11", "0000:18:00.0", "l1"),
-                                    "port1": iface("eth1", "02:00:00:00:09:12", "0000:18:00.1", "l2")}},
-        }}
+            "TG": {
+                "type": "TG",
+                "generator": "trex",
+                "trex": {"server": "127.0.0.1"},
+                "interfaces": {
+                    "port0": iface("trex0", "02:00:00:00:09:01", "0000:86:00.0", "l1"),
+                    "port1": iface("trex1", "02:00:00:00:09:02", "0000:86:00.1", "l2"),
+                },
+            },
+            "DUT1": {
+                "type": "DUT",
+                "main_cpu": 0,
+                "cpus": [1],
+                "numa": 0,
+                "ssh": {"host": "127.0.0.1", "port": sshd.port, "user": sshd.user, "password_env": PW_ENV, "timeout_s": 10},
+                "interfaces": {
+                    "port0": iface("eth0", "02:00:00:00:09:11", "0000:18:00.0", "l1"),
+                    "port1": iface("eth1", "02:00:00:00:09:12", "0000:18:00.1", "l2"),
+                },
+            },
+        },
+    }
     with open(path, "w") as fh:
         yaml.safe_dump(topo, fh)
     return path
@@ -308,9 +352,25 @@ def _topology(sshd, path: str) -> str:
 
 def _robot(outdir: str, suite: str, env: dict, *options: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "robot", "--loglevel", "TRACE", "--listener", "dpgate.listener.DpgateListener",
-         "--outputdir", outdir, *options, suite],
-        capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
+        [
+            sys.executable,
+            "-m",
+            "robot",
+            "--loglevel",
+            "TRACE",
+            "--listener",
+            "dpgate.listener.DpgateListener",
+            "--outputdir",
+            outdir,
+            *options,
+            suite,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=ROOT,
+    )
 
 
 def _files_containing(outdir: str, secret: str) -> list:
@@ -377,10 +437,25 @@ def test_pabot_pool_hands_out_a_lab_topology(sshd, env, tmp_path):
     suite = tmp_path / "pool.robot"
     suite.write_text(POOL_SUITE)
     out = str(tmp_path / "pool")
-    proc = subprocess.run([pabot, "--processes", "1", "--resourcefile", str(pool), "--outputdir", out,
-                           "--variable", f"USER:{sshd.user}", str(suite)],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT,
-                          env={**env, "PATH": os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")})
+    proc = subprocess.run(
+        [
+            pabot,
+            "--processes",
+            "1",
+            "--resourcefile",
+            str(pool),
+            "--outputdir",
+            out,
+            "--variable",
+            f"USER:{sshd.user}",
+            str(suite),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env={**env, "PATH": os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")},
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert "1 tests, 1 passed" in proc.stdout or "1 test, 1 passed" in proc.stdout, proc.stdout[-2000:]
     assert _files_containing(out, sshd.password) == []

@@ -9,15 +9,32 @@ from dpgate.config.units import UnitError, parse_frame_size, parse_rate, parse_r
 from dpgate.model.errors import ConfigError
 
 GOOD_TOPO = {
-    "name": "e", "kind": "embedded", "prefix": "dpg0-", "nodes": {
-        "TG": {"type": "TG", "generator": "tcpreplay", "namespace": "{prefix}tg", "cpus": [0], "interfaces": {
-            "port0": {"name": "tg0", "mac": "02:00:00:00:00:01", "ip4": "198.18.255.1/24", "link": "link1"},
-            "port1": {"name": "tg1", "mac": "02:00:00:00:00:02", "ip4": "198.19.255.1/24", "link": "link2"}}},
-        "DUT1": {"type": "DUT", "namespace": "{prefix}sut", "cpus": [1], "cpu_freq": {"source": "detected"},
-                 "interfaces": {
-            "port0": {"name": "sut0", "mac": "02:00:00:00:00:11", "ip4": "198.18.255.2/24", "link": "link1"},
-            "port1": {"name": "sut1", "mac": "02:00:00:00:00:12", "ip4": "198.19.255.2/24", "link": "link2"}}},
-    }}
+    "name": "e",
+    "kind": "embedded",
+    "prefix": "dpg0-",
+    "nodes": {
+        "TG": {
+            "type": "TG",
+            "generator": "tcpreplay",
+            "namespace": "{prefix}tg",
+            "cpus": [0],
+            "interfaces": {
+                "port0": {"name": "tg0", "mac": "02:00:00:00:00:01", "ip4": "198.18.255.1/24", "link": "link1"},
+                "port1": {"name": "tg1", "mac": "02:00:00:00:00:02", "ip4": "198.19.255.1/24", "link": "link2"},
+            },
+        },
+        "DUT1": {
+            "type": "DUT",
+            "namespace": "{prefix}sut",
+            "cpus": [1],
+            "cpu_freq": {"source": "detected"},
+            "interfaces": {
+                "port0": {"name": "sut0", "mac": "02:00:00:00:00:11", "ip4": "198.18.255.2/24", "link": "link1"},
+                "port1": {"name": "sut1", "mac": "02:00:00:00:00:12", "ip4": "198.19.255.2/24", "link": "link2"},
+            },
+        },
+    },
+}
 
 
 def at(d, path):
@@ -30,6 +47,7 @@ def setv(path, value):
     def f(t):
         d, k = at(t, path)
         d[k] = value
+
     return f
 
 
@@ -37,6 +55,7 @@ def delete(path):
     def f(t):
         d, k = at(t, path)
         del d[k]
+
     return f
 
 
@@ -68,7 +87,11 @@ TOPOLOGY_CASES = [
     (setv(["nodes", "TG", "generator"], "pktgen"), "nodes.TG.generator", ["'pktgen'", "'tcpreplay', 'trex'"]),
     (delete(["nodes", "TG", "namespace"]), "nodes.TG.namespace", ["namespace", "{prefix}tg"]),
     (setv(["nodes", "DUT1", "cpu_freq"], {"source": "declared"}), "nodes.DUT1.cpu_freq.hz", ["hz is missing", "hz: 2.5e9"]),
-    (setv(["nodes", "DUT1", "cpu_freq"], {"source": "guess"}), "nodes.DUT1.cpu_freq.source", ["'guess'", "'declared', 'detected'"]),
+    (
+        setv(["nodes", "DUT1", "cpu_freq"], {"source": "guess"}),
+        "nodes.DUT1.cpu_freq.source",
+        ["'guess'", "'declared', 'detected'"],
+    ),
     (setv(["nodes", "DUT1", "cpu_freq"], {"source": "declared", "hz": -5}), "nodes.DUT1.cpu_freq.hz", ["-5", "> 0"]),
     (setv(["nodes", "DUT1", "type"], "TG"), "nodes", ["exactly one node of type TG", "found 2"]),
     (setv(["kind"], "lab-9node"), "kind", ["'lab-9node'", "'embedded', 'lab-2node', 'lab-3node'"]),
@@ -166,8 +189,9 @@ def _unknown_override():
 def _bad_goal():
     from dpgate.robotlib import Gates, NdrPdrResult
 
-    r = NdrPdrResult("nf", "64B", 1e5, 1e5, None, None, 0.0, 0.005, "per-commit", 1, 1.0, 1, 2e9, "declared",
-                     2e4, 2e4, None, None)
+    r = NdrPdrResult(
+        "nf", "64B", 1e5, 1e5, None, None, 0.0, 0.005, "per-commit", 1, 1.0, 1, 2e9, "declared", 2e4, 2e4, None, None
+    )
     Gates().throughput_should_be_at_least(r, parse_rate("1Mpps"), goal="MRR")
 
 

@@ -124,8 +124,14 @@ def test_parser_accepts_good_values():
 
 def test_exit_code_2_as_a_process():
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "libraries"))
-    res = subprocess.run([sys.executable, "-m", "dpgate.cli", *trial("--rate", "lots")],
-                         capture_output=True, text=True, env=env, timeout=60, cwd=ROOT)
+    res = subprocess.run(
+        [sys.executable, "-m", "dpgate.cli", *trial("--rate", "lots")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        cwd=ROOT,
+    )
     assert res.returncode == 2
     assert "argument --rate" in res.stderr and "'lots'" in res.stderr
     assert res.stdout == ""

@@ -49,9 +49,15 @@ _STARTS = itertools.count(1)  # each fixture run starts at its own time, as real
 def make_run(tmp_path, name, ndr, status="PASS"):
     out = tmp_path / name
     store = ResultStore(str(out))
-    store.update("S.64B-1c-x-ndrpdr", suite="S", name="64B-1c-x-ndrpdr", status=status,
-                                 started=next(_STARTS),
-                 testbed="embedded", metrics={"ndr_pps": ndr, "pdr_pps": ndr * 1.01, "cpp": 5000.0, "ipc": "not supported (x)"})
+    store.update(
+        "S.64B-1c-x-ndrpdr",
+        suite="S",
+        name="64B-1c-x-ndrpdr",
+        status=status,
+        started=next(_STARTS),
+        testbed="embedded",
+        metrics={"ndr_pps": ndr, "pdr_pps": ndr * 1.01, "cpp": 5000.0, "ipc": "not supported (x)"},
+    )
     return str(out)
 
 
@@ -91,10 +97,15 @@ def test_a_drop_at_the_generator_ceiling_is_not_a_sut_regression(tmp_path):
     for i in range(10):
         add_to_history(make_run(tmp_path, f"r{i}", 6.0e5), store)
     out = tmp_path / "gen"
-    ResultStore(str(out)).update("S.64B-1c-x-ndrpdr", suite="S", name="64B-1c-x-ndrpdr", status="PASS",
-                                 started=next(_STARTS),
-                                 testbed="embedded", metrics={"ndr_pps": 5.0e5, "pdr_pps": 5.0e5,
-                                                              "limited_by": "generator"})
+    ResultStore(str(out)).update(
+        "S.64B-1c-x-ndrpdr",
+        suite="S",
+        name="64B-1c-x-ndrpdr",
+        status="PASS",
+        started=next(_STARTS),
+        testbed="embedded",
+        metrics={"ndr_pps": 5.0e5, "pdr_pps": 5.0e5, "limited_by": "generator"},
+    )
     assert {v.verdict for v in compare(str(out), store)} == {"generator-limited"}
 
 
@@ -112,10 +123,16 @@ def mrr_run(tmp_path, name, mrr, spread=0.01, status="PASS", steal=None, limited
     m = {"ndr_pps": mrr * 0.9, "pdr_pps": mrr * 0.95, "mrr_pps": mrr, "mrr_limited_by": limited}
     if steal:
         m["injected_sut_cpu_steal"] = steal
-    ResultStore(str(out)).update("S.64B-1c-x-ndrpdr", suite="S", name="64B-1c-x-ndrpdr", status=status,
-                                 started=next(_STARTS),
-                                 testbed="embedded", metrics=m,
-                                 samples={"mrr_pps": [mrr * (1 - spread), mrr, mrr * (1 + spread)]})
+    ResultStore(str(out)).update(
+        "S.64B-1c-x-ndrpdr",
+        suite="S",
+        name="64B-1c-x-ndrpdr",
+        status=status,
+        started=next(_STARTS),
+        testbed="embedded",
+        metrics=m,
+        samples={"mrr_pps": [mrr * (1 - spread), mrr, mrr * (1 + spread)]},
+    )
     return str(out)
 
 
@@ -152,10 +169,15 @@ def test_declared_noise_recorded_by_the_gate_is_used_offline(tmp_path):
     store = str(tmp_path / "h")
     add_to_history(make_run(tmp_path, "a", 5.0e5), store)
     out = tmp_path / "cur"
-    ResultStore(str(out)).update("S.64B-1c-x-ndrpdr", suite="S", name="64B-1c-x-ndrpdr", status="PASS",
-                                 started=next(_STARTS),
-                                 testbed="embedded", metrics={"ndr_pps": 4.4e5, "pdr_pps": 4.4e5,
-                                                              "regression_noise": 0.2})
+    ResultStore(str(out)).update(
+        "S.64B-1c-x-ndrpdr",
+        suite="S",
+        name="64B-1c-x-ndrpdr",
+        status="PASS",
+        started=next(_STARTS),
+        testbed="embedded",
+        metrics={"ndr_pps": 4.4e5, "pdr_pps": 4.4e5, "regression_noise": 0.2},
+    )
     assert {v.verdict for v in compare(str(out), store)} == {"normal"}
 
 

@@ -18,11 +18,25 @@ from dpgate.robotlib import Gates, NdrPdrResult
 def result(ndr=212_000.0, pdr=230_000.0, cpp=None, telemetry=None, max_pps=500_000.0):
     hz = 2.6e9
     return NdrPdrResult(
-        nf="linux-ip4", frame_size="64B", ndr_pps=ndr, pdr_pps=pdr, ndr_upper_pps=ndr * 1.005,
-        pdr_upper_pps=pdr * 1.005, ndr_loss=0.0, pdr_loss=0.005, profile="per-commit", trials=12,
-        search_s=30.0, cores=1, cpu_hz=hz, freq_source="declared",
-        cpp_ndr=cpp if cpp is not None else hz / ndr, cpp_pdr=hz / pdr, generator_max_pps=max_pps,
-        limited_by=None, telemetry=telemetry or {},
+        nf="linux-ip4",
+        frame_size="64B",
+        ndr_pps=ndr,
+        pdr_pps=pdr,
+        ndr_upper_pps=ndr * 1.005,
+        pdr_upper_pps=pdr * 1.005,
+        ndr_loss=0.0,
+        pdr_loss=0.005,
+        profile="per-commit",
+        trials=12,
+        search_s=30.0,
+        cores=1,
+        cpu_hz=hz,
+        freq_source="declared",
+        cpp_ndr=cpp if cpp is not None else hz / ndr,
+        cpp_pdr=hz / pdr,
+        generator_max_pps=max_pps,
+        limited_by=None,
+        telemetry=telemetry or {},
     )
 
 
@@ -34,13 +48,18 @@ def write(tmp_path, text):
 
 # -- thresholds ---------------------------------------------------------------------
 def test_thresholds_lookup_merges_defaults_all_and_size(tmp_path):
-    f = load_thresholds(write(tmp_path, """
+    f = load_thresholds(
+        write(
+            tmp_path,
+            """
 defaults: {cpp_max: 50000}
 nfs:
   linux-ip4:
     all: {ndr_min: 0.1 Mpps}
     64B: {ndr_min: 0.2 Mpps, pdr_min: 210kpps}
-"""))
+""",
+        )
+    )
     t = f.lookup("linux-ip4", "64B")
     assert t.rate("ndr_min") == pytest.approx(200_000)
     assert t.rate("pdr_min") == pytest.approx(210_000)
@@ -49,17 +68,20 @@ nfs:
     assert t2.rate("ndr_min") == pytest.approx(100_000) and t2.pdr_min is None
 
 
-@pytest.mark.parametrize("text, path, words", [
-    ("nfs: {x: {64B: {ndr_min: fast}}}", "nfs.x.64B.ndr_min", "not a rate"),
-    ("nfs: {x: {64B: {ndr_min: 50%}}}", "nfs.x.64B.ndr_min", "absolute rate"),
-    ("nfs: {x: {63B: {ndr_min: 1Mpps}}}", "nfs.x.63B", "out of range"),
-    ("nfs: {x: {64B: {cpp_max: -3}}}", "nfs.x.64B.cpp_max", "> 0"),
-    ("nfs: {x: {64B: {ndr_floor: 1Mpps}}}", "nfs.x.64B.ndr_floor", "unknown key"),
-    ("nfs: {x: {64B: {ddio_miss_max: 2}}}", "nfs.x.64B.ddio_miss_max", "[0, 1]"),
-    ("defaults: {}", "nfs", "missing required field"),
-    ("nfs: [1, 2]", "nfs", "mapping"),
-    ("nfs: {x: {64B: {ndr_min: 1Mpps}}\n  bad: [", "line", "not valid YAML"),
-])
+@pytest.mark.parametrize(
+    "text, path, words",
+    [
+        ("nfs: {x: {64B: {ndr_min: fast}}}", "nfs.x.64B.ndr_min", "not a rate"),
+        ("nfs: {x: {64B: {ndr_min: 50%}}}", "nfs.x.64B.ndr_min", "absolute rate"),
+        ("nfs: {x: {63B: {ndr_min: 1Mpps}}}", "nfs.x.63B", "out of range"),
+        ("nfs: {x: {64B: {cpp_max: -3}}}", "nfs.x.64B.cpp_max", "> 0"),
+        ("nfs: {x: {64B: {ndr_floor: 1Mpps}}}", "nfs.x.64B.ndr_floor", "unknown key"),
+        ("nfs: {x: {64B: {ddio_miss_max: 2}}}", "nfs.x.64B.ddio_miss_max", "[0, 1]"),
+        ("defaults: {}", "nfs", "missing required field"),
+        ("nfs: [1, 2]", "nfs", "mapping"),
+        ("nfs: {x: {64B: {ndr_min: 1Mpps}}\n  bad: [", "line", "not valid YAML"),
+    ],
+)
 def test_thresholds_errors_name_file_field_and_expectation(tmp_path, text, path, words):
     src = write(tmp_path, text)
     with pytest.raises(ConfigError) as err:
@@ -143,11 +165,24 @@ def test_bad_policy_is_a_config_error():
 # -- records and JUnit -------------------------------------------------------------------
 def make_records(tmp_path):
     store = ResultStore(str(tmp_path))
-    store.update("S.t1", suite="S", name="t1", status="PASS", started=1,
-                 metrics={"ndr_pps": 212000.0, "pdr_pps": 230000.0, "cpp": 12264.2, "ipc": "not supported (no PMU)"})
+    store.update(
+        "S.t1",
+        suite="S",
+        name="t1",
+        status="PASS",
+        started=1,
+        metrics={"ndr_pps": 212000.0, "pdr_pps": 230000.0, "cpp": 12264.2, "ipc": "not supported (no PMU)"},
+    )
     store.update("S.t1", gates=[{"name": "ndr_min", "passed": True, "message": "NDR ok", "value": 1, "threshold": 1}])
-    store.update("S.t2", suite="S", name="t2", status="FAIL", started=2,
-                 message="NDR 0.212 Mpps < floor 0.250 Mpps (-15.2 %)", metrics={"ndr_pps": 212000.0})
+    store.update(
+        "S.t2",
+        suite="S",
+        name="t2",
+        status="FAIL",
+        started=2,
+        message="NDR 0.212 Mpps < floor 0.250 Mpps (-15.2 %)",
+        metrics={"ndr_pps": 212000.0},
+    )
     store.update("S.t3", suite="S", name="t3", status="RUNNING", started=3)
     return load_records(str(tmp_path))
 
@@ -207,8 +242,7 @@ def test_time_limited_search_falls_back_to_bounds_of_measured_trials():
     for load, _, tr in err.value.partial.trials:
         if load <= b.ndr:
             assert tr.loss_ratio == 0.0
-    assert any(load == pytest.approx(b.ndr_upper, abs=0.1) and tr.loss_ratio > 0
-               for load, _, tr in err.value.partial.trials)
+    assert any(load == pytest.approx(b.ndr_upper, abs=0.1) and tr.loss_ratio > 0 for load, _, tr in err.value.partial.trials)
 
 
 def test_partial_bounds_majority_rule_on_noisy_loads():
@@ -222,18 +256,21 @@ def test_partial_bounds_majority_rule_on_noisy_loads():
         trials = (t(100, 0), t(200, 0), t(200, 5), t(200, 0), t(300, 9), t(300, 9), t(250, 0))
 
     b = _bounds_from_trials(P, 0.0, 0.05)
-    assert (b.ndr, b.ndr_upper) == (250, 300)   # 200 passed 2 of 3 s: a pass
+    assert (b.ndr, b.ndr_upper) == (250, 300)  # 200 passed 2 of 3 s: a pass
     assert b.pdr == 300 and b.pdr_upper is None  # 9 of 300 = 3 % < 5 %
 
 
 # -- tags and the gate command line --------------------------------------------------------
-@pytest.mark.parametrize("name, tags", [
-    ("64B-1c-linux-ip4-ndrpdr", ["64B", "1C", "NDRPDR"]),
-    ("IMIX-2t1c-ethip4-ip4base-ndrpdr", ["IMIX", "1C", "2T1C", "NDRPDR"]),
-    ("1518B-4c-vpp-l2patch-ndrpdr", ["1518B", "4C", "NDRPDR"]),
-    ("imix-1c-x-mrr", ["IMIX", "1C"]),
-    ("not-a-case-name", []),
-])
+@pytest.mark.parametrize(
+    "name, tags",
+    [
+        ("64B-1c-linux-ip4-ndrpdr", ["64B", "1C", "NDRPDR"]),
+        ("IMIX-2t1c-ethip4-ip4base-ndrpdr", ["IMIX", "1C", "2T1C", "NDRPDR"]),
+        ("1518B-4c-vpp-l2patch-ndrpdr", ["1518B", "4C", "NDRPDR"]),
+        ("imix-1c-x-mrr", ["IMIX", "1C"]),
+        ("not-a-case-name", []),
+    ],
+)
 def test_tags_derived_from_case_names(name, tags):
     from dpgate.robotmods import tags_for
 
@@ -244,8 +281,9 @@ def test_gate_robot_argv_carries_profile_listener_and_modifier(tmp_path):
     from dpgate.cli.gate import robot_argv
     from dpgate.cli.main import build_parser
 
-    args = build_parser().parse_args(["gate", "--outdir", str(tmp_path), "--profile", "sign-off",
-                                      "--include", "64B", "--prefix", "dpg7-", "--variable", "X:1"])
+    args = build_parser().parse_args(
+        ["gate", "--outdir", str(tmp_path), "--profile", "sign-off", "--include", "64B", "--prefix", "dpg7-", "--variable", "X:1"]
+    )
     argv = robot_argv(args)
     assert argv[1:3] == ["-m", "robot"]
     assert "SEARCH_PROFILE:sign-off" in argv and "PREFIX:dpg7-" in argv and "X:1" in argv
@@ -277,8 +315,12 @@ def test_check_gates_skips_only_the_unsupported_telemetry_gate():
 def test_junit_shows_skipped_gate(tmp_path):
     store = ResultStore(str(tmp_path))
     store.update("S.t", suite="S", name="t", status="PASS", started=1, metrics={"ipc": "not supported (x)"})
-    store.update("S.t", gates=[{"name": "ipc", "passed": True, "skipped": True, "message": "IPC not supported (x)",
-                                "value": "x", "threshold": 1.5}])
+    store.update(
+        "S.t",
+        gates=[
+            {"name": "ipc", "passed": True, "skipped": True, "message": "IPC not supported (x)", "value": "x", "threshold": 1.5}
+        ],
+    )
     path = write_junit(load_records(str(tmp_path)), str(tmp_path / "j.xml"))
     out = ET.parse(path).getroot().find(".//system-out").text
     assert "gate.ipc=SKIP: IPC not supported (x)" in out and "ipc=not supported (x)" in out
@@ -288,8 +330,11 @@ def test_junit_shows_skipped_gate(tmp_path):
 def test_a_failed_floor_at_the_generator_ceiling_is_inconclusive_not_a_sut_failure():
     g = Gates()
     at_ceiling = result(ndr=277_252.0, pdr=277_252.0, max_pps=277_252.0)
-    with pytest.raises(SkipExecution, match=r"ndr_min inconclusive: NDR 0.277 Mpps < floor 0.325 Mpps .*"
-                                            r"at the generator's ceiling 0.277 Mpps"):
+    with pytest.raises(
+        SkipExecution,
+        match=r"ndr_min inconclusive: NDR 0.277 Mpps < floor 0.325 Mpps .*"
+        r"at the generator's ceiling 0.277 Mpps",
+    ):
         g.throughput_should_be_at_least(at_ceiling, parse_rate("0.325 Mpps"), "NDR")
     with pytest.raises(SkipExecution, match="cpp_max inconclusive"):
         g.cycles_per_packet_should_be_at_most(at_ceiling, 7700)
@@ -301,8 +346,9 @@ def test_a_failed_floor_at_the_generator_ceiling_is_inconclusive_not_a_sut_failu
 
 
 def test_check_gates_skips_a_case_whose_every_failure_is_the_generators(tmp_path):
-    th = load_thresholds(write(tmp_path, "nfs: {linux-bridge: {1518B: {ndr_min: 0.325 Mpps, pdr_min: 0.33 Mpps, "
-                                         "cpp_max: 7700}}}")).lookup("linux-bridge", "1518B")
+    th = load_thresholds(
+        write(tmp_path, "nfs: {linux-bridge: {1518B: {ndr_min: 0.325 Mpps, pdr_min: 0.33 Mpps, cpp_max: 7700}}}")
+    ).lookup("linux-bridge", "1518B")
     with pytest.raises(SkipExecution, match="inconclusive"):
         Gates().check_gates(result(ndr=277_252.0, pdr=277_252.0, max_pps=277_252.0), th)
 
@@ -313,7 +359,7 @@ def test_calibration_replaces_a_hiccup_probe_but_keeps_a_slow_generator():
     rates = iter([700e3, 280e3, 690e3, 705e3])
     assert ceiling_from_probes(lambda: next(rates)) == (690e3, [700e3, 280e3, 690e3, 705e3])
     steady = iter([300e3, 310e3, 305e3])
-    assert ceiling_from_probes(lambda: next(steady))[0] == 300e3   # lowest of consistent probes
+    assert ceiling_from_probes(lambda: next(steady))[0] == 300e3  # lowest of consistent probes
     calls = []
     low = iter([700e3, 100e3, 690e3] + [90e3] * 10)
 

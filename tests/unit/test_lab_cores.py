@@ -9,7 +9,8 @@ from dpgate.testbeds.lab.cores import allocate, parse_lscpu
 
 # 2 sockets x 4 cores x 2 threads; siblings are cpu n and n+8 (Linux enumeration on Xeons).
 LSCPU_HT = "# The following is the parsable format\n# CPU,Core,Socket,Node\n" + "".join(
-    f"{cpu},{cpu % 8},{(cpu % 8) // 4},{(cpu % 8) // 4}\n" for cpu in range(16))
+    f"{cpu},{cpu % 8},{(cpu % 8) // 4},{(cpu % 8) // 4}\n" for cpu in range(16)
+)
 LSCPU_NOHT = "# CPU,Core,Socket,Node\n" + "".join(f"{c},{c},{c // 4},{c // 4}\n" for c in range(8))
 
 

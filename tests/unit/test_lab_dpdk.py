@@ -33,8 +33,8 @@ def test_testpmd_argv_io_mode_cores_and_nics():
     argv = Testpmd(RecordingNode(), load_topology(TOPO).dut, C2, rxq=2).argv()
     assert argv[0] == "dpdk-testpmd"
     assert argv[argv.index("-l") + 1] == "1,2,3" and argv[argv.index("--main-lcore") + 1] == "1"
-    assert ["-a", "0000:18:00.0"] == argv[argv.index("-a"):argv.index("-a") + 2]
-    app = argv[argv.index("--") + 1:]
+    assert ["-a", "0000:18:00.0"] == argv[argv.index("-a") : argv.index("-a") + 2]
+    app = argv[argv.index("--") + 1 :]
     assert "--forward-mode=io" in app and "--nb-cores=2" in app and "--rxq=2" in app
 
 
@@ -86,9 +86,11 @@ def test_ovs_dpdk_pmd_mask_ports_and_xconnect_flows():
 
 
 def test_ovs_dump_ports_parsing():
-    text = ('OFPST_PORT reply (xid=0x2): 2 ports\n'
-            '  port  "dpdk0": rx pkts=1000, bytes=64000, drop=3, errs=0, frame=0, over=0, crc=0\n'
-            '           tx pkts=990, bytes=63360, drop=0, errs=0, coll=0\n')
+    text = (
+        "OFPST_PORT reply (xid=0x2): 2 ports\n"
+        '  port  "dpdk0": rx pkts=1000, bytes=64000, drop=3, errs=0, frame=0, over=0, crc=0\n'
+        "           tx pkts=990, bytes=63360, drop=0, errs=0, coll=0\n"
+    )
     p = parse_dump_ports(text)
     assert p["dpdk0"]["rx_pkts"] == 1000 and p["dpdk0"]["rx_drop"] == 3 and p["dpdk0"]["tx_pkts"] == 990
 

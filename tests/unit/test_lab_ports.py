@@ -44,6 +44,7 @@ def err_of(data) -> ConfigError:
 
 # -- topology -----------------------------------------------------------------
 
+
 def test_lab_local_expands_prefix_and_run_dir():
     topo = load_topology(LOCAL, prefix="zz-")
     assert (topo.tg.namespace, topo.dut.namespace) == ("zz-tg", "zz-dut")
@@ -55,15 +56,18 @@ def test_lab_local_expands_prefix_and_run_dir():
         assert p.ip4.startswith("198.18.24")
 
 
-@pytest.mark.parametrize("edit, path, words", [
-    (lambda p: p.update(kind="memif"), "memif", "kind memif needs memif"),
-    (lambda p: p.update(memif={"socket": "/tmp/x.sock"}), "memif", "need kind: memif"),
-    (lambda p: p.update(kind="pci"), "pci", "kind pci needs a PCI address"),
-    (lambda p: p.update(pci="0000:18:00.0"), "pci", "has no PCI address"),
-    (lambda p: p.update(kind="vhost"), "kind", "one of 'pci', 'af_packet', 'memif'"),
-    (lambda p: p.update(kind="memif", memif={"socket": "rel.sock"}), "memif.socket", "absolute socket path"),
-    (lambda p: p.update(kind="memif", memif={"socket": "/s", "role": "master"}), "memif.role", "'server', 'client'"),
-])
+@pytest.mark.parametrize(
+    "edit, path, words",
+    [
+        (lambda p: p.update(kind="memif"), "memif", "kind memif needs memif"),
+        (lambda p: p.update(memif={"socket": "/tmp/x.sock"}), "memif", "need kind: memif"),
+        (lambda p: p.update(kind="pci"), "pci", "kind pci needs a PCI address"),
+        (lambda p: p.update(pci="0000:18:00.0"), "pci", "has no PCI address"),
+        (lambda p: p.update(kind="vhost"), "kind", "one of 'pci', 'af_packet', 'memif'"),
+        (lambda p: p.update(kind="memif", memif={"socket": "rel.sock"}), "memif.socket", "absolute socket path"),
+        (lambda p: p.update(kind="memif", memif={"socket": "/s", "role": "master"}), "memif.role", "'server', 'client'"),
+    ],
+)
 def test_bad_port_kinds_name_the_field(edit, path, words):
     d = local_data()
     edit(d["nodes"]["DUT1"]["interfaces"]["port0"])
@@ -80,11 +84,12 @@ def test_memif_port_loads():
 
 # -- DPDK EAL -----------------------------------------------------------------
 
+
 def test_eal_for_af_packet_ports_without_pci_or_hugepages():
     topo = load_topology(LOCAL, prefix="zz-")
     argv = ports.eal_args(ONE_CPU, topo.dut.ports, "zz-testpmd")
     assert argv[:3] == ["--lcores=0@1,1@1", "--main-lcore", "0"]  # testpmd never forwards on its main lcore
-    assert "--no-pci" in argv and argv[argv.index("--no-huge") + 1:argv.index("--no-huge") + 3] == ["-m", "1024"]
+    assert "--no-pci" in argv and argv[argv.index("--no-huge") + 1 : argv.index("--no-huge") + 3] == ["-m", "1024"]
     assert "--vdev=net_af_packet0,iface=zz-d0,blocksz=4096,framesz=2048,framecnt=4096,qdisc_bypass=1" in argv
     assert not any(a == "-a" for a in argv)
 
@@ -138,14 +143,17 @@ def test_l3fwd_runs_on_one_lcore_and_writes_both_rule_files(monkeypatch):
 
 # -- VPP ----------------------------------------------------------------------
 
+
 class VppCli:
     """FAKE vppctl: accepts the lines the real VPP 26.10 accepted in the local lab, answers every
     other line with the real error texts (vppctl exits 0 either way)."""
 
-    ERRORS = {"frob": "unknown input `frobnicate'\r\n",
-              "host-nope": "set interface state: unknown interface `host-nope up'\r\n",
-              "tx nope": "test l2patch: tx interface not set\r\n",
-              "bridge host-zz-d0 x": "set interface l2 bridge: expected bridge domain ID `x'\r\n"}
+    ERRORS = {
+        "frob": "unknown input `frobnicate'\r\n",
+        "host-nope": "set interface state: unknown interface `host-nope up'\r\n",
+        "tx nope": "test l2patch: tx interface not set\r\n",
+        "bridge host-zz-d0 x": "set interface l2 bridge: expected bridge domain ID `x'\r\n",
+    }
 
     def __init__(self):
         self.calls = []
@@ -191,8 +199,13 @@ def test_vpp_local_lab_creates_host_interfaces_and_stops_at_a_refused_line(monke
 
 def test_vpp_startup_conf_without_hugepages_for_virtual_ports():
     text = startup_conf(ONE_CPU, [], runtime_dir="/tmp/dpgate-zz/dut/vpp")
-    for stanza in ("main-heap-page-size 4k", "page-size 4k", "plugin af_packet_plugin.so { enable }",
-                   "socket-name /tmp/dpgate-zz/dut/vpp/api.sock", "runtime-dir /tmp/dpgate-zz/dut/vpp"):
+    for stanza in (
+        "main-heap-page-size 4k",
+        "page-size 4k",
+        "plugin af_packet_plugin.so { enable }",
+        "socket-name /tmp/dpgate-zz/dut/vpp/api.sock",
+        "runtime-dir /tmp/dpgate-zz/dut/vpp",
+    ):
         assert stanza in text
     assert "dpdk" not in text and "corelist-workers" not in text  # the worker is the main thread
     assert text.count("{") == text.count("}")
@@ -202,20 +215,29 @@ def test_vpp_names_and_creates_memif_ports():
     m = Interface("m0", "02:fe:00:00:00:20", "l1", kind="memif", memif=Memif("/tmp/m.sock", 0))
     n = Interface("m1", "02:fe:00:00:00:21", "l2", kind="memif", memif=Memif("/tmp/m.sock", 1))
     assert [vpp_ifname(m), vpp_ifname(n)] == ["memif1/0", "memif1/1"]
-    assert create_lines([m, n]) == ["create memif socket id 1 filename /tmp/m.sock",
-                                    "create interface memif id 0 socket-id 1 slave hw-addr 02:fe:00:00:00:20",
-                                    "create interface memif id 1 socket-id 1 slave hw-addr 02:fe:00:00:00:21"]
+    assert create_lines([m, n]) == [
+        "create memif socket id 1 filename /tmp/m.sock",
+        "create interface memif id 0 socket-id 1 slave hw-addr 02:fe:00:00:00:20",
+        "create interface memif id 1 socket-id 1 slave hw-addr 02:fe:00:00:00:21",
+    ]
     assert cli_lines("l2patch", ["memif1/0", "memif1/1"])[-1] == "test l2patch rx memif1/1 tx memif1/0"
 
 
 # -- OVS-DPDK -----------------------------------------------------------------
 
+
 def test_ovs_socket_mem_covers_the_ports_numa_node():
     assert socket_mem(0) == "1024" and socket_mem(1) == "0,1024" and socket_mem(2, 512) == "0,0,512"
     topo = load_topology(EXAMPLE)
     ovs = OvsDpdk(None, topo.dut, CoreAllocation(1, (2,), 1, 1, 1))
-    assert ["ovs-vsctl", "--no-wait", "set", "Open_vSwitch", ".", "other_config:dpdk-socket-mem=1024"] \
-        in ovs.configure_commands()  # the example DUT says numa: 0
+    assert [
+        "ovs-vsctl",
+        "--no-wait",
+        "set",
+        "Open_vSwitch",
+        ".",
+        "other_config:dpdk-socket-mem=1024",
+    ] in ovs.configure_commands()  # the example DUT says numa: 0
 
 
 def test_ovs_private_instance_for_virtual_ports():
@@ -228,10 +250,11 @@ def test_ovs_private_instance_for_virtual_ports():
     start = ovs.start_commands()
     assert not any(c[0] == "systemctl" for c in start)  # the shared host's OVS service is never touched
     add = [c for c in start if "add-port" in c]
-    assert "options:dpdk-devargs=net_af_packet0,iface=zz-d0,blocksz=4096,framesz=2048,framecnt=4096,qdisc_bypass=1" \
-        in add[0] and "options:dpdk-devargs=net_af_packet1,iface=zz-d1" in add[1][add[1].index("type=dpdk") + 1]
-    assert start[-1] == ["ovs-ofctl", "add-flow", "unix:/tmp/dpgate-zz/dut/ovs/dpgbr0.mgmt",
-                         "in_port=dpdk1,actions=output:dpdk0"]
+    assert (
+        "options:dpdk-devargs=net_af_packet0,iface=zz-d0,blocksz=4096,framesz=2048,framecnt=4096,qdisc_bypass=1" in add[0]
+        and "options:dpdk-devargs=net_af_packet1,iface=zz-d1" in add[1][add[1].index("type=dpdk") + 1]
+    )
+    assert start[-1] == ["ovs-ofctl", "add-flow", "unix:/tmp/dpgate-zz/dut/ovs/dpgbr0.mgmt", "in_port=dpdk1,actions=output:dpdk0"]
 
 
 def test_ovs_service_stop_turns_dpdk_off_and_restarts():
@@ -244,6 +267,7 @@ def test_ovs_service_stop_turns_dpdk_off_and_restarts():
 
 
 # -- services without systemd ---------------------------------------------------
+
 
 class NoSystemd:
     """FAKE node without systemd: `test -d /run/systemd/system` fails; /proc/<pid>/stat as given."""
@@ -269,8 +293,11 @@ def test_start_stop_daemon_without_systemd_and_zombies_are_dead():
     node = NoSystemd("4242 (dpdk-testpmd) R 1 4242 ...")
     service.start_unit(node, "u", ["dpdk-testpmd", "-v"])
     start = node.calls[-1]
-    assert start[:2] == ["start-stop-daemon", "--start"] and start[start.index("--exec") + 1:] == \
-        ["/usr/bin/dpdk-testpmd", "--", "-v"]
+    assert start[:2] == ["start-stop-daemon", "--start"] and start[start.index("--exec") + 1 :] == [
+        "/usr/bin/dpdk-testpmd",
+        "--",
+        "-v",
+    ]
     assert ["truncate", "-s", "0", "/run/dpgate/u.log"] in node.calls  # one run per log
     assert service.unit_active(node, "u") == "active"
     node.stat = "4242 (dpdk-testpmd) Z 1 4242 ..."  # PID 1 that does not reap
@@ -310,4 +337,3 @@ def test_missing_vendor_tools_are_one_line_each(monkeypatch, tmp_path):
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "vpp").write_text("")
     assert vendor.missing("VPP") == []
-

@@ -26,9 +26,27 @@ SIZES = ("64B", "IMIX", "1518B")
 def dry_run(tmp_path, *options, suites=SUITES):
     out = tmp_path / "out"
     proc = subprocess.run(
-        [sys.executable, "-m", "robot", "--dryrun", "--prerunmodifier", "dpgate.robotmods.CaseTags",
-         "--outputdir", str(out), "--log", "NONE", "--report", "NONE", *options, suites],
-        capture_output=True, text=True, timeout=300, cwd=ROOT)
+        [
+            sys.executable,
+            "-m",
+            "robot",
+            "--dryrun",
+            "--prerunmodifier",
+            "dpgate.robotmods.CaseTags",
+            "--outputdir",
+            str(out),
+            "--log",
+            "NONE",
+            "--report",
+            "NONE",
+            *options,
+            suites,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert "[ ERROR ]" not in proc.stderr and "[ WARN ]" not in proc.stderr, proc.stderr[-3000:]
     result = robot.api.ExecutionResult(str(out / "output.xml"))
@@ -64,8 +82,11 @@ def test_core_and_ht_selection_by_tags(tmp_path):
     ht_on = dry_run(tmp_path, "--include", "2T1C OR 4T2C OR 8T4C")
     assert len(ht_on) == 54 and all(re.search(r"-(2t1c|4t2c|8t4c)-", t.name) for _, t in ht_on)
     one = dry_run(tmp_path, "--include", "2T1C AND vpp-l2patch")
-    assert sorted(t.name for _, t in one) == ["1518B-2t1c-eth-l2patch-ndrpdr", "64B-2t1c-eth-l2patch-ndrpdr",
-                                             "IMIX-2t1c-eth-l2patch-ndrpdr"]
+    assert sorted(t.name for _, t in one) == [
+        "1518B-2t1c-eth-l2patch-ndrpdr",
+        "64B-2t1c-eth-l2patch-ndrpdr",
+        "IMIX-2t1c-eth-l2patch-ndrpdr",
+    ]
 
 
 def _cases():

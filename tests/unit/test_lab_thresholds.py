@@ -53,7 +53,6 @@ def test_embedded_file_still_loads_and_looks_up_the_same_way():
     assert f.lookup("linux-ip4", "64B").rate("ndr_min") > 0
 
 
-
 def test_bad_cores_argument_names_it(th):
     with pytest.raises(ConfigError, match="core tag '2 cores' is not like 1T1C"):
         th.lookup("vpp-l2patch", "64B", "2 cores")

@@ -65,8 +65,7 @@ l2-patch                         active           23810        1000000          
 
 
 def test_startup_conf_has_cores_devices_queues_and_buffers():
-    text = startup_conf(CORES, [("0000:18:00.0", "eth0"), ("0000:18:00.1", "eth1")], rx_queues=2,
-                        buffers_per_numa=100000)
+    text = startup_conf(CORES, [("0000:18:00.0", "eth0"), ("0000:18:00.1", "eth1")], rx_queues=2, buffers_per_numa=100000)
     assert "main-core 1" in text and "corelist-workers 2,30" in text
     assert "dev 0000:18:00.0 { name eth0 num-rx-queues 2 }" in text
     assert "dev 0000:18:00.1 { name eth1 num-rx-queues 2 }" in text
@@ -76,15 +75,23 @@ def test_startup_conf_has_cores_devices_queues_and_buffers():
 
 def test_cli_l2patch_bridge_and_ip4_routes():
     assert cli_lines("l2patch", ["eth0", "eth1"]) == [
-        "set interface state eth0 up", "set interface state eth1 up",
+        "set interface state eth0 up",
+        "set interface state eth1 up",
         # test l2patch leaves a NIC in L3 mode (MAC filter on): the profile's dst MACs would be dropped
-        "set interface promiscuous on eth0", "set interface promiscuous on eth1",
-        "test l2patch rx eth0 tx eth1", "test l2patch rx eth1 tx eth0"]
+        "set interface promiscuous on eth0",
+        "set interface promiscuous on eth1",
+        "test l2patch rx eth0 tx eth1",
+        "test l2patch rx eth1 tx eth0",
+    ]
     bd = cli_lines("l2bd", ["eth0", "eth1"])
     assert "set interface l2 bridge eth0 1" in bd and "set interface l2 bridge eth1 1" in bd
-    ip4 = cli_lines("ip4", ["eth0", "eth1"], ["10.10.10.1/24", "20.20.20.1/24"],
-                    [Neighbor("eth1", "20.20.20.2", "3c:fd:fe:00:00:02")],
-                    [Route("20.0.0.0", 62500, "eth1", "20.20.20.2")])
+    ip4 = cli_lines(
+        "ip4",
+        ["eth0", "eth1"],
+        ["10.10.10.1/24", "20.20.20.1/24"],
+        [Neighbor("eth1", "20.20.20.2", "3c:fd:fe:00:00:02")],
+        [Route("20.0.0.0", 62500, "eth1", "20.20.20.2")],
+    )
     assert "set interface ip address eth0 10.10.10.1/24" in ip4
     assert "ip neighbor eth1 20.20.20.2 3c:fd:fe:00:00:02 static" in ip4
     assert "ip route add 20.0.0.0/32 count 62500 via 20.20.20.2 eth1" in ip4

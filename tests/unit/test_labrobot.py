@@ -31,12 +31,12 @@ from dpgate.traffic.trex.driver import TrexGenerator
 TOPO = "topologies/lab-2node.example.yaml"
 
 # 2 sockets x 28 cores, HT: CPUs 0-27 socket 0, 28-55 socket 1, siblings +56 (Xeon enumeration).
-LSCPU = "# CPU,Core,Socket,Node\n" + "".join(
-    f"{cpu},{cpu % 56},{(cpu % 56) // 28},{(cpu % 56) // 28}\n" for cpu in range(112))
+LSCPU = "# CPU,Core,Socket,Node\n" + "".join(f"{cpu},{cpu % 56},{(cpu % 56) // 28},{(cpu % 56) // 28}\n" for cpu in range(112))
 # perf stat -x, -a -C ... CSV (stderr) built from the documented format (tests/fixtures/telemetry/README.md)
 PERF_CSV = "4000000000,,cycles,2000000000,100.00,,\n8000000000,,instructions,2000000000,100.00,2.00,insn per cycle\n"
-PCM_UNSUPPORTED = open(os.path.join(os.path.dirname(__file__), "..", "fixtures", "telemetry",
-                                   "pcm-pcie-vm-unsupported.txt")).read()
+PCM_UNSUPPORTED = open(
+    os.path.join(os.path.dirname(__file__), "..", "fixtures", "telemetry", "pcm-pcie-vm-unsupported.txt")
+).read()
 TESTPMD_LOG = "EAL: RTE Version: 'DPDK 23.11.0'\nio packet forwarding - ports=2 - cores=1 - streams=2\n"
 VPP_VERSION = "vpp v23.10-release built by root on dut1 at 2023-10-26T10:00:00\n"
 
@@ -46,13 +46,22 @@ class RecordingDutNode:
 
     def __init__(self, answers=None):
         self.calls, self.inputs, self.closed = [], [], False
-        self.answers = {"lscpu": (0, LSCPU, ""), "show version": (0, VPP_VERSION, ""),
-                        "perf stat": (0, "", PERF_CSV), "systemctl is-active": (0, "active\n", ""), "pcm-": (1, PCM_UNSUPPORTED, ""),
-                        "InvocationID": (0, "5f2d0c1e9a7b4c3d\n", ""),
-                        "dpdk_initialized": (0, "true\n", ""),  # ovs-vsctl get Open_vSwitch . dpdk_initialized  # systemctl show -p InvocationID --value
-                        "journalctl -u dpgate-testpmd": (0, TESTPMD_LOG, ""),
-                        "journalctl -u dpgate-l3fwd": (0, "EAL: RTE Version: 'DPDK 23.11.0'\nL3FWD: entering main loop on lcore 2\n", ""),
-                        **(answers or {})}
+        self.answers = {
+            "lscpu": (0, LSCPU, ""),
+            "show version": (0, VPP_VERSION, ""),
+            "perf stat": (0, "", PERF_CSV),
+            "systemctl is-active": (0, "active\n", ""),
+            "pcm-": (1, PCM_UNSUPPORTED, ""),
+            "InvocationID": (0, "5f2d0c1e9a7b4c3d\n", ""),
+            "dpdk_initialized": (
+                0,
+                "true\n",
+                "",
+            ),  # ovs-vsctl get Open_vSwitch . dpdk_initialized  # systemctl show -p InvocationID --value
+            "journalctl -u dpgate-testpmd": (0, TESTPMD_LOG, ""),
+            "journalctl -u dpgate-l3fwd": (0, "EAL: RTE Version: 'DPDK 23.11.0'\nL3FWD: entering main loop on lcore 2\n", ""),
+            **(answers or {}),
+        }
 
     def run(self, argv, timeout=30.0, check=True, sudo=None, input=None):
         assert isinstance(argv, (list, tuple)), f"commands must be argv lists, got {argv!r}"
@@ -112,8 +121,7 @@ def in_test(tmp_path, monkeypatch):
     monkeypatch.setattr(robotlib, "_current_test", lambda: ("Lab.Vpp-Ip4", name["test"]))
     monkeypatch.setattr(robotlib, "_store", lambda: ResultStore(str(tmp_path)))
     # what DpgateListener.start_test writes before the test body runs
-    ResultStore(str(tmp_path)).update(f"Lab.Vpp-Ip4.{name['test']}", suite="Lab.Vpp-Ip4", name=name["test"],
-                                      status="RUNNING")
+    ResultStore(str(tmp_path)).update(f"Lab.Vpp-Ip4.{name['test']}", suite="Lab.Vpp-Ip4", name=name["test"], status="RUNNING")
     return name
 
 
@@ -133,8 +141,7 @@ def test_vpp_ip4_ht_two_cores_end_to_end(in_test, tmp_path):
     conf = node.inputs[node.calls.index(["tee", "/etc/vpp/dpgate-startup.conf"])]
     assert "main-core 1" in conf and "corelist-workers 2,58,3,59" in conf
     assert "dev 0000:18:00.0 { name eth0 num-rx-queues 2 }" in conf  # 4 workers over 2 ports
-    assert ["systemd-run", "--unit=dpgate-vpp", "--collect", "--", "vpp", "-c", "/etc/vpp/dpgate-startup.conf"] \
-        in node.calls
+    assert ["systemd-run", "--unit=dpgate-vpp", "--collect", "--", "vpp", "-c", "/etc/vpp/dpgate-startup.conf"] in node.calls
     vppctl = [c[3:] for c in node.calls if c[:1] == ["vppctl"]]
     assert ["ip", "route", "add", "198.19.0.1/32", "count", "62500", "via", "20.20.20.2", "eth1"] in vppctl
     assert lab.sut_version() == "v23.10-release"
@@ -207,7 +214,7 @@ def test_testpmd_l3fwd_and_ovs_are_pinned_to_the_allocation(in_test):
     lab = FakeLab()
     lab.bring_up_lab_testbed("testpmd-io", "64B", cores=2, ht="off")
     tp = next(c for c in lab.fake_node.calls if c[0] == "systemd-run")
-    assert tp[tp.index("dpdk-testpmd") + 1:][:2] == ["-l", "1,2,3"] and "--nb-cores=2" in tp
+    assert tp[tp.index("dpdk-testpmd") + 1 :][:2] == ["-l", "1,2,3"] and "--nb-cores=2" in tp
     lab.bring_up_lab_testbed("l3fwd-ip4", "64B", cores=1, ht="on")
     l3 = [c for c in lab.fake_node.calls if c[0] == "systemd-run"][-1]
     assert "--config=(0,0,2),(1,0,58)" in l3 and "--eth-dest=0,3c:fd:fe:00:00:01" in l3
@@ -215,8 +222,7 @@ def test_testpmd_l3fwd_and_ovs_are_pinned_to_the_allocation(in_test):
     assert rules == "R198.19.0.0/16 1\nR198.18.0.0/16 0\n"
     lab.bring_up_lab_testbed("ovsdpdk-xconnect", "64B", cores=4, ht="on")
     mask = hex(sum(1 << c for c in (2, 58, 3, 59, 4, 60, 5, 61)))
-    assert ["ovs-vsctl", "--no-wait", "set", "Open_vSwitch", ".", f"other_config:pmd-cpu-mask={mask}"] \
-        in lab.fake_node.calls
+    assert ["ovs-vsctl", "--no-wait", "set", "Open_vSwitch", ".", f"other_config:pmd-cpu-mask={mask}"] in lab.fake_node.calls
     _no_shell(lab.fake_node.calls)
     lab.tear_down_lab_testbed()
 
@@ -248,14 +254,17 @@ def test_detected_frequency_is_read_on_the_dut(in_test, tmp_path):
     assert ["cat", "/sys/devices/system/cpu/cpu2/cpufreq/base_frequency"] in lab.fake_node.calls
 
 
-@pytest.mark.parametrize("call, words", [
-    (lambda lab: lab.bring_up_lab_testbed("vpp-xyz", cores=1), "unknown lab NF 'vpp-xyz'"),
-    (lambda lab: lab.bring_up_lab_testbed("vpp-ip4", cores=0), "cores must be a whole number"),
-    (lambda lab: lab.bring_up_lab_testbed("vpp-ip4", cores=1, ht="maybe"), "ht must be on or off"),
-    (lambda lab: lab.bring_up_lab_testbed("vpp-ip4", cores=5, ht="on"), "5 worker cores requested on NUMA node 0"),
-    (lambda lab: lab.find_ndr_and_pdr("64B"), "lab testbed is not up"),
-    (lambda lab: lab.run_on_dut(), "Run On DUT needs a command"),
-])
+@pytest.mark.parametrize(
+    "call, words",
+    [
+        (lambda lab: lab.bring_up_lab_testbed("vpp-xyz", cores=1), "unknown lab NF 'vpp-xyz'"),
+        (lambda lab: lab.bring_up_lab_testbed("vpp-ip4", cores=0), "cores must be a whole number"),
+        (lambda lab: lab.bring_up_lab_testbed("vpp-ip4", cores=1, ht="maybe"), "ht must be on or off"),
+        (lambda lab: lab.bring_up_lab_testbed("vpp-ip4", cores=5, ht="on"), "5 worker cores requested on NUMA node 0"),
+        (lambda lab: lab.find_ndr_and_pdr("64B"), "lab testbed is not up"),
+        (lambda lab: lab.run_on_dut(), "Run On DUT needs a command"),
+    ],
+)
 def test_bad_keyword_input_is_one_clear_error(call, words):
     lab = FakeLab()
     with pytest.raises(ConfigError, match=words):
@@ -288,8 +297,11 @@ def test_a_sut_that_died_fails_the_search_with_its_log_and_is_restarted_next(in_
     lab = FakeLab(node=Dying(), telemetry=False)
     lab.bring_up_lab_testbed("vpp-l2patch", "64B", cores=1, ht="off")
     lab.fake_node.dead = True
-    with pytest.raises(SutError, match=r"SUT vpp-l2patch \(dpgate-vpp\) is not running any more \(failed\): "
-                                       r"vpp\[1\]: received signal SIGSEGV"):
+    with pytest.raises(
+        SutError,
+        match=r"SUT vpp-l2patch \(dpgate-vpp\) is not running any more \(failed\): "
+        r"vpp\[1\]: received signal SIGSEGV",
+    ):
         lab.find_ndr_and_pdr("64B", profile="rfc2544-binary")
     lab.fake_node.dead = False
     lab.bring_up_lab_testbed("vpp-l2patch", "64B", cores=1, ht="off")  # same config, but restarted
@@ -311,8 +323,9 @@ class LatencyLab(FakeLab):
     def _make_generator(self, profile):
         client = LatencyCapacityClient(self.capacity)
         self.clients.append(client)
-        return TrexGenerator(self._topo(), profile, client=client, api=fake_api(), settle_s=0.0, rx_delay_ms=0,
-                             latency_pps=self.latency_pps)
+        return TrexGenerator(
+            self._topo(), profile, client=client, api=fake_api(), settle_s=0.0, rx_delay_ms=0, latency_pps=self.latency_pps
+        )
 
 
 def test_latency_trials_at_fractions_of_pdr_and_telemetry_at_pdr(in_test, tmp_path):

@@ -128,8 +128,7 @@ def test_child_given_the_lock_takes_it_without_waiting_and_keeps_it_alive():
     env = dict(os.environ)
     fds = lock.inherit(env, lk)
     env["PYTHONPATH"] = os.path.abspath(LIBRARIES)
-    child = subprocess.Popen([sys.executable, "-c", HOLD, "lk9-", "30"], stdout=subprocess.PIPE, env=env,
-                             text=True, pass_fds=fds)
+    child = subprocess.Popen([sys.executable, "-c", HOLD, "lk9-", "30"], stdout=subprocess.PIPE, env=env, text=True, pass_fds=fds)
     try:
         assert child.stdout.readline().strip() == "held"  # no wait, no deadlock
         lk.release()  # the parent lets go (or dies) first: the child still holds the testbed
@@ -146,8 +145,13 @@ def test_a_child_without_the_token_waits_like_anyone_else():
     lk = lock.testbed_lock("lk9-").acquire()
     try:
         env = dict(os.environ, PYTHONPATH=os.path.abspath(LIBRARIES))
-        r = subprocess.run([sys.executable, "-c", "from dpgate.exec import lock; lock.testbed_lock('lk9-').acquire()"],
-                           env=env, capture_output=True, text=True, timeout=30)
+        r = subprocess.run(
+            [sys.executable, "-c", "from dpgate.exec import lock; lock.testbed_lock('lk9-').acquire()"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         assert r.returncode != 0 and f"testbed lk9- is in use by pid {os.getpid()}" in r.stderr
     finally:
         lk.release()
@@ -155,15 +159,19 @@ def test_a_child_without_the_token_waits_like_anyone_else():
 
 def test_outdir_lock_refuses_a_second_run_into_the_same_directory(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.path.abspath(LIBRARIES))
-    code = ("import sys, time; from dpgate.exec import lock\n"
-            "lock.outdir_lock(sys.argv[1]).acquire(command='dpgate gate')\n"
-            "print('held', flush=True); time.sleep(30)")
-    p = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "res")], stdout=subprocess.PIPE, env=env,
-                         text=True)
+    code = (
+        "import sys, time; from dpgate.exec import lock\n"
+        "lock.outdir_lock(sys.argv[1]).acquire(command='dpgate gate')\n"
+        "print('held', flush=True); time.sleep(30)"
+    )
+    p = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "res")], stdout=subprocess.PIPE, env=env, text=True)
     try:
         assert p.stdout.readline().strip() == "held"
-        with pytest.raises(lock.Busy, match=rf"output directory .*res is in use by pid {p.pid}, `dpgate gate`.*"
-                                            "pass another --outdir"):
+        with pytest.raises(
+            lock.Busy,
+            match=rf"output directory .*res is in use by pid {p.pid}, `dpgate gate`.*"
+            "pass another --outdir",
+        ):
             lock.outdir_lock(str(tmp_path / "res")).acquire()
     finally:
         stop(p)
@@ -191,9 +199,11 @@ def test_append_line_cuts_a_torn_tail_and_read_lines_skips_an_unfinished_line(tm
 def test_concurrent_appends_from_many_processes_all_land_whole(tmp_path):
     path = str(tmp_path / "h.jsonl")
     env = dict(os.environ, PYTHONPATH=os.path.abspath(LIBRARIES))
-    code = ("import sys, json; from dpgate.exec import appendfile\n"
-            "for i in range(200):\n"
-            "    appendfile.append_line(sys.argv[1], json.dumps({'w': sys.argv[2], 'i': i, 'pad': 'x' * 5000}))")
+    code = (
+        "import sys, json; from dpgate.exec import appendfile\n"
+        "for i in range(200):\n"
+        "    appendfile.append_line(sys.argv[1], json.dumps({'w': sys.argv[2], 'i': i, 'pad': 'x' * 5000}))"
+    )
     procs = [subprocess.Popen([sys.executable, "-c", code, path, str(w)], env=env) for w in range(4)]
     seen = 0
     while any(p.poll() is None for p in procs):
@@ -233,8 +243,7 @@ def test_gate_takes_outdir_then_testbed_and_gives_the_outdir_back_when_the_testb
     assert env[lock.INHERIT_ENV] == f"lk9-.lock={locks[1].owner.token}" and fds == (locks[1].fd,)
     for lk in reversed(locks):
         lk.release()
-    lab = take_ownership(args, SimpleNamespace(kind="lab-2node", prefix="dpg0-",
-                                               nodes={"DUT1": SimpleNamespace(namespace=None)}))
+    lab = take_ownership(args, SimpleNamespace(kind="lab-2node", prefix="dpg0-", nodes={"DUT1": SimpleNamespace(namespace=None)}))
     assert len(lab) == 1  # a lab topology: the DUT/TRex locks are the lab keywords' business
     lab[0].release()
 
@@ -243,8 +252,11 @@ def test_unwritable_lock_directory_is_one_clear_error(tmp_path, monkeypatch):
     blocker = tmp_path / "file"
     blocker.write_text("")
     monkeypatch.setenv(lock.LOCK_DIR_ENV, str(blocker / "locks"))  # a path under a regular file
-    with pytest.raises(lock.EnvironmentProblem, match=r"cannot create the lock file .*/locks/lk9-.lock of testbed "
-                                                      r"lk9-: .*point DPGATE_LOCK_DIR at a writable directory"):
+    with pytest.raises(
+        lock.EnvironmentProblem,
+        match=r"cannot create the lock file .*/locks/lk9-.lock of testbed "
+        r"lk9-: .*point DPGATE_LOCK_DIR at a writable directory",
+    ):
         lock.testbed_lock("lk9-").acquire()
 
 
@@ -276,8 +288,7 @@ os._exit(0)  # the gate dies without releasing anything (like SIGKILL)
 
 def test_a_dead_gate_whose_robot_still_runs_keeps_the_testbed_and_says_so():
     env = dict(os.environ, PYTHONPATH=os.path.abspath(LIBRARIES))
-    parent = subprocess.run([sys.executable, "-c", PARENT, HOLD], env=env, capture_output=True, text=True,
-                            timeout=60)
+    parent = subprocess.run([sys.executable, "-c", PARENT, HOLD], env=env, capture_output=True, text=True, timeout=60)
     child = int(parent.stdout.strip())
     try:
         with pytest.raises(lock.Busy) as err:

@@ -83,8 +83,7 @@ def test_a_run_that_stopped_renewing_is_dead_after_its_lease(path):
 
 
 def test_holder_on_this_machine_whose_pid_is_gone_is_dead_at_once(path):
-    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                          text=True).stdout.strip()
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True).stdout.strip()
     dead = me("dpgate trial")
     dead.pid = int(gone)
     a = NodeLock(LocalNode(), "DUT", path, owner=dead).acquire()

@@ -61,7 +61,7 @@ def verify_checksums(frame: bytes) -> None:
     """Independent check: one's-complement sums over header and pseudo-header are 0xFFFF."""
     assert frame[12:14] == b"\x08\x00"  # IPv4 ethertype
     ihl = (frame[14] & 0x0F) * 4
-    iph = frame[14:14 + ihl]
+    iph = frame[14 : 14 + ihl]
     assert ihl == 20 and frame[14] >> 4 == 4
 
     def fold(data: bytes) -> int:
@@ -76,7 +76,7 @@ def verify_checksums(frame: bytes) -> None:
     total_len = struct.unpack("!H", iph[2:4])[0]
     assert total_len == len(frame) - 14
     assert iph[9] == 17  # UDP
-    udp = frame[14 + ihl:14 + total_len]
+    udp = frame[14 + ihl : 14 + total_len]
     udp_len = struct.unpack("!H", udp[4:6])[0]
     assert udp_len == len(udp)
     assert struct.unpack("!H", udp[6:8])[0] != 0  # checksum present
@@ -93,6 +93,7 @@ def test_doctests():
 
 # -- single frames -----------------------------------------------------------------
 
+
 @pytest.mark.parametrize("size", [64, 65, 128, 570, 1500, 1518, 9216])
 def test_frame_length_is_size_minus_fcs(size):
     f = build_frame("02:00:00:00:00:01", "02:00:00:00:00:11", "198.18.0.1", "198.19.0.1", size, ident=7)
@@ -101,8 +102,10 @@ def test_frame_length_is_size_minus_fcs(size):
     assert parse_frame(f) == ("02:00:00:00:00:01", "02:00:00:00:00:11", "198.18.0.1", "198.19.0.1", size)
 
 
-@pytest.mark.parametrize("sip, dip, ident", [("198.18.0.1", "198.19.0.1", 0), ("198.19.255.254", "198.18.0.255", 65535),
-                                            ("198.18.12.34", "198.19.56.78", 70000)])
+@pytest.mark.parametrize(
+    "sip, dip, ident",
+    [("198.18.0.1", "198.19.0.1", 0), ("198.19.255.254", "198.18.0.255", 65535), ("198.18.12.34", "198.19.56.78", 70000)],
+)
 def test_checksums_verify_for_various_fields(sip, dip, ident):
     f = build_frame("02:01:00:00:00:00", "02:02:00:00:0c:34", sip, dip, 64, ident=ident)
     verify_checksums(f)
@@ -125,6 +128,7 @@ def test_corrupted_frame_fails_verification():
 
 
 # -- profiles ------------------------------------------------------------------------
+
 
 def test_default_flow_counts():
     assert DEFAULT_FLOWS == {"l2": 3125, "ip4": 62500}
@@ -152,8 +156,14 @@ def test_flow_cap_matches_documentation():
 
 @pytest.mark.parametrize(
     "kind, flows, what",
-    [("l3", None, "unknown traffic profile"), ("l2", 0, "flows must be"), ("ip4", MAX_FLOWS["ip4"] + 1, "flows must be"),
-     ("l2", -5, "flows must be"), ("l2", True, "flows must be"), ("l2", 2.5, "flows must be")],
+    [
+        ("l3", None, "unknown traffic profile"),
+        ("l2", 0, "flows must be"),
+        ("ip4", MAX_FLOWS["ip4"] + 1, "flows must be"),
+        ("l2", -5, "flows must be"),
+        ("l2", True, "flows must be"),
+        ("l2", 2.5, "flows must be"),
+    ],
 )
 def test_make_profile_errors(kind, flows, what):
     with pytest.raises(ConfigError, match=what):
@@ -171,7 +181,7 @@ def test_imix_cycle_mix():
     assert collections.Counter(cycle) == {64: 28, 570: 16, 1518: 4}
     assert dict(IMIX_V4_1) == {64: 28, 570: 16, 1518: 4}
     # interleaved, not three blocks: no run of 1518 B frames, each 12-frame quarter has one
-    assert all(cycle[i:i + 12].count(1518) == 1 for i in range(0, 48, 12))
+    assert all(cycle[i : i + 12].count(1518) == 1 for i in range(0, 48, 12))
     assert max(len(list(g)) for _, g in __import__("itertools").groupby(cycle)) <= 3
 
 
@@ -183,6 +193,7 @@ def test_mac_and_ip_add():
 
 
 # -- pcaps -----------------------------------------------------------------------------
+
 
 def test_l2_pcap_pairwise_mac_increments(topo, tmp_path):
     prof, d, pkts = build(topo, tmp_path, "l2", 64)
@@ -199,7 +210,7 @@ def test_l2_pcap_pairwise_mac_increments(topo, tmp_path):
         assert size == 64 and len(f) == 60
         pairs.add((smac, dmac))
     assert len(pairs) == n
-    for f in pkts[:: 97]:
+    for f in pkts[::97]:
         verify_checksums(f)
 
 
@@ -220,7 +231,7 @@ def test_ip4_pcap_pairwise_ip_increments_default_flows(topo, tmp_path):
         dsts.add(dip)
         assert size == 64
     assert len(srcs) == len(dsts) == n
-    for f in pkts[:: 499] + [pkts[-1]]:
+    for f in pkts[::499] + [pkts[-1]]:
         verify_checksums(f)
 
 
@@ -240,7 +251,7 @@ def test_imix_pcap_sizes(topo, tmp_path):
     sizes = [len(f) + FCS for f in pkts]
     assert set(sizes) == {64, 570, 1518}
     for c in range(0, len(sizes), 48):
-        assert collections.Counter(sizes[c:c + 48]) == {64: 28, 570: 16, 1518: 4}, f"cycle at frame {c}"
+        assert collections.Counter(sizes[c : c + 48]) == {64: 28, 570: 16, 1518: 4}, f"cycle at frame {c}"
     for f in pkts[:96]:
         verify_checksums(f)
 

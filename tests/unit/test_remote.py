@@ -74,12 +74,13 @@ def test_ssh_run_sends_quoted_sudo_command_with_timeout():
 def test_password_comes_from_env_and_never_appears_in_logs_or_errors():
     logs = []
     fake = FakeSshClient(fail_connect=RuntimeError(f"Authentication failed for password {SECRET}"))
-    node = SshNode(Ssh(host="h", user="u", password_env="DUT_PW"), env={"DUT_PW": SECRET},
-                   client_factory=lambda: fake, log=logs.append)
+    node = SshNode(
+        Ssh(host="h", user="u", password_env="DUT_PW"), env={"DUT_PW": SECRET}, client_factory=lambda: fake, log=logs.append
+    )
     with pytest.raises(EnvironmentProblem) as exc:
         node.run(["true"])
     assert fake.connects[0][1]["password"] == SECRET  # it was used...
-    assert SECRET not in str(exc.value)               # ...but never shown
+    assert SECRET not in str(exc.value)  # ...but never shown
     assert all(SECRET not in line for line in logs) and logs
 
 

@@ -16,10 +16,19 @@ TRIAL = TrialResult.from_counts(100_000, 1.0, tx_packets=100_000, rx_packets=99_
 def full_record(store: ResultStore, name="64B-1c-linux-ip4-ndrpdr"):
     longname = f"Embedded.Linux-Ip4.{name}"
     store.update(longname, suite="Embedded.Linux-Ip4", name=name, status="RUNNING", started=1.0, tags=["64B", "1C"])
-    store.update(longname, metrics={"ndr_pps": 541312.0, "pdr_pps": 541312.0, "ipc": "not supported (x)",
-                                    "search_complete": False}, nf="linux-ip4", sut_version="Linux 6.1",
-                 testbed="embedded", prefix="dpg0-", profile="per-commit", trials=[TRIAL], latency=None,
-                 latency_note="not measured", samples={"mrr_pps": [1.0, 2.0]})
+    store.update(
+        longname,
+        metrics={"ndr_pps": 541312.0, "pdr_pps": 541312.0, "ipc": "not supported (x)", "search_complete": False},
+        nf="linux-ip4",
+        sut_version="Linux 6.1",
+        testbed="embedded",
+        prefix="dpg0-",
+        profile="per-commit",
+        trials=[TRIAL],
+        latency=None,
+        latency_note="not measured",
+        samples={"mrr_pps": [1.0, 2.0]},
+    )
     store.update(longname, gates=[{"name": "ndr_min", "passed": True, "message": "NDR ok", "value": 1, "threshold": 0}])
     store.update(longname, status="PASS", message="", elapsed_s=12.5)
     return store.record_path(longname)
@@ -47,16 +56,19 @@ def test_commit_precedence(monkeypatch):
     assert run_commit() == "explicit"
 
 
-@pytest.mark.parametrize("patch, field", [
-    ({"status": "DONE"}, "status"),
-    ({"metrics": {"ndr_pps": -5}}, "metrics.ndr_pps"),
-    ({"metrics": {"ndr_pps": [1, 2]}}, "metrics.ndr_pps"),
-    ({"trials": [dict(TRIAL, loss_ratio=1.5)]}, "trials.0.loss_ratio"),
-    ({"trials": [{"intended_load_pps": 1.0}]}, "trials.0"),
-    ({"gates": [{"name": "x", "passed": "yes", "message": "m"}]}, "gates.0.passed"),
-    ({"test_id": "a/b"}, "test_id"),
-    ({"samples": {"mrr_pps": []}}, "samples.mrr_pps"),
-])
+@pytest.mark.parametrize(
+    "patch, field",
+    [
+        ({"status": "DONE"}, "status"),
+        ({"metrics": {"ndr_pps": -5}}, "metrics.ndr_pps"),
+        ({"metrics": {"ndr_pps": [1, 2]}}, "metrics.ndr_pps"),
+        ({"trials": [dict(TRIAL, loss_ratio=1.5)]}, "trials.0.loss_ratio"),
+        ({"trials": [{"intended_load_pps": 1.0}]}, "trials.0"),
+        ({"gates": [{"name": "x", "passed": "yes", "message": "m"}]}, "gates.0.passed"),
+        ({"test_id": "a/b"}, "test_id"),
+        ({"samples": {"mrr_pps": []}}, "samples.mrr_pps"),
+    ],
+)
 def test_invalid_records_name_the_field(tmp_path, patch, field):
     path = full_record(ResultStore(str(tmp_path)))
     rec = json.load(open(path))
@@ -81,9 +93,14 @@ def test_truncated_or_foreign_files_are_clear_errors(tmp_path):
 
 
 def test_version_1_records_are_upgraded_on_read(tmp_path):
-    old = {"schema": "dpgate.result/1", "longname": "Embedded.Linux-Ip4.64B-1c-linux-ip4-ndrpdr",
-           "suite": "Embedded.Linux-Ip4", "name": "64B-1c-linux-ip4-ndrpdr", "status": "PASS",
-           "metrics": {"ndr_pps": 5e5, "pdr_pps": 5e5, "search_profile": "per-commit"}}
+    old = {
+        "schema": "dpgate.result/1",
+        "longname": "Embedded.Linux-Ip4.64B-1c-linux-ip4-ndrpdr",
+        "suite": "Embedded.Linux-Ip4",
+        "name": "64B-1c-linux-ip4-ndrpdr",
+        "status": "PASS",
+        "metrics": {"ndr_pps": 5e5, "pdr_pps": 5e5, "search_profile": "per-commit"},
+    }
     path = tmp_path / "old.json"
     path.write_text(json.dumps(old))
     rec = load_record(str(path))
@@ -114,8 +131,11 @@ def test_typed_record_matches_the_schema():
     props = set(schema["properties"])
     assert {f.name for f in dataclasses.fields(TestRecord)} == props
     assert {v for k, v in vars(F).items() if k.isupper()} == props
-    required = {f.name for f in dataclasses.fields(TestRecord)
-                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+    required = {
+        f.name
+        for f in dataclasses.fields(TestRecord)
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    }
     assert required == set(schema["required"])
     assert schema["properties"]["schema"]["const"] == SCHEMA
     assert tuple(schema["properties"]["status"]["enum"]) == STATUSES

@@ -111,9 +111,7 @@ def test_measure_failure_raises_with_partial_trials(profile):
 
 def test_progress_called_per_trial():
     seen = []
-    r = find_ndr_pdr(
-        make_sut("hard").measure, 1e5, 1.5e6, progress=lambda i, load, res: seen.append((i, load, res))
-    )
+    r = find_ndr_pdr(make_sut("hard").measure, 1e5, 1.5e6, progress=lambda i, load, res: seen.append((i, load, res)))
     assert [i for i, _, _ in seen] == list(range(1, r.trial_count + 1))
     assert [(load, res) for _, load, res in seen] == [(t[0], t[2]) for t in r.trials]
 

@@ -9,9 +9,17 @@ from dpgate.search import find_ndr_pdr
 def trial(load: float, duration: float, surplus: int, lost: int) -> TrialResult:
     n = int(round(load * duration))
     tx = n + surplus
-    return TrialResult(intended_load_pps=load, intended_duration_s=duration, intended_packets=n, tx_packets=tx,
-                       rx_packets=tx - lost, loss_packets=lost, loss_ratio=lost / tx, tg_shortfall=0,
-                       actual_duration_s=duration)
+    return TrialResult(
+        intended_load_pps=load,
+        intended_duration_s=duration,
+        intended_packets=n,
+        tx_packets=tx,
+        rx_packets=tx - lost,
+        loss_packets=lost,
+        loss_ratio=lost / tx,
+        tg_shortfall=0,
+        actual_duration_s=duration,
+    )
 
 
 def test_surplus_packets_are_not_loss():

@@ -10,8 +10,14 @@ from dpgate.config.topology import topology_from_data
 from dpgate.model.errors import ConfigError
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "libraries")
-FORBIDDEN = [r"shell\s*=\s*True", r"\bos\.system\s*\(", r"\bos\.popen\s*\(", r"subprocess\.getoutput",
-             r"subprocess\.getstatusoutput", r"\bcommands\.getoutput"]
+FORBIDDEN = [
+    r"shell\s*=\s*True",
+    r"\bos\.system\s*\(",
+    r"\bos\.popen\s*\(",
+    r"subprocess\.getoutput",
+    r"subprocess\.getstatusoutput",
+    r"\bcommands\.getoutput",
+]
 
 
 def python_files():
@@ -38,12 +44,23 @@ def test_no_shell_command_strings(pattern):
 
 def embedded(ip_tg="198.18.255.1/24", ip_sut="198.18.255.2/24"):
     return {
-        "name": "e", "kind": "embedded", "nodes": {
-            "TG": {"type": "TG", "namespace": "{prefix}tg", "cpus": [0], "interfaces": {
-                "port0": {"name": "tg0", "mac": "02:00:00:00:00:01", "ip4": ip_tg, "link": "l1"}}},
-            "DUT1": {"type": "DUT", "namespace": "{prefix}sut", "cpus": [1], "interfaces": {
-                "port0": {"name": "sut0", "mac": "02:00:00:00:00:11", "ip4": ip_sut, "link": "l1"}}},
-        }}
+        "name": "e",
+        "kind": "embedded",
+        "nodes": {
+            "TG": {
+                "type": "TG",
+                "namespace": "{prefix}tg",
+                "cpus": [0],
+                "interfaces": {"port0": {"name": "tg0", "mac": "02:00:00:00:00:01", "ip4": ip_tg, "link": "l1"}},
+            },
+            "DUT1": {
+                "type": "DUT",
+                "namespace": "{prefix}sut",
+                "cpus": [1],
+                "interfaces": {"port0": {"name": "sut0", "mac": "02:00:00:00:00:11", "ip4": ip_sut, "link": "l1"}},
+            },
+        },
+    }
 
 
 @pytest.mark.parametrize("addr", ["10.0.0.1/24", "192.168.1.1/24", "8.8.8.8/24", "198.20.0.1/24", "127.0.0.1/8"])

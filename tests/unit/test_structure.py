@@ -27,8 +27,7 @@ MODULES = {_name(p): p for p in sorted(PKG.rglob("*.py"))}
 
 def _is_type_checking(node: ast.If) -> bool:
     t = node.test
-    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (
-        isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
+    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
 
 
 def _imports(name: str) -> Set[str]:
@@ -37,8 +36,7 @@ def _imports(name: str) -> Set[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     is_pkg = path.name == "__init__.py"
     out: Set[str] = set()
-    skip = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and _is_type_checking(node)
-            for n in ast.walk(node)}
+    skip = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and _is_type_checking(node) for n in ast.walk(node)}
     for node in ast.walk(tree):
         if id(node) in skip:
             continue

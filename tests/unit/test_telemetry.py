@@ -44,11 +44,13 @@ def test_perf_per_cpu_column_is_stripped():
 
 
 def test_perf_counts_ipc_ipp_cpp_and_interval_sum():
-    text = ("# started on x\n\n"
-            "1.000134525,2000000000,,cycles,1000,100.00,,\n"
-            "1.000134525,5000000000,,instructions,1000,100.00,2.50,insn per cycle\n"
-            "2.001253360,2000000000,,cycles,1000,100.00,,\n"
-            "2.001253360,5000000000,,instructions,1000,100.00,2.50,insn per cycle\n")
+    text = (
+        "# started on x\n\n"
+        "1.000134525,2000000000,,cycles,1000,100.00,,\n"
+        "1.000134525,5000000000,,instructions,1000,100.00,2.50,insn per cycle\n"
+        "2.001253360,2000000000,,cycles,1000,100.00,,\n"
+        "2.001253360,5000000000,,instructions,1000,100.00,2.50,insn per cycle\n"
+    )
     s = parse_perf_stat(text)
     assert s.count("cycles") == 4e9 and s.count("instructions") == 1e10
     d = derive(s, packets=1e7)
@@ -61,12 +63,15 @@ def test_perf_unsupported_propagates_to_derived_metrics():
     assert all(isinstance(v, NotSupported) for v in d.values())
 
 
-@pytest.mark.parametrize("text, words", [
-    ("", "no event lines"),
-    ("# only a comment\n", "no event lines"),
-    ("12,,\n", "line 1"),
-    ("abc,,cycles,1,100,,\n", "not a number"),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("", "no event lines"),
+        ("# only a comment\n", "no event lines"),
+        ("12,,\n", "line 1"),
+        ("abc,,cycles,1,100,,\n", "not a number"),
+    ],
+)
 def test_perf_malformed_is_a_clear_error(text, words):
     with pytest.raises(TelemetryError, match=words):
         parse_perf_stat(text)
@@ -98,8 +103,9 @@ class CannedNode:
 def test_probe_perf_on_this_host_or_a_missing_tool():
     from dpgate.model.errors import EnvironmentProblem
 
-    missing = CannedNode(raises=EnvironmentProblem("required tool 'perf' not found: install it with "
-                                                   "'apt-get install linux-perf'"))
+    missing = CannedNode(
+        raises=EnvironmentProblem("required tool 'perf' not found: install it with 'apt-get install linux-perf'")
+    )
     assert "install linux-perf" in probe_perf(missing).reason
     assert "install linux-perf" in probe_perf(CannedNode(127, "", "sh: 1: perf: not found")).reason
     assert "no CPU PMU" in probe_perf(CannedNode(0, "", fixture("perf-stat-vm-not-supported.csv"))).reason
@@ -131,20 +137,25 @@ def test_pcie_seed_figure_24_analysis():
 
 def test_pcie_csv_kind_glued_to_the_last_value():
     """pcm-pcie -csv -e prints (Total)/(Miss)/(Hit) right after the last number (pcm-pcie.h)."""
-    a = parse_pcie("Skt,PCIRdCur,ItoM,WiL\n0,1000,2000,50(Total)\n0,100,500,50(Miss)\n0,900,1500,0(Hit)\n"
-                   "1,0,1000,0(Total)\n1,0,0,0(Miss)\n1,0,1000,0(Hit)\n")
+    a = parse_pcie(
+        "Skt,PCIRdCur,ItoM,WiL\n0,1000,2000,50(Total)\n0,100,500,50(Miss)\n0,900,1500,0(Hit)\n"
+        "1,0,1000,0(Total)\n1,0,0,0(Miss)\n1,0,1000,0(Hit)\n"
+    )
     assert a.total("PCIeRdCur") == 1000 and a.total("ItoM") == 3000
     assert a.miss_rate("ItoM") == pytest.approx(500 / 3000) and a.hit("ItoM") == 2500
 
 
-@pytest.mark.parametrize("text, words", [
-    ("", "empty"),
-    ("hello\n", "no 'Skt' header"),
-    (" Skt | PCIeRdCur |  ItoM \n", "header but no socket rows"),
-    (" Skt | PCIeRdCur |  ItoM \n 0   45 M   (Total)\n", "line 2: 1 values for 2 columns"),
-    ("Skt,ItoM,WiL\n0,abc,1(Total)\n", "'abc' is not a count"),
-    ("Skt,ItoM,RFO\n0,1\n", "line 2: 1 values for 2 columns .*truncated"),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("", "empty"),
+        ("hello\n", "no 'Skt' header"),
+        (" Skt | PCIeRdCur |  ItoM \n", "header but no socket rows"),
+        (" Skt | PCIeRdCur |  ItoM \n 0   45 M   (Total)\n", "line 2: 1 values for 2 columns"),
+        ("Skt,ItoM,WiL\n0,abc,1(Total)\n", "'abc' is not a count"),
+        ("Skt,ItoM,RFO\n0,1\n", "line 2: 1 values for 2 columns .*truncated"),
+    ],
+)
 def test_pcie_malformed_is_a_clear_error(text, words):
     with pytest.raises(TelemetryError, match=words):
         parse_pcie(text)
@@ -167,8 +178,10 @@ def test_pcm_unsupported_reason_from_this_vm():
 
 
 def test_pcm_memory_bytes_per_packet():
-    text = ("|-- NODE 0 Mem Read (MB/s) :  1200.00 --||-- NODE 1 Mem Read (MB/s) :   300.00 --|\n"
-            "|-- NODE 0 Mem Write(MB/s) :   800.00 --||-- NODE 1 Mem Write(MB/s) :   100.00 --|\n")
+    text = (
+        "|-- NODE 0 Mem Read (MB/s) :  1200.00 --||-- NODE 1 Mem Read (MB/s) :   300.00 --|\n"
+        "|-- NODE 0 Mem Write(MB/s) :   800.00 --||-- NODE 1 Mem Write(MB/s) :   100.00 --|\n"
+    )
     m = parse_memory(text)
     assert m.read_mbps == {"0": 1200.0, "1": 300.0} and m.write_mbps["0"] == 800.0
     assert mem_bytes_per_packet(m, 10e6) == pytest.approx(240.0)
@@ -178,8 +191,13 @@ def test_pcm_memory_bytes_per_packet():
 
 # -- TMAM -------------------------------------------------------------------------------
 def test_tmam_level1_sums_to_100_percent():
-    ev = {"CPU_CLK_UNHALTED.THREAD_ANY": 1e9, "UOPS_RETIRED.RETIRE_SLOTS": 1.6e9, "UOPS_ISSUED.ANY": 1.9e9,
-          "INT_MISC.RECOVERY_CYCLES": 2e7, "IDQ_UOPS_NOT_DELIVERED.CORE": 4e8}
+    ev = {
+        "CPU_CLK_UNHALTED.THREAD_ANY": 1e9,
+        "UOPS_RETIRED.RETIRE_SLOTS": 1.6e9,
+        "UOPS_ISSUED.ANY": 1.9e9,
+        "INT_MISC.RECOVERY_CYCLES": 2e7,
+        "IDQ_UOPS_NOT_DELIVERED.CORE": 4e8,
+    }
     t = tmam_from_events(ev)
     assert t.retiring == pytest.approx(0.4) and t.frontend_bound == pytest.approx(0.1)
     assert t.bad_speculation == pytest.approx((1.9e9 - 1.6e9 + 8e7) / 4e9)
@@ -190,10 +208,10 @@ def test_tmam_level1_sums_to_100_percent():
 
 def test_tmam_missing_event_and_topdown_metrics():
     with pytest.raises(TelemetryError, match="IDQ_UOPS_NOT_DELIVERED.CORE"):
-        tmam_from_events({"CPU_CLK_UNHALTED.THREAD": 1, "UOPS_RETIRED.RETIRE_SLOTS": 1, "UOPS_ISSUED.ANY": 1,
-                          "INT_MISC.RECOVERY_CYCLES": 0})
-    t = tmam_from_topdown_metrics({"retiring": 41.2, "bad speculation": 3.1, "frontend bound": 15.6,
-                                   "backend bound": 40.1})
+        tmam_from_events(
+            {"CPU_CLK_UNHALTED.THREAD": 1, "UOPS_RETIRED.RETIRE_SLOTS": 1, "UOPS_ISSUED.ANY": 1, "INT_MISC.RECOVERY_CYCLES": 0}
+        )
+    t = tmam_from_topdown_metrics({"retiring": 41.2, "bad speculation": 3.1, "frontend bound": 15.6, "backend bound": 40.1})
     assert t.retiring == pytest.approx(0.412) and t.total == pytest.approx(1.0)
 
 

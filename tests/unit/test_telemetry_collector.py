@@ -59,7 +59,7 @@ class ScriptedTelemetryNode:
         try:
             in_window = argv[-2:] == ["sleep", "1"] or "-B" in argv or "-nc" in argv
             if self._barrier is not None and in_window:
-                self._barrier.wait(timeout=5)   # BrokenBarrierError unless all tools run at once
+                self._barrier.wait(timeout=5)  # BrokenBarrierError unless all tools run at once
             code, out, err = self.script(without_c_locale(argv))
         finally:
             with self._lock:
@@ -77,14 +77,23 @@ def pmu_host(topdown="metric", toplev=False):
         tool = argv[0]
         if tool == "perf":
             if "-M" in argv:
-                return (0, "", fixture("perf-stat-icx-metric-topdownl1.csv")) if topdown == "metric" else \
-                    (0, "", fixture("perf-stat-vm-metric-group-missing.csv"))
+                return (
+                    (0, "", fixture("perf-stat-icx-metric-topdownl1.csv"))
+                    if topdown == "metric"
+                    else (0, "", fixture("perf-stat-vm-metric-group-missing.csv"))
+                )
             if "--topdown" in argv:
-                return (0, "", fixture("perf-stat-skx-topdown-legacy-per-core.csv")) if topdown == "legacy" else \
-                    (234, "", fixture("perf-stat-vm-topdown-unsupported.txt"))
+                return (
+                    (0, "", fixture("perf-stat-skx-topdown-legacy-per-core.csv"))
+                    if topdown == "legacy"
+                    else (234, "", fixture("perf-stat-vm-topdown-unsupported.txt"))
+                )
             if "UOPS_ISSUED.ANY" in ",".join(argv):
-                return (0, "", fixture("perf-stat-skx-raw-tmam.csv")) if topdown == "raw" else \
-                    (129, "", fixture("perf-stat-vm-raw-tmam-events.txt"))
+                return (
+                    (0, "", fixture("perf-stat-skx-raw-tmam.csv"))
+                    if topdown == "raw"
+                    else (129, "", fixture("perf-stat-vm-raw-tmam-events.txt"))
+                )
             return 0, "", fixture("perf-stat-skx-raw-tmam.csv") if "sleep" in argv and argv[-1] != "0.01" else PERF_OK
         if tool == "which":
             return (0, "/opt/pmu-tools/toplev\n", "") if toplev else (1, "", "")
@@ -121,8 +130,23 @@ def test_metric_group_host_builds_the_argv_and_derives_everything():
     assert c.probe() == (None, None)
     assert c.plan().tmam_method == "perf-metric-TopdownL1"
     cmds = c.commands(2.0)
-    assert cmds["perf"] == ["env", "LC_ALL=C", "perf", "stat", "-x,", "-a", "-C", "2,3", "-e", ",".join(PERF_EVENTS),
-                            "-M", "TopdownL1", "--", "sleep", "2"]
+    assert cmds["perf"] == [
+        "env",
+        "LC_ALL=C",
+        "perf",
+        "stat",
+        "-x,",
+        "-a",
+        "-C",
+        "2,3",
+        "-e",
+        ",".join(PERF_EVENTS),
+        "-M",
+        "TopdownL1",
+        "--",
+        "sleep",
+        "2",
+    ]
     assert cmds["pcm-pcie"] == ["pcm-pcie", "-csv", "-e", "-B", "-i=1", "2"]
     assert cmds["pcm-memory"] == ["pcm-memory", "-csv", "-nc", "-i=1", "2"]
     packets = 2 * 29.8e6
@@ -132,13 +156,14 @@ def test_metric_group_host_builds_the_argv_and_derives_everything():
     assert v["cpp_measured"] == pytest.approx(4000123456 / packets)
     assert v["ipp"] == pytest.approx(10000308640 / packets)
     assert (v["tmam_retiring"], v["tmam_backend_bound"]) == pytest.approx((0.412, 0.401))
-    assert sum(v[k] for k in ("tmam_retiring", "tmam_bad_speculation", "tmam_frontend_bound",
-                              "tmam_backend_bound")) == pytest.approx(1.0, abs=0.002)
+    assert sum(
+        v[k] for k in ("tmam_retiring", "tmam_bad_speculation", "tmam_frontend_bound", "tmam_backend_bound")
+    ) == pytest.approx(1.0, abs=0.002)
     # pcm-pcie counted over the 2 s window: per-second rates / 29.8 Mpps
     assert v["ddio_miss_rate_itom"] == 0.0 and v["ddio_miss_rate_drd"] == pytest.approx((6552 + 11064) / (204e6 + 132e3))
     assert v["pcie_rd_bytes_per_packet"] == pytest.approx(1.5 * 64)
     assert v["wil_per_packet"] == pytest.approx(2 / 32)
-    assert isinstance(v["ddio_miss_rate_itomcachenear"], NotSupported)   # not on Skylake-SP
+    assert isinstance(v["ddio_miss_rate_itomcachenear"], NotSupported)  # not on Skylake-SP
     # pcm-memory (1505 + 895) MB/s at 29.8 Mpps
     assert v["mem_bytes_per_packet"] == pytest.approx(2400e6 / 29.8e6)
     m = rec.to_metrics()
@@ -154,7 +179,7 @@ def test_tools_of_one_window_run_at_the_same_time():
     assert node.max_parallel == 3
     window = [(a, t) for a, t in node.calls if a[-1] == "1" or a[-2:] == ["sleep", "1"]]
     assert {without_c_locale(a)[0] for a, _ in window} == {"perf", "pcm-pcie", "pcm-memory"}
-    assert all(t == 31.0 for _, t in window)   # each waits for the window + 30 s, no longer
+    assert all(t == 31.0 for _, t in window)  # each waits for the window + 30 s, no longer
 
 
 def test_legacy_topdown_then_raw_events_then_toplev_order():
@@ -169,18 +194,30 @@ def test_legacy_topdown_then_raw_events_then_toplev_order():
     argv = raw.commands(2)["perf"]
     assert argv[argv.index("-e") + 1] == ",".join(PERF_EVENTS + TMAM_RAW_EVENTS) and "-M" not in argv
     v = raw.measure(2, 1e6).values
-    assert (v["tmam_retiring"], v["tmam_bad_speculation"], v["tmam_frontend_bound"]) == pytest.approx((.4, .095, .1))
+    assert (v["tmam_retiring"], v["tmam_bad_speculation"], v["tmam_frontend_bound"]) == pytest.approx((0.4, 0.095, 0.1))
 
     node = pmu_host("none", toplev=True)
     tl = TelemetryCollector([2, 3], node)
     assert tl.plan().tmam_method == "toplev"
-    assert tl.commands(2)["toplev"] == ["/opt/pmu-tools/toplev", "-l1", "-v", "--no-desc", "-x,",
-                                        "--core", "S0-C2,S0-C3", "sleep", "2"]
+    assert tl.commands(2)["toplev"] == [
+        "/opt/pmu-tools/toplev",
+        "-l1",
+        "-v",
+        "--no-desc",
+        "-x,",
+        "--core",
+        "S0-C2,S0-C3",
+        "sleep",
+        "2",
+    ]
     rec = tl.measure(2, 1e6)
     assert rec.values["tmam_retiring"] == pytest.approx(0.4963)
     assert rec.info["tmam_source"] == "toplev"
-    assert node.argv_of("cat")[0] == ["cat", "/sys/devices/system/cpu/cpu2/topology/physical_package_id",
-                                      "/sys/devices/system/cpu/cpu2/topology/core_id"]
+    assert node.argv_of("cat")[0] == [
+        "cat",
+        "/sys/devices/system/cpu/cpu2/topology/physical_package_id",
+        "/sys/devices/system/cpu/cpu2/topology/core_id",
+    ]
 
 
 def test_no_tmam_method_says_what_was_tried():
@@ -200,7 +237,7 @@ def test_vm_host_runs_no_capture_and_reports_each_tools_reason():
     assert not c.supported and c.commands(2) == {}
     n = len(node.calls)
     m = c.measure(2, 1000).to_metrics()
-    assert len(node.calls) == n    # nothing ran for the window
+    assert len(node.calls) == n  # nothing ran for the window
     assert m["ipc"].startswith("not supported (perf: cycles") and "tmam_source" not in m
     assert m["mem_bytes_per_packet"].startswith("not supported (pcm: unsupported processor")
     assert "telemetry_window_s" not in m
@@ -211,7 +248,7 @@ def test_pcm_failing_during_the_window_marks_only_its_values():
         if argv[0] == "pcm-pcie" and "-B" in argv:
             return 1, "", "Access to Intel(r) Performance Counter Monitor has denied (no MSR or PCI CFG space access)."
         if argv[0] == "pcm-memory" and "-nc" in argv:
-            return 0, fixture("pcm-memory-skx-csv.csv")[:120], ""   # cut short
+            return 0, fixture("pcm-memory-skx-csv.csv")[:120], ""  # cut short
         return pmu_host("metric").script(argv)
 
     c = TelemetryCollector([2], ScriptedTelemetryNode(script))
@@ -268,13 +305,11 @@ class ScriptedSshClient:
 
 def test_collector_over_ssh_on_a_lab_dut():
     inner = pmu_host("metric")
-    fake = ScriptedSshClient(lambda argv: inner.script(without_c_locale(argv[2:] if argv[:2] == ["sudo", "-n"]
-                                                                         else argv)))
+    fake = ScriptedSshClient(lambda argv: inner.script(without_c_locale(argv[2:] if argv[:2] == ["sudo", "-n"] else argv)))
     node = SshNode(Ssh(host="192.0.2.10", user="lab", sudo=True), client_factory=lambda: fake, env={})
     c = TelemetryCollector([4, 5], node)
     rec = c.measure(2.0, 2 * 29.8e6)
-    assert rec.values["ipc"] == pytest.approx(2.5, rel=1e-4) and rec.values["pcie_rd_bytes_per_packet"] == \
-        pytest.approx(96.0)
+    assert rec.values["ipc"] == pytest.approx(2.5, rel=1e-4) and rec.values["pcie_rd_bytes_per_packet"] == pytest.approx(96.0)
     sent = [shlex.split(cmd) for cmd in fake.commands]
     assert ["sudo", "-n", "pcm-pcie", "-csv", "-e", "-B", "-i=1", "2"] in sent
     perf = next(a for a in sent if "perf" in a and "TopdownL1" in a and a[-1] == "2")

@@ -27,12 +27,12 @@ def mutations(base, count, seed):
         op = rnd.choice(["del", "ins", "trunc", "swap", "dup"])
         if op == "del" and t:
             i = rnd.randrange(len(t))
-            del t[i:i + rnd.randint(1, 5)]
+            del t[i : i + rnd.randint(1, 5)]
         elif op == "ins":
             i = rnd.randrange(len(t) + 1)
             t[i:i] = rnd.choice(INSERTS)
         elif op == "trunc":
-            t = t[:rnd.randrange(len(t) + 1)]
+            t = t[: rnd.randrange(len(t) + 1)]
         lines = "".join(t).splitlines(True)
         if op == "swap" and len(lines) > 1:
             i, j = rnd.randrange(len(lines)), rnd.randrange(len(lines))
@@ -70,4 +70,4 @@ def test_mutated_outputs_fail_only_with_telemetry_error(pattern, parse):
                 outcomes["parsed"] += 1
             except TelemetryError:
                 outcomes["refused"] += 1
-    assert outcomes["refused"] > 0 and outcomes["parsed"] > 0      # the mutations do reach both outcomes
+    assert outcomes["refused"] > 0 and outcomes["parsed"] > 0  # the mutations do reach both outcomes

@@ -14,10 +14,26 @@ from dpgate.telemetry.rows import tmam_bars
 
 def result(telemetry):
     return NdrPdrResult(
-        nf="l3fwd", frame_size="64B", ndr_pps=29.8e6, pdr_pps=30e6, ndr_upper_pps=None, pdr_upper_pps=None,
-        ndr_loss=0.0, pdr_loss=0.005, profile="per-commit", trials=10, search_s=1.0, cores=1, cpu_hz=2.3e9,
-        freq_source="declared", cpp_ndr=2.3e9 / 29.8e6, cpp_pdr=2.3e9 / 30e6, generator_max_pps=None,
-        limited_by=None, telemetry=telemetry)
+        nf="l3fwd",
+        frame_size="64B",
+        ndr_pps=29.8e6,
+        pdr_pps=30e6,
+        ndr_upper_pps=None,
+        pdr_upper_pps=None,
+        ndr_loss=0.0,
+        pdr_loss=0.005,
+        profile="per-commit",
+        trials=10,
+        search_s=1.0,
+        cores=1,
+        cpu_hz=2.3e9,
+        freq_source="declared",
+        cpp_ndr=2.3e9 / 29.8e6,
+        cpp_pdr=2.3e9 / 30e6,
+        generator_max_pps=None,
+        limited_by=None,
+        telemetry=telemetry,
+    )
 
 
 def skx_metrics():
@@ -58,7 +74,7 @@ def test_each_gate_keyword_passes_and_fails_on_measured_values(name, ok, bad, ke
 def test_each_gate_keyword_skips_or_fails_by_policy_with_the_reason(name, ok, bad, key):
     vm = TelemetryCollector([1], vm_host()).measure(2.0, 1000).to_metrics()
     r = result(vm)
-    reason = vm[key][len("not supported ("):-1]
+    reason = vm[key][len("not supported (") : -1]
     with pytest.raises(SkipExecution) as skip:
         getattr(Gates(telemetry_policy="skip"), name)(r, *ok)
     assert reason in str(skip.value) and "telemetry_policy=skip" in str(skip.value)
@@ -73,7 +89,7 @@ def test_ddio_gate_for_other_events_and_generations():
     for event in ("ItoM", "RFO", "PCIeRdCur", "PCIRdCur"):
         g.ddio_miss_rate_should_be_at_most(skx, event, "5%")
     with pytest.raises(Failure, match=r"DDIO DRd miss rate 0.0086% > ceiling 0.0%"):
-        g.ddio_miss_rate_should_be_at_most(skx, "DRd", "0%")     # 8.6e-05: a few misses
+        g.ddio_miss_rate_should_be_at_most(skx, "DRd", "0%")  # 8.6e-05: a few misses
     with pytest.raises(Failure, match="this CPU generation has no ItoMCacheNear event"):
         g.ddio_miss_rate_should_be_at_most(skx, "ItoMCacheNear", "5%")
     icx = result(icx_metrics())
@@ -136,6 +152,7 @@ def test_report_rows_for_the_lead():
     assert list(tmam_bars(rows)) == ["64B-2c-l3fwd"]
     pdr = report_rows([{"name": "x", "metrics": {"ipc_pdr": 1.5, "cpp_pdr": 90.0}}], suffix="_pdr")
     assert pdr[0].ipc == 1.5 and pdr[0].cpp == 90.0
-    vm_pdr = report_rows([{"name": "y", "metrics": {"telemetry_pdr": "not supported (same reasons as the NDR values)"}}],
-                         suffix="_pdr")[0]
+    vm_pdr = report_rows(
+        [{"name": "y", "metrics": {"telemetry_pdr": "not supported (same reasons as the NDR values)"}}], suffix="_pdr"
+    )[0]
     assert vm_pdr.ipc is None and vm_pdr.reasons["tmam_retiring"].startswith("not supported (same reasons")

@@ -27,12 +27,12 @@ def fixture(name):
 def test_pcm_memory_skt_labels_of_pcm_202502_and_later():
     m = parse_memory(fixture("pcm-memory-skt-table.txt"))
     assert m.read_mbps == {"0": 11186.61, "1": 11236.94} and m.write_mbps == {"0": 13250.08, "1": 13265.49}
-    assert m.total_bytes_per_s == pytest.approx(48939.12e6)          # = the "System Memory Throughput" line
+    assert m.total_bytes_per_s == pytest.approx(48939.12e6)  # = the "System Memory Throughput" line
     assert mem_bytes_per_packet(m, 29.8e6) == pytest.approx(48939.12e6 / 29.8e6)
 
 
 def test_pcm_memory_node_labels_of_old_pcm():
-    m = parse_memory(fixture("pcm-memory-pcm74-node-table.txt"))   # intel/pcm#74: 'NODE0 Mem Write (MB/s) :'
+    m = parse_memory(fixture("pcm-memory-pcm74-node-table.txt"))  # intel/pcm#74: 'NODE0 Mem Write (MB/s) :'
     assert (m.read_mbps, m.write_mbps) == ({"0": 2.06}, {"0": 1.07})
     assert m.total_bytes_per_s == pytest.approx(3.13e6)
     skx = parse_memory(fixture("pcm-memory-skx-table.txt"))
@@ -60,22 +60,27 @@ def test_pcie_miss_above_total_beyond_rounding_is_an_error():
         parse_pcie(text)
 
 
-@pytest.mark.parametrize("text", [
-    "Skt,PCIRdCur,ItoM\n0,18446744073709551000,400\n",                       # CSV: 2^64 - 616
-    " Skt | PCIeRdCur |  ItoM \n 0      18446744 T    33 M \n",               # table: unit_format of 2^64
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Skt,PCIRdCur,ItoM\n0,18446744073709551000,400\n",  # CSV: 2^64 - 616
+        " Skt | PCIeRdCur |  ItoM \n 0      18446744 T    33 M \n",  # table: unit_format of 2^64
+    ],
+)
 def test_pcie_wrapped_counters_are_refused(text):
     with pytest.raises(TelemetryError, match="near 2\\^64: a wrapped counter"):
         parse_pcie(text)
-    assert WRAP_LIMIT == 2 ** 60
+    assert WRAP_LIMIT == 2**60
 
 
 def test_toplev_public_csv_and_range_checks():
     t = parse_toplev_csv(fixture("toplev-pmt-public.csv"))
     assert (t.frontend_bound, t.bad_speculation, t.backend_bound, t.retiring) == pytest.approx((0.284, 0, 0.217, 0.499))
     head = "Area,Value,Unit,Description,Sample,Stddev,Multiplex,Bottleneck,Idle\n"
-    rows = "Frontend_Bound,{},% Slots,,,0,3,,\nBad_Speculation,0,% Slots,,,0,3,,\n" \
-           "Backend_Bound,{},% Slots,,,0,3,,\nRetiring,50,% Slots,,,0,3,,\n"
+    rows = (
+        "Frontend_Bound,{},% Slots,,,0,3,,\nBad_Speculation,0,% Slots,,,0,3,,\n"
+        "Backend_Bound,{},% Slots,,,0,3,,\nRetiring,50,% Slots,,,0,3,,\n"
+    )
     with pytest.raises(TelemetryError, match="Frontend_Bound 150 % of slots is outside 0..100 %"):
-        parse_toplev_csv(head + rows.format(150, -100))                   # adds up to 100 %, still refused
+        parse_toplev_csv(head + rows.format(150, -100))  # adds up to 100 %, still refused
     assert parse_toplev_csv(head + rows.format(20, 30)).backend_bound == pytest.approx(0.3)

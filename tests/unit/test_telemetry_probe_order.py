@@ -10,7 +10,7 @@ from test_telemetry_collector import PERF_OK, ScriptedTelemetryNode, fixture
 
 from dpgate.telemetry.collector import TelemetryCollector
 
-MISSING_GROUP = fixture("perf-stat-vm-metric-group-missing.csv")   # real: "Cannot find metric or group"
+MISSING_GROUP = fixture("perf-stat-vm-metric-group-missing.csv")  # real: "Cannot find metric or group"
 
 
 def dut(metric_group, topdown):
@@ -34,14 +34,29 @@ def dut(metric_group, topdown):
 
 VERSIONS = {
     # perf 5.x on Skylake server: no TopdownL1 metric group; --topdown prints per-core topdown events
-    "5.x": (MISSING_GROUP, (0, "", fixture("perf-stat-skx-topdown-legacy-per-core.csv")), "perf-topdown",
-            None, (0.362, 0.028, 0.21, 0.40)),
+    "5.x": (
+        MISSING_GROUP,
+        (0, "", fixture("perf-stat-skx-topdown-legacy-per-core.csv")),
+        "perf-topdown",
+        None,
+        (0.362, 0.028, 0.21, 0.40),
+    ),
     # perf 6.5-6.12: metric group headers ',<run>,<pct>,,,,TopdownL1' and metrics under them
-    "6.5-6.12": (fixture("perf-stat-6.5-spr-default.csv"), (234, "", "should not be tried"), "perf-metric-TopdownL1",
-                 37977214 / 52288305, (0.146, 0.027, 0.125, 0.701)),
+    "6.5-6.12": (
+        fixture("perf-stat-6.5-spr-default.csv"),
+        (234, "", "should not be tried"),
+        "perf-metric-TopdownL1",
+        37977214 / 52288305,
+        (0.146, 0.027, 0.125, 0.701),
+    ),
     # perf >= 6.13: the threshold column after each metric
-    ">=6.13": (fixture("perf-stat-6.13-layout-metric-topdownl1.csv"), (234, "", "should not be tried"),
-               "perf-metric-TopdownL1", 2.5, (0.102, 0.076, 0.51, 0.311)),
+    ">=6.13": (
+        fixture("perf-stat-6.13-layout-metric-topdownl1.csv"),
+        (234, "", "should not be tried"),
+        "perf-metric-TopdownL1",
+        2.5,
+        (0.102, 0.076, 0.51, 0.311),
+    ),
 }
 
 
@@ -54,14 +69,14 @@ def test_probe_order_per_perf_generation(version):
     argv = c.commands(2.0)["perf"]
     assert argv[:2] == ["env", "LC_ALL=C"]
     if method == "perf-topdown":
-        assert argv[-5:-3] == ["--topdown", "--no-metric-only"]     # keep the cycles/instructions lines
-        assert node.argv_of("perf", "-M")                         # -M TopdownL1 was tried first
+        assert argv[-5:-3] == ["--topdown", "--no-metric-only"]  # keep the cycles/instructions lines
+        assert node.argv_of("perf", "-M")  # -M TopdownL1 was tried first
     else:
         assert not node.argv_of("perf", "--topdown")
     rec = c.measure(2.0, 2 * 29.8e6)
     v = rec.values
     if ipc is None:
-        assert "not supported" in str(v["ipc"])                   # the legacy fixture counts no cycles
+        assert "not supported" in str(v["ipc"])  # the legacy fixture counts no cycles
     else:
         assert v["ipc"] == pytest.approx(ipc)
     got = (v["tmam_retiring"], v["tmam_bad_speculation"], v["tmam_frontend_bound"], v["tmam_backend_bound"])
@@ -73,7 +88,7 @@ def test_hybrid_dut_says_which_core_pmu():
     node = dut(fixture("perf-stat-6.5-adl-hybrid-default.csv"), (234, "", "x"))
 
     def script(argv):
-        if argv[0] == "perf" and argv[-1] == "2":     # the window: the hybrid output
+        if argv[0] == "perf" and argv[-1] == "2":  # the window: the hybrid output
             return 0, "", fixture("perf-stat-6.5-adl-hybrid-default.csv")
         return node.script(argv)
 

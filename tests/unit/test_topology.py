@@ -40,10 +40,15 @@ def lab_data():
                 "ssh": {"host": "10.0.0.1", "key_file": "~/.ssh/id_ed25519"},
                 "cpus": [2, 3],
                 "interfaces": {
-                    "port0": {"name": "ens1f0", "mac": "3c:fd:fe:00:00:01", "link": "l1",
-                              "pci": "0000:18:00.0", "speed": "25Gbps", "numa": 0},
-                    "port1": {"name": "ens1f1", "mac": "3c:fd:fe:00:00:02", "link": "l2",
-                              "pci": "18:00.1", "speed": "25Gbps"},
+                    "port0": {
+                        "name": "ens1f0",
+                        "mac": "3c:fd:fe:00:00:01",
+                        "link": "l1",
+                        "pci": "0000:18:00.0",
+                        "speed": "25Gbps",
+                        "numa": 0,
+                    },
+                    "port1": {"name": "ens1f1", "mac": "3c:fd:fe:00:00:02", "link": "l2", "pci": "18:00.1", "speed": "25Gbps"},
                 },
             },
             "DUT1": {
@@ -71,6 +76,7 @@ def load_err(data, source=SRC, prefix=None) -> ConfigError:
 
 
 # -- valid files ---------------------------------------------------------------
+
 
 def test_embedded_file_loads_into_typed_objects():
     topo = load_topology(EMBEDDED)
@@ -129,6 +135,7 @@ def test_lab_topology_loads():
 
 
 # -- one ConfigError per mistake ------------------------------------------------
+
 
 def test_missing_nodes(data):
     del data["nodes"]
@@ -200,8 +207,9 @@ def test_overlapping_cpu_lists(data):
     assert "different CPUs" in err.reason and "[1]" in err.reason
 
 
-@pytest.mark.parametrize("cpus, needle", [("0", "expected a list"), ([-1], ">= 0"), (["a"], "expected an integer"),
-                                          ([1.5], "expected an integer")])
+@pytest.mark.parametrize(
+    "cpus, needle", [("0", "expected a list"), ([-1], ">= 0"), (["a"], "expected an integer"), ([1.5], "expected an integer")]
+)
 def test_bad_cpus(data, cpus, needle):
     data["nodes"]["TG"]["cpus"] = cpus
     err = load_err(data)
@@ -260,18 +268,25 @@ def test_unknown_key(data, where, key, path):
         (lambda d: d.__setitem__("kind", "cloud"), "kind", "expected one of 'embedded'"),
         (lambda d: d["nodes"]["TG"].__setitem__("type", "tg"), "nodes.TG.type", "expected one of 'TG', 'DUT'"),
         (lambda d: d["nodes"]["TG"].__setitem__("generator", "pktgen"), "nodes.TG.generator", "'tcpreplay'"),
-        (lambda d: d["nodes"]["TG"]["interfaces"]["port0"].__setitem__("name", "a-very-long-ifname0"),
-         "nodes.TG.interfaces.port0.name", "1..15 characters"),
-        (lambda d: d["nodes"]["DUT1"].__setitem__("cpu_freq", {"source": "declared"}),
-         "nodes.DUT1.cpu_freq.hz", "hz is missing"),
-        (lambda d: d["nodes"]["DUT1"].__setitem__("cpu_freq", {"source": "declared", "hz": -1}),
-         "nodes.DUT1.cpu_freq.hz", "> 0"),
-        (lambda d: d["nodes"]["DUT1"].__setitem__("cpu_freq", {"source": "guessed"}),
-         "nodes.DUT1.cpu_freq.source", "'declared', 'detected'"),
+        (
+            lambda d: d["nodes"]["TG"]["interfaces"]["port0"].__setitem__("name", "a-very-long-ifname0"),
+            "nodes.TG.interfaces.port0.name",
+            "1..15 characters",
+        ),
+        (lambda d: d["nodes"]["DUT1"].__setitem__("cpu_freq", {"source": "declared"}), "nodes.DUT1.cpu_freq.hz", "hz is missing"),
+        (lambda d: d["nodes"]["DUT1"].__setitem__("cpu_freq", {"source": "declared", "hz": -1}), "nodes.DUT1.cpu_freq.hz", "> 0"),
+        (
+            lambda d: d["nodes"]["DUT1"].__setitem__("cpu_freq", {"source": "guessed"}),
+            "nodes.DUT1.cpu_freq.source",
+            "'declared', 'detected'",
+        ),
         (lambda d: d["nodes"]["DUT1"].__setitem__("type", "TG"), "nodes", "exactly one node of type TG, found 2"),
         (lambda d: d["nodes"].pop("DUT1"), "nodes", "at least one node of type DUT"),
-        (lambda d: d["nodes"]["TG"]["interfaces"]["port0"].__setitem__("mac", 2), "nodes.TG.interfaces.port0.mac",
-         "expected a MAC"),
+        (
+            lambda d: d["nodes"]["TG"]["interfaces"]["port0"].__setitem__("mac", 2),
+            "nodes.TG.interfaces.port0.mac",
+            "expected a MAC",
+        ),
         (lambda d: d["nodes"]["TG"].__setitem__("interfaces", None), "nodes.TG.interfaces", "expected a mapping"),
         (lambda d: d.__setitem__("prefix", ["a-"]), "prefix", "expected a string"),
     ],
@@ -317,6 +332,7 @@ def test_lab_ssh_missing_host():
 
 
 # -- files --------------------------------------------------------------------
+
 
 def test_yaml_syntax_error_names_line(tmp_path):
     p = tmp_path / "broken.yaml"

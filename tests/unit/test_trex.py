@@ -14,8 +14,9 @@ TOPO = "topologies/lab-2node.example.yaml"
 
 def gen(client, kind="ip4", size=64, bidir=False, **kw):
     topo = load_topology(TOPO)
-    return TrexGenerator(topo, make_profile(kind, size, bidirectional=bidir), client=client, api=fake_api(),
-                         settle_s=0.0, rx_delay_ms=0, **kw)
+    return TrexGenerator(
+        topo, make_profile(kind, size, bidirectional=bidir), client=client, api=fake_api(), settle_s=0.0, rx_delay_ms=0, **kw
+    )
 
 
 def test_trial_discipline_order_and_counts():
@@ -90,14 +91,17 @@ def test_ip4_imix_streams_weights_and_checksum_fix():
     assert {cmd[2]["pkt_offset"] for cmd in vm[1:3]} == {26, 30}
 
 
-@pytest.mark.parametrize("text, cls, words", [
-    ("*** [RPC] - Failed to get server response from tcp://10.0.0.9:4501", EnvironmentProblem, "unreachable"),
-    ("Port 0 : *** port is already taken by 'alice'", EnvironmentProblem, "port 0 is held by 'alice'"),
-    ("port(s) [0]: must be acquired", EnvironmentProblem, "port busy"),
-    ("port(s) [1]: link is DOWN - check the connection or specify 'force'", EnvironmentProblem, "link down"),
-    ("Mismatch between client and server versions", EnvironmentProblem, "API mismatch"),
-    ("something else", TrialError, "TRex error"),
-])
+@pytest.mark.parametrize(
+    "text, cls, words",
+    [
+        ("*** [RPC] - Failed to get server response from tcp://10.0.0.9:4501", EnvironmentProblem, "unreachable"),
+        ("Port 0 : *** port is already taken by 'alice'", EnvironmentProblem, "port 0 is held by 'alice'"),
+        ("port(s) [0]: must be acquired", EnvironmentProblem, "port busy"),
+        ("port(s) [1]: link is DOWN - check the connection or specify 'force'", EnvironmentProblem, "link down"),
+        ("Mismatch between client and server versions", EnvironmentProblem, "API mismatch"),
+        ("something else", TrialError, "TRex error"),
+    ],
+)
 def test_trex_errors_are_one_clear_message(text, cls, words):
     e = explain_trex_error(RuntimeError(text), "10.0.0.9")
     assert isinstance(e, cls) and words in str(e) and "10.0.0.9" in str(e)
@@ -152,6 +156,7 @@ def test_a_packet_or_two_short_per_port_is_trex_granularity_not_loss():
 
 # -- what the real TRex refuses, through the fake --------------------------------------
 
+
 def test_port_held_by_another_client_is_busy_naming_the_holder_and_never_stolen():
     c = FakeTrexClient(held_by={1: "alice"})
     with pytest.raises(EnvironmentProblem, match="port 1 is held by 'alice'"):
@@ -182,8 +187,14 @@ def test_l2_profile_turns_the_ports_promiscuous_after_reset():
 def test_the_fake_refuses_an_unsigned_add_val_like_the_server():
     c = FakeTrexClient()
     c.acquired.add(0)
-    bad = ("STLStream", (), {"mode": ("STLTXCont", (), {"pps": 1}), "packet": ("STLPktBuilder", (), {
-        "vm": ("STLScVmRaw", [("STLVmWrFlowVar", (), {"add_val": 3323068417})])})})
+    bad = (
+        "STLStream",
+        (),
+        {
+            "mode": ("STLTXCont", (), {"pps": 1}),
+            "packet": ("STLPktBuilder", (), {"vm": ("STLScVmRaw", [("STLVmWrFlowVar", (), {"add_val": 3323068417})])}),
+        },
+    )
     with pytest.raises(RuntimeError, match="'add_value' is 'uint', expecting 'int'"):
         c.add_streams([bad], ports=[0])
     gen(c).measure(1e5, 1.0)  # ours pass: 198.18.0.1 is sent as 198.18.0.1 - 2**32
@@ -198,12 +209,19 @@ def test_frames_coming_back_on_the_sending_port_are_lost_not_delivered():
 
 
 def test_rx_delay_is_asked_only_with_flow_stat_streams():
-    g = TrexGenerator(load_topology(TOPO), make_profile("ip4", 64), client=FakeTrexClient(), api=fake_api(),
-                      settle_s=0.0, rx_delay_ms=100)
+    g = TrexGenerator(
+        load_topology(TOPO), make_profile("ip4", 64), client=FakeTrexClient(), api=fake_api(), settle_s=0.0, rx_delay_ms=100
+    )
     g.measure(1e5, 1.0)
     assert dict(next(k for n, k in g.client.calls if n == "wait_on_traffic"))["rx_delay_ms"] is None
-    g2 = TrexGenerator(load_topology(TOPO), make_profile("ip4", 64, bidirectional=True), client=FakeTrexClient(),
-                       api=fake_api(), settle_s=0.0, rx_delay_ms=100)
+    g2 = TrexGenerator(
+        load_topology(TOPO),
+        make_profile("ip4", 64, bidirectional=True),
+        client=FakeTrexClient(),
+        api=fake_api(),
+        settle_s=0.0,
+        rx_delay_ms=100,
+    )
     g2.measure(1e5, 1.0)
     assert dict(next(k for n, k in g2.client.calls if n == "wait_on_traffic"))["rx_delay_ms"] == 100
 
@@ -233,8 +251,9 @@ def test_late_frames_are_waited_for_until_the_rx_counters_stop_moving():
             return out
 
     c = Late()
-    r = TrexGenerator(load_topology(TOPO), make_profile("ip4", 64), client=c, api=fake_api(), settle_s=2.0,
-                      rx_delay_ms=0).measure(1e5, 1.0)
+    r = TrexGenerator(
+        load_topology(TOPO), make_profile("ip4", 64), client=c, api=fake_api(), settle_s=2.0, rx_delay_ms=0
+    ).measure(1e5, 1.0)
     assert r.rx_packets == 100_000 and r.loss_packets == 0 and c.reads == 4  # 3rd and 4th read agree
 
 
@@ -258,8 +277,9 @@ def test_a_dead_server_ends_the_trial_and_the_session_without_talking_to_it():
             return "pid 7 killed by signal 9; log /x/server.log"
 
     c = FakeTrexClient(stretch_s=5.0)  # traffic "active" until the death is noticed
-    g = TrexGenerator(load_topology(TOPO), make_profile("ip4", 64), client=c, api=fake_api(), settle_s=0.0,
-                      rx_delay_ms=0, trex_server=Dead())
+    g = TrexGenerator(
+        load_topology(TOPO), make_profile("ip4", 64), client=c, api=fake_api(), settle_s=0.0, rx_delay_ms=0, trex_server=Dead()
+    )
     with pytest.raises(TrialError, match=r"TRex server 10.30.51.20 died during the trial at 100000 pps \(pid 7 killed"):
         g.measure(1e5, 1.0)
     assert ("disconnect", {"stop_traffic": False, "release_ports": False}) in c.calls and not g.connected

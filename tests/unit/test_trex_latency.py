@@ -23,8 +23,7 @@ def _hdrh():
 
 def latency_stats(**errors):
     """TRex-shaped ``stats["latency"]`` for pg_ids 1 and 2 (min 5, avg 6.5, max 300 us, hdrh)."""
-    lat = {"latency": {"total_min": 5, "average": 6.5, "total_max": 300, "hdrh": _hdrh()},
-           "err_cntrs": {"dropped": 0, **errors}}
+    lat = {"latency": {"total_min": 5, "average": 6.5, "total_max": 300, "hdrh": _hdrh()}, "err_cntrs": {"dropped": 0, **errors}}
     return {1: lat, 2: lat}
 
 
@@ -38,8 +37,15 @@ class FakeTrexClientWithLatency(FakeTrexClient):
 
 
 def _gen(client, bidir=True, kind="ip4", size=64, latency_pps=10_000):
-    return TrexGenerator(load_topology(TOPO), make_profile(kind, size, bidirectional=bidir), client=client,
-                         api=fake_api(), settle_s=0.0, rx_delay_ms=0, latency_pps=latency_pps)
+    return TrexGenerator(
+        load_topology(TOPO),
+        make_profile(kind, size, bidirectional=bidir),
+        client=client,
+        api=fake_api(),
+        settle_s=0.0,
+        rx_delay_ms=0,
+        latency_pps=latency_pps,
+    )
 
 
 def _streams(client):
@@ -70,14 +76,14 @@ def test_latency_streams_per_direction_with_pg_ids_and_absolute_rates():
 def test_latency_rate_is_capped_at_a_tenth_of_a_low_port_rate():
     c = FakeTrexClientWithLatency()
     r = _gen(c, bidir=False).measure(20_000, 1.0)
-    (_, streams), = _streams(c)
+    ((_, streams),) = _streams(c)
     assert streams[-1][2]["mode"][2]["pps"] == pytest.approx(2_000) and r.details["latency_pps"] == 2_000
 
 
 def test_imix_latency_stream_uses_the_smallest_frame_and_data_keeps_weights():
     c = FakeTrexClientWithLatency()
     _gen(c, bidir=False, size="IMIX").measure(480_000, 1.0)
-    (_, streams), = _streams(c)
+    ((_, streams),) = _streams(c)
     pps = [s[2]["mode"][2]["pps"] for s in streams[:-1]]
     assert pps == pytest.approx([x * (480_000 - 10_000) / 48 for x in (28, 16, 4)])
     lat_pkt = streams[-1][2]["packet"][2]["pkt_buffer"]
@@ -115,6 +121,13 @@ def test_link_down_before_trials_is_one_clear_error():
     c = FakeTrexClient()
     c.get_port_attr = lambda p: {"link": "DOWN" if p == 1 else "UP"}
     with pytest.raises(EnvironmentProblem, match=r"link down.*\[1\]"):
-        TrexGenerator(load_topology(TOPO), make_profile("ip4", 64, bidirectional=True), client=c, api=fake_api(),
-                      settle_s=0.0, rx_delay_ms=0, link_wait_s=0.6).measure(1e6, 1.0)
+        TrexGenerator(
+            load_topology(TOPO),
+            make_profile("ip4", 64, bidirectional=True),
+            client=c,
+            api=fake_api(),
+            settle_s=0.0,
+            rx_delay_ms=0,
+            link_wait_s=0.6,
+        ).measure(1e6, 1.0)
     assert "start" not in [n for n, _ in c.calls]

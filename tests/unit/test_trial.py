@@ -20,8 +20,16 @@ FIX = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 
 
 #: Public names (issue 2, part 6; `dpgate trial --json` keys). Changing them breaks users.
 PUBLIC_FIELDS = {
-    "intended_load_pps", "intended_duration_s", "intended_packets", "tx_packets", "rx_packets",
-    "loss_packets", "loss_ratio", "tg_shortfall", "actual_duration_s", "limited_by",
+    "intended_load_pps",
+    "intended_duration_s",
+    "intended_packets",
+    "tx_packets",
+    "rx_packets",
+    "loss_packets",
+    "loss_ratio",
+    "tg_shortfall",
+    "actual_duration_s",
+    "limited_by",
 }
 
 
@@ -36,6 +44,7 @@ def test_doctests():
 
 
 # -- loss arithmetic ------------------------------------------------------------------
+
 
 def test_from_counts_basic():
     r = TrialResult.from_counts(100_000, 2.0, tx_packets=199_000, rx_packets=198_000)
@@ -74,8 +83,17 @@ def test_from_counts_table(load, dur, tx, rx, intended, loss, shortfall):
 
 def test_from_counts_explicit_intended_and_extras():
     r = TrialResult.from_counts(
-        50_000, 2.0, tx_packets=99_000, rx_packets=98_500, actual_duration_s=1.98, intended_packets=99_999,
-        limited_by=LIMITED_BY_GENERATOR, sut_drops=500, tg_drops=3, frame_size="64", details={"x": 1},
+        50_000,
+        2.0,
+        tx_packets=99_000,
+        rx_packets=98_500,
+        actual_duration_s=1.98,
+        intended_packets=99_999,
+        limited_by=LIMITED_BY_GENERATOR,
+        sut_drops=500,
+        tg_drops=3,
+        frame_size="64",
+        details={"x": 1},
     )
     assert r.intended_packets == 99_999
     assert r.loss_packets == 1_499 and r.tg_shortfall == 999
@@ -98,8 +116,17 @@ def test_total_loss():
 
 
 def test_zero_duration_rates():
-    r = TrialResult(intended_load_pps=1.0, intended_duration_s=0.0, intended_packets=0, tx_packets=0, rx_packets=0,
-                    loss_packets=0, loss_ratio=0.0, tg_shortfall=0, actual_duration_s=0.0)
+    r = TrialResult(
+        intended_load_pps=1.0,
+        intended_duration_s=0.0,
+        intended_packets=0,
+        tx_packets=0,
+        rx_packets=0,
+        loss_packets=0,
+        loss_ratio=0.0,
+        tg_shortfall=0,
+        actual_duration_s=0.0,
+    )
     assert r.rx_rate_pps == 0.0 and r.tx_rate_pps == 0.0
 
 
@@ -123,10 +150,17 @@ def test_public_field_names_stable():
 
 # -- tcpreplay 4.4.3 output (recorded) -----------------------------------------------------
 
+
 def test_tcpreplay_complete_run():
     out = parse_tcpreplay_output(fixture("tcpreplay", "complete-20kpps.txt"))
-    assert out == {"sent": 20000, "bytes": 1_200_000, "seconds": pytest.approx(0.999959), "failed": 0,
-                   "retried_enobufs": 0, "retried_eagain": 0}
+    assert out == {
+        "sent": 20000,
+        "bytes": 1_200_000,
+        "seconds": pytest.approx(0.999959),
+        "failed": 0,
+        "retried_enobufs": 0,
+        "retried_eagain": 0,
+    }
 
 
 def test_tcpreplay_interrupted_with_enobufs():
@@ -151,6 +185,7 @@ def test_tcpreplay_output_missing_or_partial():
 
 # -- OVS 3.1 pmd-stats-show (recorded) -------------------------------------------------
 
+
 def test_ovs_pmd_stats_afpacket_main_thread_has_no_cycles():
     out = parse_pmd_stats(fixture("ovs", "pmd-stats-show-afpacket-20kpps.txt"))
     assert out["packets"] == 20000
@@ -168,21 +203,32 @@ def test_ovs_pmd_stats_pmd_thread_cycles():
 
 
 def test_ovs_pmd_stats_two_threads_weighted():
-    text = ("pmd thread numa_id 0 core_id 1:\n  packets received: 100\n"
-            "  avg processing cycles per packet: 10.00 (1000/100)\n"
-            "pmd thread numa_id 0 core_id 2:\n  packets received: 300\n"
-            "  avg processing cycles per packet: 30.00 (9000/300)\n")
+    text = (
+        "pmd thread numa_id 0 core_id 1:\n  packets received: 100\n"
+        "  avg processing cycles per packet: 10.00 (1000/100)\n"
+        "pmd thread numa_id 0 core_id 2:\n  packets received: 300\n"
+        "  avg processing cycles per packet: 30.00 (9000/300)\n"
+    )
     out = parse_pmd_stats(text)
     assert out["packets"] == 400 and out["cycles_per_packet"] == pytest.approx(10000 / 400)
 
 
 # -- DPDK 22.11 testpmd stop block (recorded) ---------------------------------------------
 
+
 def test_testpmd_forward_stats_20kpps():
     out = parse_forward_stats(fixture("testpmd", "stop-io-20kpps.txt"))
-    assert out == {"rx_packets": 20000, "rx_dropped": 0, "tx_packets": 20000, "tx_dropped": 0,
-                   "cycles_per_packet": pytest.approx(21251.39), "cycles_mhz": 2600,
-                   "cycles": 425027815, "cycles_packets": 20000, "cycles_include_idle": 1.0}
+    assert out == {
+        "rx_packets": 20000,
+        "rx_dropped": 0,
+        "tx_packets": 20000,
+        "tx_dropped": 0,
+        "cycles_per_packet": pytest.approx(21251.39),
+        "cycles_mhz": 2600,
+        "cycles": 425027815,
+        "cycles_packets": 20000,
+        "cycles_include_idle": 1.0,
+    }
 
 
 def test_testpmd_cumulative_stats_delta_per_trial():

@@ -16,8 +16,7 @@ from dpgate.testbeds.embedded.testbed import check_environment, cleanup_prefix
 def add_parser(sub) -> None:
     c = sub.add_parser("cleanup", help="remove namespaces/processes left by a killed run")
     c.add_argument("--prefix", default="dpg")
-    c.add_argument("--force", action="store_true",
-                   help="also remove testbeds a live run owns (that run will fail)")
+    c.add_argument("--force", action="store_true", help="also remove testbeds a live run owns (that run will fail)")
     c.set_defaults(func=cmd_cleanup)
 
 
@@ -26,8 +25,11 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
     live = live_testbeds(args.prefix)
     if live and not args.force:
         name, owner = live[0]
-        raise Busy(f"testbed {name} is in use by {owner.describe()}: not cleaning it up; wait for that run "
-                   f"to end, or pass --force to remove it anyway (that run will fail)", owner)
+        raise Busy(
+            f"testbed {name} is in use by {owner.describe()}: not cleaning it up; wait for that run "
+            f"to end, or pass --force to remove it anyway (that run will fail)",
+            owner,
+        )
     for name, owner in live:
         print(f"dpgate: --force: removing testbed {name} of the live run pid {owner.pid}", file=sys.stderr)
     lock = None if live else testbed_lock(args.prefix).acquire(wait=0, command="dpgate cleanup")

@@ -67,18 +67,29 @@ def add_parser(sub) -> None:
     g.add_argument("--exclude", action="append", default=[], help="skip tests with this tag (repeatable)")
     g.add_argument("--variable", action="append", default=[], help="extra Robot variable NAME:VALUE")
     g.add_argument("--junit", default=None, help="JUnit path (default <outdir>/junit.xml)")
-    g.add_argument("--history", default=None,
-                   help="history store for the regression check (default <outdir>/history)")
+    g.add_argument("--history", default=None, help="history store for the regression check (default <outdir>/history)")
     g.add_argument("--no-history", action="store_true", help="no regression check against history")
     g.add_argument("--no-history-add", action="store_true", help="check against history but do not add this run")
-    g.add_argument("--min-change", type=_percent("--min-change"), default=3.0,
-                   help="smallest change in %% the regression check reports (default 3)")
+    g.add_argument(
+        "--min-change",
+        type=_percent("--min-change"),
+        default=3.0,
+        help="smallest change in %% the regression check reports (default 3)",
+    )
     g.add_argument("--commit", default=None, help="commit under test (default: CI_COMMIT_SHA / GIT_COMMIT / GITHUB_SHA)")
     g.add_argument("--mrr-trials", type=int, default=None, help="MRR trials after each search (default 3; 0 = none)")
-    g.add_argument("--inject-cost", type=_percent("--inject-cost"), default=0.0,
-                   help="fault injection: make the SUT do this %% more work per packet (tc filters, testpmd noisy)")
-    g.add_argument("--sut-cpu-steal", type=_percent("--sut-cpu-steal"), default=0.0,
-                   help="fault injection: take this %% of the SUT core(s) away (shows the regression check works)")
+    g.add_argument(
+        "--inject-cost",
+        type=_percent("--inject-cost"),
+        default=0.0,
+        help="fault injection: make the SUT do this %% more work per packet (tc filters, testpmd noisy)",
+    )
+    g.add_argument(
+        "--sut-cpu-steal",
+        type=_percent("--sut-cpu-steal"),
+        default=0.0,
+        help="fault injection: take this %% of the SUT core(s) away (shows the regression check works)",
+    )
     add_wait_option(g)
     g.set_defaults(func=cmd_gate)
 
@@ -105,11 +116,23 @@ def history_dir(args) -> Optional[str]:
 
 def robot_argv(args) -> List[str]:
     junit = os.path.abspath(args.junit or os.path.join(args.outdir, "junit.xml"))
-    argv = [sys.executable, "-m", "robot", "--outputdir", args.outdir, "--console", "quiet",
-            "--listener", f"dpgate.listener.DpgateListener:{junit}",
-            "--prerunmodifier", "dpgate.robotmods.CaseTags",
-            "--variable", f"SEARCH_PROFILE:{args.profile}",
-            "--variable", f"TELEMETRY_POLICY:{args.telemetry_policy}"]
+    argv = [
+        sys.executable,
+        "-m",
+        "robot",
+        "--outputdir",
+        args.outdir,
+        "--console",
+        "quiet",
+        "--listener",
+        f"dpgate.listener.DpgateListener:{junit}",
+        "--prerunmodifier",
+        "dpgate.robotmods.CaseTags",
+        "--variable",
+        f"SEARCH_PROFILE:{args.profile}",
+        "--variable",
+        f"TELEMETRY_POLICY:{args.telemetry_policy}",
+    ]
     if args.thresholds:
         argv += ["--variable", f"THRESHOLDS_FILE:{os.path.abspath(args.thresholds)}"]
     if args.topology:
@@ -199,8 +222,7 @@ def _run_gate(args, locks: List[FileLock]) -> int:
     # is forwarded as the user's insistence. If we die, the kernel sends Robot SIGTERM.
     env = dict(os.environ)
     fds = inherit(env, *locks[1:])  # Robot's testbed set-up must not wait for its own parent
-    proc = subprocess.Popen(robot_argv(args), start_new_session=True, preexec_fn=_die_with_parent,
-                            env=env, pass_fds=fds)
+    proc = subprocess.Popen(robot_argv(args), start_new_session=True, preexec_fn=_die_with_parent, env=env, pass_fds=fds)
     interrupted: Optional[int] = None
     received = 0
 
@@ -239,12 +261,20 @@ def _run_gate(args, locks: List[FileLock]) -> int:
         print("\n" + history_summary(records, hist))
         if not interrupted and not args.no_history_add:
             n = add_to_history(args.outdir, hist, args.commit, only_passed=True)
-            print(f"history: added {n} passing test(s) of this run to {hist}"
-                  + (" (runs with injected faults are never added)" if getattr(args, "sut_cpu_steal", 0) or getattr(args, "inject_cost", 0) else ""))
+            print(
+                f"history: added {n} passing test(s) of this run to {hist}"
+                + (
+                    " (runs with injected faults are never added)"
+                    if getattr(args, "sut_cpu_steal", 0) or getattr(args, "inject_cost", 0)
+                    else ""
+                )
+            )
     out = os.path.abspath(args.outdir)
-    print(f"\nreport: {os.path.join(out, 'report.html')}\nlog:    {os.path.join(out, 'log.html')}\n"
-          f"junit:  {os.path.abspath(junit)}\nmetrics: {os.path.join(out, 'metrics.txt')} (OpenMetrics), "
-          f"{os.path.join(out, 'results.csv')}\nresults: {os.path.join(out, 'dpgate')}")
+    print(
+        f"\nreport: {os.path.join(out, 'report.html')}\nlog:    {os.path.join(out, 'log.html')}\n"
+        f"junit:  {os.path.abspath(junit)}\nmetrics: {os.path.join(out, 'metrics.txt')} (OpenMetrics), "
+        f"{os.path.join(out, 'results.csv')}\nresults: {os.path.join(out, 'dpgate')}"
+    )
     if interrupted:
         print(f"dpgate: interrupted by signal {interrupted}: finished tests kept, teardown ran", file=sys.stderr)
         return 128 + interrupted
@@ -259,7 +289,6 @@ def _run_gate(args, locks: List[FileLock]) -> int:
 def _die_with_parent() -> None:
     """In the Robot child: get SIGTERM when dpgate dies (Linux prctl PR_SET_PDEATHSIG)."""
     try:
-
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
     except (OSError, AttributeError):  # pragma: no cover - non-Linux
         pass
@@ -292,4 +321,3 @@ def summary_table(records: List[Dict]) -> str:
     if len(lines) == 2:
         lines.append("(no test produced a result)")
     return "\n".join(lines)
-

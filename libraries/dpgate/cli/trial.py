@@ -59,8 +59,13 @@ def _wait(text: str) -> float:
 
 def add_wait_option(parser: argparse.ArgumentParser) -> None:
     """``--wait-testbed DURATION`` (trial, gate): how long to wait for a testbed another run owns."""
-    parser.add_argument("--wait-testbed", type=_wait, default="10m", metavar="DURATION",
-                        help="wait this long for a testbed another run owns, e.g. 90s, 10m, 0 (default 10m)")
+    parser.add_argument(
+        "--wait-testbed",
+        type=_wait,
+        default="10m",
+        metavar="DURATION",
+        help="wait this long for a testbed another run owns, e.g. 90s, 10m, 0 (default 10m)",
+    )
 
 
 def add_parser(sub) -> None:
@@ -81,8 +86,12 @@ def add_parser(sub) -> None:
 
 def cmd_trial(args: argparse.Namespace) -> int:
     session = EmbeddedSession(
-        args.topology, args.sut, frame_size=args.frame_size, flows=args.flows,
-        bidirectional=args.bidirectional, prefix=args.prefix,
+        args.topology,
+        args.sut,
+        frame_size=args.frame_size,
+        flows=args.flows,
+        bidirectional=args.bidirectional,
+        prefix=args.prefix,
         calibrate=not args.no_calibrate or args.rate.percent is not None,
     )
     lock = hold_testbed(session.topology.prefix, args.wait_testbed, "dpgate trial")

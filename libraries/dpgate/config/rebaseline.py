@@ -112,8 +112,7 @@ def render(cases, runs: int, min_runs: int, min_margin: float) -> str:
         n = len(vals.get("ndr_pps", []))
         if n < min_runs:
             raise ConfigError(
-                f"{nf} {size}: only {n} usable run(s) (need {min_runs}); run more healthy "
-                "'dpgate gate' runs or lower --min-runs",
+                f"{nf} {size}: only {n} usable run(s) (need {min_runs}); run more healthy 'dpgate gate' runs or lower --min-runs",
                 path="rebaseline",
             )
         by_nf.setdefault(nf, {})[size] = derive_case(vals, min_margin, ceil)
@@ -126,9 +125,7 @@ def render(cases, runs: int, min_runs: int, min_margin: float) -> str:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    ap = argparse.ArgumentParser(
-        prog="python -m dpgate.config.rebaseline", description=__doc__.split("\n")[0]
-    )
+    ap = argparse.ArgumentParser(prog="python -m dpgate.config.rebaseline", description=__doc__.split("\n")[0])
     ap.add_argument("runs", nargs="+", help="output directories of healthy 'dpgate gate' runs")
     ap.add_argument("--min-runs", type=int, default=5)
     ap.add_argument("--min-margin", type=float, default=0.03)

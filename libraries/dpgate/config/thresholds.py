@@ -104,8 +104,9 @@ class CaseThresholds:
     disturbance_max: Optional[str] = field(default=None, metadata={"check": _ratio_check})
 
     def merged(self, other: CaseThresholds) -> CaseThresholds:
-        vals = {f.name: getattr(other, f.name) if getattr(other, f.name) is not None else getattr(self, f.name)
-                for f in fields(self)}
+        vals = {
+            f.name: getattr(other, f.name) if getattr(other, f.name) is not None else getattr(self, f.name) for f in fields(self)
+        }
         return CaseThresholds(**vals)
 
     def rate(self, key: str) -> Optional[float]:
@@ -146,8 +147,8 @@ class ThresholdFile:
         (a core tag like ``2T1C``) then < 'all-<tag>' < '<frame size>-<tag>'."""
         if nf not in self.nfs:
             raise ConfigError(
-                f"no thresholds for NF {nf!r}; known: {', '.join(sorted(self.nfs))}. Add it under nfs:",
-                self.source, f"nfs.{nf}")
+                f"no thresholds for NF {nf!r}; known: {', '.join(sorted(self.nfs))}. Add it under nfs:", self.source, f"nfs.{nf}"
+            )
         tag = frame_size_tag(parse_frame_size(frame_size))
         cases = {}
         for k, v in self.nfs[nf].items():

@@ -90,7 +90,8 @@ class Interface:
     pps_limit: Optional[float] = field(default=None, metadata={"check": positive})
     driver: Optional[str] = None
     kind: Optional[Literal["pci", "af_packet", "memif"]] = field(
-        default=None, metadata={"doc": "pci (default when pci is set), af_packet or memif"})
+        default=None, metadata={"doc": "pci (default when pci is set), af_packet or memif"}
+    )
     memif: Optional[Memif] = None
 
     def validate(self):
@@ -141,12 +142,11 @@ class Ssh:
     user: str = "root"
     port: int = field(default=22, metadata={"check": positive})
     key_file: Optional[str] = None
-    password_env: Optional[str] = field(
-        default=None, metadata={"doc": "name of the environment variable holding the password"}
-    )
+    password_env: Optional[str] = field(default=None, metadata={"doc": "name of the environment variable holding the password"})
     sudo: bool = False
     known_hosts: Optional[str] = field(
-        default=None, metadata={"doc": "known_hosts file with the host's key (else ~/.ssh/known_hosts)"})
+        default=None, metadata={"doc": "known_hosts file with the host's key (else ~/.ssh/known_hosts)"}
+    )
     timeout_s: float = field(default=30.0, metadata={"check": positive})
 
     def validate(self):
@@ -202,8 +202,9 @@ class Topology:
     nodes: Dict[str, NodeSpec]
     prefix: str = field(
         default="dpg0-",
-        metadata={"check": lambda v: None if _PREFIX.match(v) else
-                  "expected 1..10 characters [a-z0-9-] starting with a letter or digit"},
+        metadata={
+            "check": lambda v: None if _PREFIX.match(v) else "expected 1..10 characters [a-z0-9-] starting with a letter or digit"
+        },
     )
     source: str = ""
 
@@ -248,7 +249,10 @@ class Topology:
             tg_cpus = set(self.tg.cpus)
             dut_cpus = set(self.dut.cpus)
             if tg_cpus & dut_cpus:
-                return (f"nodes.{duts[0]}.cpus", f"generator and SUT must use different CPUs, both use {sorted(tg_cpus & dut_cpus)}")
+                return (
+                    f"nodes.{duts[0]}.cpus",
+                    f"generator and SUT must use different CPUs, both use {sorted(tg_cpus & dut_cpus)}",
+                )
         return None
 
     @property

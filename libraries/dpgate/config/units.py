@@ -64,18 +64,14 @@ def parse_rate(text: Union[str, int, float], what: str = "rate") -> Rate:
     else:
         m = re.fullmatch(_NUM + r"\s*(%|[a-zA-Z]*)", str(text).strip())
         if not m:
-            raise UnitError(
-                f"{what} {text!r} is not a rate: write e.g. 50kpps, 14.88 Mpps, 200000 or 75%"
-            )
+            raise UnitError(f"{what} {text!r} is not a rate: write e.g. 50kpps, 14.88 Mpps, 200000 or 75%")
         value, unit = float(m.group(1)), (m.group(2) or "pps").lower()
     if unit == "%":
         if not 0 < value <= 100:
             raise UnitError(f"{what} {text!r}: a percentage must be in (0, 100]")
         return Rate(percent=value)
     if unit not in _RATE_UNITS:
-        raise UnitError(
-            f"{what} {text!r}: unknown unit {unit!r}; accepted: pps, kpps, Mpps, Gpps or %"
-        )
+        raise UnitError(f"{what} {text!r}: unknown unit {unit!r}; accepted: pps, kpps, Mpps, Gpps or %")
     pps = value * _RATE_UNITS[unit]
     if not pps > 0:
         raise UnitError(f"{what} {text!r} must be greater than 0")
@@ -114,14 +110,11 @@ def parse_frame_size(text: Union[str, int], what: str = "frame size") -> FrameSi
         m = re.fullmatch(r"([0-9]+)\s*[bB]?", t)
         if not m:
             raise UnitError(
-                f"{what} {text!r} is not a frame size: write a number of bytes "
-                f"{MIN_FRAME}..{MAX_FRAME} (e.g. 64B) or IMIX"
+                f"{what} {text!r} is not a frame size: write a number of bytes {MIN_FRAME}..{MAX_FRAME} (e.g. 64B) or IMIX"
             )
         size = int(m.group(1))
     if not MIN_FRAME <= size <= MAX_FRAME:
-        raise UnitError(
-            f"{what} {size} is out of range: accepted {MIN_FRAME}..{MAX_FRAME} bytes or IMIX"
-        )
+        raise UnitError(f"{what} {size} is out of range: accepted {MIN_FRAME}..{MAX_FRAME} bytes or IMIX")
     return size
 
 

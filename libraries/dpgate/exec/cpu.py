@@ -31,8 +31,10 @@ def detect_cpu_hz(node: Node, cpu: int = 0) -> float:
     for line in res.stdout.splitlines():
         if line.lower().startswith("cpu mhz"):
             return float(line.split(":")[1]) * 1e6
-    raise EnvironmentProblem(f"cannot detect the CPU frequency of CPU {cpu} on {getattr(node, 'name', 'the node')}: "
-                             "declare it in the topology (cpu_freq: {source: declared, hz: 2.5e9})")
+    raise EnvironmentProblem(
+        f"cannot detect the CPU frequency of CPU {cpu} on {getattr(node, 'name', 'the node')}: "
+        "declare it in the topology (cpu_freq: {source: declared, hz: 2.5e9})"
+    )
 
 
 def cpu_times(cpus: Iterable[int]) -> Dict[int, List[int]]:

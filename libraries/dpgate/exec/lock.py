@@ -85,8 +85,14 @@ class Owner:
     def from_json(cls, text: str) -> Optional[Owner]:
         try:
             d = json.loads(text)
-            return cls(int(d["pid"]), str(d.get("command", "?")), [str(a) for a in d.get("argv", [])],
-                       float(d.get("started", 0.0)), str(d.get("host", "")), str(d.get("token", "")))
+            return cls(
+                int(d["pid"]),
+                str(d.get("command", "?")),
+                [str(a) for a in d.get("argv", [])],
+                float(d.get("started", 0.0)),
+                str(d.get("host", "")),
+                str(d.get("token", "")),
+            )
         except (ValueError, KeyError, TypeError):
             return None
 
@@ -218,8 +224,11 @@ class FileLock:
             owner = owner or Owner(0, "unknown (no owner record)")
             if owner.pid and not pid_alive(owner.pid):
                 kids = [p for p in pids_holding(self.path) if p != os.getpid()]
-                owner.note = "exited; " + (f"pid {', '.join(map(str, kids))} it started still holds the lock"
-                                           if kids else "a process it started still holds the lock")
+                owner.note = "exited; " + (
+                    f"pid {', '.join(map(str, kids))} it started still holds the lock"
+                    if kids
+                    else "a process it started still holds the lock"
+                )
             return owner
         finally:
             os.close(fd)
@@ -236,8 +245,10 @@ class FileLock:
             os.makedirs(os.path.dirname(self.path), exist_ok=True)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         except OSError as err:
-            raise EnvironmentProblem(f"cannot create the lock file {self.path} of {self.what}: {err.strerror}; "
-                                     f"run as root, or point {LOCK_DIR_ENV} at a writable directory") from None
+            raise EnvironmentProblem(
+                f"cannot create the lock file {self.path} of {self.what}: {err.strerror}; "
+                f"run as root, or point {LOCK_DIR_ENV} at a writable directory"
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as err:
@@ -280,8 +291,13 @@ class FileLock:
                 return h
         return None
 
-    def acquire(self, wait: float = 0.0, progress: Optional[Callable[[str], None]] = None,
-                command: Optional[str] = None, poll: float = 0.5) -> FileLock:
+    def acquire(
+        self,
+        wait: float = 0.0,
+        progress: Optional[Callable[[str], None]] = None,
+        command: Optional[str] = None,
+        poll: float = 0.5,
+    ) -> FileLock:
         """Take the lock, waiting up to ``wait`` s (a progress line every 30 s), else raise Busy."""
         start = time.monotonic()
         next_note = start
@@ -294,8 +310,10 @@ class FileLock:
                 waited = f" (waited {format_wait(now - start)})" if wait > 0 else ""
                 raise Busy(f"{self.what} is in use by {holder.describe()}{waited}; {self.hint}", holder)
             if progress is not None and now >= next_note:
-                progress(f"dpgate: {self.what} is in use by {holder.describe()}; waiting "
-                         f"({format_wait(now - start)} of at most {format_wait(wait)})")
+                progress(
+                    f"dpgate: {self.what} is in use by {holder.describe()}; waiting "
+                    f"({format_wait(now - start)} of at most {format_wait(wait)})"
+                )
                 next_note = now + PROGRESS_EVERY_S
             time.sleep(min(poll + random.uniform(0, poll / 4), max(0.01, wait - (now - start))))
 
@@ -375,8 +393,11 @@ def live_testbeds(prefix: str) -> List[Tuple[str, Owner]]:
 
 def outdir_lock(outdir: str) -> FileLock:
     """The lock of a results directory: two live runs never write into one."""
-    return FileLock(os.path.join(outdir, ".dpgate.lock"), f"output directory {outdir}",
-                    hint="pass another --outdir, or wait for that run to end")
+    return FileLock(
+        os.path.join(outdir, ".dpgate.lock"),
+        f"output directory {outdir}",
+        hint="pass another --outdir, or wait for that run to end",
+    )
 
 
 def inherit(env: MutableMapping[str, str], *locks: FileLock) -> Tuple[int, ...]:

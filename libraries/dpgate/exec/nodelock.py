@@ -45,8 +45,16 @@ LAB_HINT = "another pipeline is using this lab DUT: wait, or run on another lab 
 class NodeLock:
     """The lock of one lab node; ``what`` names it in messages (``DUT DUT1``)."""
 
-    def __init__(self, node: Any, what: str = "DUT", path: str = DEFAULT_PATH, lease_s: float = DEFAULT_LEASE_S,
-                 command: Optional[str] = None, hint: str = LAB_HINT, owner: Optional[Owner] = None):
+    def __init__(
+        self,
+        node: Any,
+        what: str = "DUT",
+        path: str = DEFAULT_PATH,
+        lease_s: float = DEFAULT_LEASE_S,
+        command: Optional[str] = None,
+        hint: str = LAB_HINT,
+        owner: Optional[Owner] = None,
+    ):
         self.node, self.what, self.path, self.lease_s, self.hint = node, what, path, float(lease_s), hint
         self.record = owner or me(command)
         self.held = False
@@ -136,8 +144,7 @@ class NodeLock:
             return
         self._run("rm", "-rf", aside)
 
-    def acquire(self, wait: float = 0.0, progress: Optional[Callable[[str], None]] = None,
-                poll: float = 2.0) -> NodeLock:
+    def acquire(self, wait: float = 0.0, progress: Optional[Callable[[str], None]] = None, poll: float = 2.0) -> NodeLock:
         """Take the lock, waiting up to ``wait`` s (a progress line every 30 s), else raise Busy."""
         start = time.monotonic()
         next_note = start
@@ -148,11 +155,16 @@ class NodeLock:
             now = time.monotonic()
             if now - start >= wait:
                 waited = f" (waited {format_wait(now - start)})" if wait > 0 else ""
-                raise Busy(f"{self.what} is in use by {holder.describe()}"
-                           f"{' on ' + holder.host if holder.host else ''}{waited}; {self.hint}", holder)
+                raise Busy(
+                    f"{self.what} is in use by {holder.describe()}"
+                    f"{' on ' + holder.host if holder.host else ''}{waited}; {self.hint}",
+                    holder,
+                )
             if progress is not None and now >= next_note:
-                progress(f"dpgate: {self.what} is in use by {holder.describe()}; waiting "
-                         f"({format_wait(now - start)} of at most {format_wait(wait)})")
+                progress(
+                    f"dpgate: {self.what} is in use by {holder.describe()}; waiting "
+                    f"({format_wait(now - start)} of at most {format_wait(wait)})"
+                )
                 next_note = now + 30.0
             time.sleep(min(poll + random.uniform(0, poll / 4), max(0.01, wait - (now - start))))
 

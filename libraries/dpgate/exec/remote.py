@@ -74,8 +74,14 @@ class LocalNode:
     def __init__(self, ns: Optional[str] = None, sudo: bool = False, name: str = "local"):
         self.ns, self.sudo, self.name = ns, sudo, name
 
-    def run(self, argv: Sequence[str], timeout: float = 30.0, check: bool = True,
-            sudo: Optional[bool] = None, input: Optional[str] = None) -> Result:
+    def run(
+        self,
+        argv: Sequence[str],
+        timeout: float = 30.0,
+        check: bool = True,
+        sudo: Optional[bool] = None,
+        input: Optional[str] = None,
+    ) -> Result:
         full = with_sudo(argv, self.sudo if sudo is None else sudo)
         res = runner.run(full, ns=self.ns, timeout=timeout, check=check, input=input)
         return Result(list(res.args), res.returncode, res.stdout or "", res.stderr or "")
@@ -91,8 +97,14 @@ class SshNode:
     dict); ``client_factory`` builds the paramiko-like client (tests pass a fake).
     """
 
-    def __init__(self, ssh: Any, name: str = "", env: Optional[dict] = None,
-                 client_factory: Optional[Callable[[], Any]] = None, log: Optional[Callable[[str], None]] = None):
+    def __init__(
+        self,
+        ssh: Any,
+        name: str = "",
+        env: Optional[dict] = None,
+        client_factory: Optional[Callable[[], Any]] = None,
+        log: Optional[Callable[[str], None]] = None,
+    ):
         self.ssh = ssh
         self.name = name or ssh.host
         self.env = os.environ if env is None else env
@@ -107,8 +119,9 @@ class SshNode:
             return None
         value = self.env.get(var)
         if not value:
-            raise EnvironmentProblem(f"{self.name}: environment variable {var} (ssh.password_env) is not set: "
-                                     f"export it, or use ssh.key_file")
+            raise EnvironmentProblem(
+                f"{self.name}: environment variable {var} (ssh.password_env) is not set: export it, or use ssh.key_file"
+            )
         return value
 
     @property
@@ -147,24 +160,43 @@ class SshNode:
         if key and not os.path.isfile(key):
             raise ConfigError(f"ssh.key_file {self.ssh.key_file!r} does not exist", path=f"{self.name}.ssh.key_file")
         client = self._factory()
-        self.log(f"ssh {self.ssh.user}@{self.ssh.host}:{self.ssh.port} "
-                 f"({'key ' + key if key else 'password from $' + str(self.ssh.password_env) if password else 'agent'})")
+        self.log(
+            f"ssh {self.ssh.user}@{self.ssh.host}:{self.ssh.port} "
+            f"({'key ' + key if key else 'password from $' + str(self.ssh.password_env) if password else 'agent'})"
+        )
         try:
-            client.connect(self.ssh.host, port=self.ssh.port, username=self.ssh.user, password=password,
-                           key_filename=key, timeout=self.ssh.timeout_s, allow_agent=password is None and key is None,
-                           look_for_keys=password is None and key is None)
+            client.connect(
+                self.ssh.host,
+                port=self.ssh.port,
+                username=self.ssh.user,
+                password=password,
+                key_filename=key,
+                timeout=self.ssh.timeout_s,
+                allow_agent=password is None and key is None,
+                look_for_keys=password is None and key is None,
+            )
         except Exception as err:
             raise EnvironmentProblem(
                 f"{self.name}: cannot SSH to {self.ssh.user}@{self.ssh.host}:{self.ssh.port}: "
-                f"{mask(str(err), self._secrets)}" + (
+                f"{mask(str(err), self._secrets)}"
+                + (
                     f". If the host key is unknown, check it and add it: ssh-keyscan -p {self.ssh.port} "
-                    f"{self.ssh.host} >> ~/.ssh/known_hosts" if "known_hosts" in str(err) or "host key" in str(err).lower()
-                    else "")) from None
+                    f"{self.ssh.host} >> ~/.ssh/known_hosts"
+                    if "known_hosts" in str(err) or "host key" in str(err).lower()
+                    else ""
+                )
+            ) from None
         self._client = client
         return client
 
-    def run(self, argv: Sequence[str], timeout: float = 30.0, check: bool = True,
-            sudo: Optional[bool] = None, input: Optional[str] = None) -> Result:
+    def run(
+        self,
+        argv: Sequence[str],
+        timeout: float = 30.0,
+        check: bool = True,
+        sudo: Optional[bool] = None,
+        input: Optional[str] = None,
+    ) -> Result:
         cmd = remote_command(argv, self.ssh.sudo if sudo is None else sudo)
         self.log(f"{self.name}$ {mask(cmd, self._secrets)}")
         client = self.connect()
@@ -179,8 +211,10 @@ class SshNode:
         except DpgateError:
             raise
         except Exception as exc:  # socket.timeout, paramiko.SSHException
-            raise DpgateError(f"{self.name}: {mask(cmd, self._secrets)!r} failed or timed out after "
-                              f"{timeout:g} s: {mask(str(exc), self._secrets)}") from None
+            raise DpgateError(
+                f"{self.name}: {mask(cmd, self._secrets)!r} failed or timed out after "
+                f"{timeout:g} s: {mask(str(exc), self._secrets)}"
+            ) from None
         res = Result(with_sudo(argv, self.ssh.sudo if sudo is None else sudo), code, out, err)
         if check and code != 0:
             raise runner.CommandError(res.argv, code, mask(err or out, self._secrets))

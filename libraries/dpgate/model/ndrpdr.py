@@ -46,14 +46,23 @@ class NdrPdrResult:
     def metrics(self) -> Dict[str, Any]:
         bits = (average_frame_size(parse_frame_size(self.frame_size)) + 20) * 8
         m: Dict[str, Any] = {
-            "ndr_pps": round(self.ndr_pps, 1), "pdr_pps": round(self.pdr_pps, 1),
-            "ndr_mpps": round(self.ndr_pps / 1e6, 6), "pdr_mpps": round(self.pdr_pps / 1e6, 6),
-            "ndr_gbps": round(self.ndr_pps * bits / 1e9, 6), "pdr_gbps": round(self.pdr_pps * bits / 1e9, 6),
-            "ndr_loss_goal": self.ndr_loss, "pdr_loss_goal": self.pdr_loss,
-            "cpp": round(self.cpp_ndr, 1), "cpp_pdr": round(self.cpp_pdr, 1),
-            "cores": self.cores, "cpu_hz": self.cpu_hz, "freq_source": self.freq_source,
-            "trials": self.trials, "search_seconds": round(self.search_s, 2),
-            "search_profile": self.profile, "frame_size": self.frame_size,
+            "ndr_pps": round(self.ndr_pps, 1),
+            "pdr_pps": round(self.pdr_pps, 1),
+            "ndr_mpps": round(self.ndr_pps / 1e6, 6),
+            "pdr_mpps": round(self.pdr_pps / 1e6, 6),
+            "ndr_gbps": round(self.ndr_pps * bits / 1e9, 6),
+            "pdr_gbps": round(self.pdr_pps * bits / 1e9, 6),
+            "ndr_loss_goal": self.ndr_loss,
+            "pdr_loss_goal": self.pdr_loss,
+            "cpp": round(self.cpp_ndr, 1),
+            "cpp_pdr": round(self.cpp_pdr, 1),
+            "cores": self.cores,
+            "cpu_hz": self.cpu_hz,
+            "freq_source": self.freq_source,
+            "trials": self.trials,
+            "search_seconds": round(self.search_s, 2),
+            "search_profile": self.profile,
+            "frame_size": self.frame_size,
             "generator_max_pps": round(self.generator_max_pps, 1) if self.generator_max_pps else "n/a",
             "limited_by": self.limited_by or "sut",
         }
@@ -64,8 +73,9 @@ class NdrPdrResult:
         if self.mrr_samples:
             mrr = sum(self.mrr_samples) / len(self.mrr_samples)
             m["mrr_pps"] = round(mrr, 1)
-            m["mrr_limited_by"] = ("generator" if self.generator_max_pps and mrr >= CEILING_MARGIN * self.generator_max_pps
-                                   else "sut")
+            m["mrr_limited_by"] = (
+                "generator" if self.generator_max_pps and mrr >= CEILING_MARGIN * self.generator_max_pps else "sut"
+            )
         if self.sut_cpp_measured is not None:
             m["cpp_sut_measured"] = round(self.sut_cpp_measured, 1)
         m.update(self.telemetry)

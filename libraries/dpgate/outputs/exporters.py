@@ -10,8 +10,11 @@ from dpgate.model.record import F
 
 
 def _num_metrics(rec: Dict) -> Dict[str, float]:
-    return {k: float(v) for k, v in sorted((rec.get(F.METRICS) or {}).items())
-            if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    return {
+        k: float(v)
+        for k, v in sorted((rec.get(F.METRICS) or {}).items())
+        if isinstance(v, (int, float)) and not isinstance(v, bool)
+    }
 
 
 def write_openmetrics(records: Iterable[Dict], path: str) -> str:
@@ -21,7 +24,7 @@ def write_openmetrics(records: Iterable[Dict], path: str) -> str:
         labels = f'test="{_esc(rec.get(F.NAME, ""))}",suite="{_esc(rec.get(F.SUITE, ""))}"'
         for key, value in _num_metrics(rec).items():
             lines.append(f"dpgate_{key}{{{labels}}} {value:.6g}")
-        lines.append(f'dpgate_passed{{{labels}}} {1 if rec.get(F.STATUS) == "PASS" else 0}')
+        lines.append(f"dpgate_passed{{{labels}}} {1 if rec.get(F.STATUS) == 'PASS' else 0}")
     with open(path, "w") as fh:
         fh.write("\n".join(lines) + "\n")
     return path
@@ -39,6 +42,15 @@ def write_csv(records: Iterable[Dict], path: str) -> str:
         w.writerow(["test", "status", "ndr_pps", "pdr_pps", "cpp", "trials", "search_seconds"])
         for r in recs:
             m = r.get(F.METRICS, {})
-            w.writerow([r.get(F.NAME, ""), r.get(F.STATUS, ""), m.get("ndr_pps", ""), m.get("pdr_pps", ""),
-                        m.get("cpp", ""), m.get("trials", ""), m.get("search_seconds", "")])
+            w.writerow(
+                [
+                    r.get(F.NAME, ""),
+                    r.get(F.STATUS, ""),
+                    m.get("ndr_pps", ""),
+                    m.get("pdr_pps", ""),
+                    m.get("cpp", ""),
+                    m.get("trials", ""),
+                    m.get("search_seconds", ""),
+                ]
+            )
     return path

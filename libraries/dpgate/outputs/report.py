@@ -50,8 +50,8 @@ class Case:
     name: str
     nf: str
     size: str
-    threads: Optional[int]   # None: the name has no thread count (embedded "1c")
-    cores: int               # physical cores
+    threads: Optional[int]  # None: the name has no thread count (embedded "1c")
+    cores: int  # physical cores
     status: str
     message: str
     metrics: Dict[str, Any]
@@ -90,8 +90,17 @@ def case_of(rec: Dict[str, Any]) -> Case:
     else:
         size, cores, threads = str(metrics.get("frame_size", "?")), int(metrics.get("cores", 1) or 1), None
         nf = rec.get(F.NF, "?")
-    return Case(name, nf, size, threads, cores, rec.get(F.STATUS, "?"), rec.get(F.MESSAGE, ""), metrics,
-                rec.get(F.LATENCY) if isinstance(rec.get(F.LATENCY), dict) else None)
+    return Case(
+        name,
+        nf,
+        size,
+        threads,
+        cores,
+        rec.get(F.STATUS, "?"),
+        rec.get(F.MESSAGE, ""),
+        metrics,
+        rec.get(F.LATENCY) if isinstance(rec.get(F.LATENCY), dict) else None,
+    )
 
 
 def _cases(outdir: str) -> List[Case]:
@@ -135,9 +144,13 @@ def _verdicts(cases: List[Case], base: Dict[str, Case], regress: Dict[str, str])
     rows, classes = [], []
     for c in cases:
         b = base.get(c.name)
-        row = [c.name, f"{(c.num('ndr_pps') or 0.0) / 1e6:.3f}", f"{(c.num('pdr_pps') or 0.0) / 1e6:.3f}",
-               _pct(c.num("ndr_pps"), b.num("ndr_pps") if b else None),
-               _pct(c.num("pdr_pps"), b.num("pdr_pps") if b else None)]
+        row = [
+            c.name,
+            f"{(c.num('ndr_pps') or 0.0) / 1e6:.3f}",
+            f"{(c.num('pdr_pps') or 0.0) / 1e6:.3f}",
+            _pct(c.num("ndr_pps"), b.num("ndr_pps") if b else None),
+            _pct(c.num("pdr_pps"), b.num("pdr_pps") if b else None),
+        ]
         if regress:
             row.append(regress.get(c.name, "-"))
         row.append(f"{c.status} {c.message}".strip())
@@ -160,20 +173,41 @@ def _efficiency(cases: List[Case], dest: str) -> str:
             return f"n/s [{reasons.index(text) + 1}]"
         return text
 
-    rows = [[f"{c.nf} {c.tag}", f"{(c.num('ndr_pps') or 0.0) / 1e6:.3f}", cell(c, "ipp"), cell(c, "ipc"), c.text("cpp"),
-             cell(c, "cpp_measured"), c.text("cpp_sut_measured"), c.text("cpp_busy")] for c in sel]
-    table = _table([f"NF, cores ({size})", "NDR Mpps", "IPP", "IPC", "CPP derived", "CPP perf",
-                    "CPP SUT-reported", "CPP busy"], rows)
+    rows = [
+        [
+            f"{c.nf} {c.tag}",
+            f"{(c.num('ndr_pps') or 0.0) / 1e6:.3f}",
+            cell(c, "ipp"),
+            cell(c, "ipc"),
+            c.text("cpp"),
+            cell(c, "cpp_measured"),
+            c.text("cpp_sut_measured"),
+            c.text("cpp_busy"),
+        ]
+        for c in sel
+    ]
+    table = _table(
+        [f"NF, cores ({size})", "NDR Mpps", "IPP", "IPC", "CPP derived", "CPP perf", "CPP SUT-reported", "CPP busy"], rows
+    )
     if reasons:
         table += "<p>" + "<br>".join(f"n/s [{i}]: {_e(r)}" for i, r in enumerate(reasons, 1)) + "</p>"
-    plot_rows = [{"label": f"{c.nf} {c.tag}", "ipp": c.num("ipp"), "ipc": c.num("ipc"), "cpp": c.num("cpp"),
-                  "mpps": (c.num("ndr_pps") or 0) / 1e6} for c in sel]
+    plot_rows = [
+        {
+            "label": f"{c.nf} {c.tag}",
+            "ipp": c.num("ipp"),
+            "ipc": c.num("ipc"),
+            "cpp": c.num("cpp"),
+            "mpps": (c.num("ndr_pps") or 0) / 1e6,
+        }
+        for c in sel
+    ]
     plots.efficiency_bars(plot_rows, os.path.join(dest, "efficiency.png"))
-    return ("<h2>Efficiency (seed 000 Tables 4-5, Figures 7, 9, 10, 11)</h2>"
-            "<p>CPP derived = core Hz x cores / NDR pps; CPP perf = cycles counted by perf / packets; "
-            "CPP SUT-reported = the SUT's own counter (testpmd, OVS PMD); CPP busy = SUT core busy time x Hz / "
-            "forwarded pps. They are related by CPP = IPP / IPC.</p>"
-            + table + _img(dest, "efficiency.png", "efficiency bars"))
+    return (
+        "<h2>Efficiency (seed 000 Tables 4-5, Figures 7, 9, 10, 11)</h2>"
+        "<p>CPP derived = core Hz x cores / NDR pps; CPP perf = cycles counted by perf / packets; "
+        "CPP SUT-reported = the SUT's own counter (testpmd, OVS PMD); CPP busy = SUT core busy time x Hz / "
+        "forwarded pps. They are related by CPP = IPP / IPC.</p>" + table + _img(dest, "efficiency.png", "efficiency bars")
+    )
 
 
 def _per_nf(cases: List[Case], dest: str) -> str:
@@ -184,13 +218,26 @@ def _per_nf(cases: List[Case], dest: str) -> str:
     for nf in sorted(by_nf):
         rows = sorted(by_nf[nf], key=lambda c: (_SIZE_ORDER.get(c.size, 2), c.size, c.cores, c.threads or 0))
         png = f"nf-{_slug(nf)}.png"
-        plots.throughput_bars(nf, [{"size": c.size, "cores": c.tag, "ndr": c.num("ndr_pps") or 0.0,
-                                    "pdr": c.num("pdr_pps") or 0.0} for c in rows], os.path.join(dest, png))
-        table = _table(["test", "NDR Mpps", "PDR Mpps", "CPP", "limited by", "search"],
-                       [[c.name, f"{(c.num('ndr_pps') or 0.0) / 1e6:.3f}", f"{(c.num('pdr_pps') or 0.0) / 1e6:.3f}", c.text("cpp"),
-                         c.text("limited_by"),
-                         f"{c.text('search_profile')}, {c.text('trials')} trials, {c.text('search_seconds')} s"]
-                        for c in rows], [c.status for c in rows])
+        plots.throughput_bars(
+            nf,
+            [{"size": c.size, "cores": c.tag, "ndr": c.num("ndr_pps") or 0.0, "pdr": c.num("pdr_pps") or 0.0} for c in rows],
+            os.path.join(dest, png),
+        )
+        table = _table(
+            ["test", "NDR Mpps", "PDR Mpps", "CPP", "limited by", "search"],
+            [
+                [
+                    c.name,
+                    f"{(c.num('ndr_pps') or 0.0) / 1e6:.3f}",
+                    f"{(c.num('pdr_pps') or 0.0) / 1e6:.3f}",
+                    c.text("cpp"),
+                    c.text("limited_by"),
+                    f"{c.text('search_profile')}, {c.text('trials')} trials, {c.text('search_seconds')} s",
+                ]
+                for c in rows
+            ],
+            [c.status for c in rows],
+        )
         parts.append(f"<h3>{_e(nf)}</h3>{_img(dest, png, f'NDR/PDR of {nf}')}{table}")
     return "<h2>Throughput per NF</h2>" + "\n".join(parts)
 
@@ -221,9 +268,11 @@ def _speedups(cases: List[Case], dest: str) -> str:
 
     ht_points, series = speedup_data(cases)
     if not ht_points and not series:
-        return ("<h2>Speedups (seed 000 Figures 13-14)</h2><p>Not applicable: these results hold each NF at one "
-                "core configuration (e.g. the embedded testbed's single SUT core). Run lab suites at 1, 2 and 4 cores "
-                "with HT off and on to get the HT and multi-core speedup plots.</p>")
+        return (
+            "<h2>Speedups (seed 000 Figures 13-14)</h2><p>Not applicable: these results hold each NF at one "
+            "core configuration (e.g. the embedded testbed's single SUT core). Run lab suites at 1, 2 and 4 cores "
+            "with HT off and on to get the HT and multi-core speedup plots.</p>"
+        )
     parts = ["<h2>Speedups (seed 000 Figures 13-14)</h2>"]
     if ht_points:
         plots.ht_speedup_bars(ht_points, os.path.join(dest, "ht-speedup.png"))
@@ -239,8 +288,9 @@ def _speedups(cases: List[Case], dest: str) -> str:
             for cores, pps in sorted(pts):
                 if cores > 1:
                     s = multi_core_speedup(one, pps, cores)
-                    rows.append([f"{nf} {size} {label} {cores}C", f"{s.measured:.2f}x", f"{s.ideal:.0f}x",
-                                 f"{s.deviation_pct:+.1f} %"])
+                    rows.append(
+                        [f"{nf} {size} {label} {cores}C", f"{s.measured:.2f}x", f"{s.ideal:.0f}x", f"{s.deviation_pct:+.1f} %"]
+                    )
     if rows:
         parts.append(_table(["NF, size, HT, cores", "speedup", "perfect", "vs perfect"], rows))
     return "\n".join(parts)
@@ -248,18 +298,25 @@ def _speedups(cases: List[Case], dest: str) -> str:
 
 def _tmam(cases: List[Case], dest: str) -> str:
 
-    have = {f"{c.nf} {c.size} {c.tag}": Tmam(*(c.num(k) or 0.0 for k in TMAM_KEYS))
-            for c in cases if all(c.num(k) is not None for k in TMAM_KEYS)}
+    have = {
+        f"{c.nf} {c.size} {c.tag}": Tmam(*(c.num(k) or 0.0 for k in TMAM_KEYS))
+        for c in cases
+        if all(c.num(k) is not None for k in TMAM_KEYS)
+    }
     if not have:
-        reasons = sorted({str(c.metrics.get("tmam_retiring")) for c in cases
-                          if isinstance(c.metrics.get("tmam_retiring"), str)})
+        reasons = sorted({str(c.metrics.get("tmam_retiring")) for c in cases if isinstance(c.metrics.get("tmam_retiring"), str)})
         why = "; ".join(reasons) if reasons else "no TMAM telemetry in these results"
         return f"<h2>TMAM level 1 (seed 000 Figure 20)</h2><p>Not available: {_e(why)}</p>"
     plot_tmam_bars(have, os.path.join(dest, "tmam.png"))
-    rows = [[k, *(f"{getattr(t, a) * 100:.1f} %" for a in ("retiring", "bad_speculation", "frontend_bound",
-                                                          "backend_bound"))] for k, t in have.items()]
-    return ("<h2>TMAM level 1 (seed 000 Figure 20)</h2>" + _img(dest, "tmam.png", "TMAM level 1")
-            + _table(["test", "Retiring", "Bad Speculation", "Frontend Bound", "Backend Bound"], rows))
+    rows = [
+        [k, *(f"{getattr(t, a) * 100:.1f} %" for a in ("retiring", "bad_speculation", "frontend_bound", "backend_bound"))]
+        for k, t in have.items()
+    ]
+    return (
+        "<h2>TMAM level 1 (seed 000 Figure 20)</h2>"
+        + _img(dest, "tmam.png", "TMAM level 1")
+        + _table(["test", "Retiring", "Bad Speculation", "Frontend Bound", "Backend Bound"], rows)
+    )
 
 
 def _latency(cases: List[Case]) -> str:
@@ -269,13 +326,17 @@ def _latency(cases: List[Case]) -> str:
         for label, entry in sorted((c.latency or {}).items(), key=lambda kv: -kv[1].get("load_pps", 0)):
             for direction, lat in sorted((entry.get("directions") or {}).items()):
                 if isinstance(lat, dict):
-                    rows.append([f"{c.name} {label}", f"{entry.get('load_pps', 0) / 1e6:.3f}", direction,
-                                 *(str(lat.get(k, "-")) for k in ("min_us", "avg_us", "p50_us", "p99_us",
-                                                                   "p99.9_us", "max_us"))])
+                    rows.append(
+                        [
+                            f"{c.name} {label}",
+                            f"{entry.get('load_pps', 0) / 1e6:.3f}",
+                            direction,
+                            *(str(lat.get(k, "-")) for k in ("min_us", "avg_us", "p50_us", "p99_us", "p99.9_us", "max_us")),
+                        ]
+                    )
     if not rows:
         return ""
-    return ("<h2>Latency (us)</h2>" + _table(["test, load", "Mpps", "direction", "min", "avg", "p50", "p99",
-                                              "p99.9", "max"], rows))
+    return "<h2>Latency (us)</h2>" + _table(["test, load", "Mpps", "direction", "min", "avg", "p50", "p99", "p99.9", "max"], rows)
 
 
 def _regression_verdicts(outdir: str, history: str) -> Dict[str, str]:
@@ -295,19 +356,25 @@ def build_report(outdir: str, dest: str, baseline: Optional[str] = None, history
     regress = _regression_verdicts(outdir, history) if history else {}
     os.makedirs(dest, exist_ok=True)
     passed = sum(c.status == "PASS" for c in cases)
-    parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>dpgate sign-off report</title>",
-             "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin:0.5em 0 1em}"
-             "td,th{border:1px solid #999;padding:3px 8px;text-align:right}.FAIL,.ERROR{background:#f8d0d0}"
-             ".PASS{background:#d8f0d8}.SKIP{background:#f0f0c0}img{display:block;max-width:100%}</style>"
-             "</head><body><h1>dpgate sign-off report</h1>",
-             f"<p>results: {_e(os.path.abspath(outdir))}"
-             + (f"<br>baseline: {_e(os.path.abspath(baseline))}" if baseline else "")
-             + (f"<br>history: {_e(os.path.abspath(history))}" if history else "")
-             + f"<br>{passed} of {len(cases)} tests passed their gates</p>",
-             _verdicts(cases, base, regress), _efficiency(cases, dest), _per_nf(cases, dest),
-             _speedups(cases, dest), _tmam(cases, dest), _latency(cases), "</body></html>"]
+    parts = [
+        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>dpgate sign-off report</title>",
+        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin:0.5em 0 1em}"
+        "td,th{border:1px solid #999;padding:3px 8px;text-align:right}.FAIL,.ERROR{background:#f8d0d0}"
+        ".PASS{background:#d8f0d8}.SKIP{background:#f0f0c0}img{display:block;max-width:100%}</style>"
+        "</head><body><h1>dpgate sign-off report</h1>",
+        f"<p>results: {_e(os.path.abspath(outdir))}"
+        + (f"<br>baseline: {_e(os.path.abspath(baseline))}" if baseline else "")
+        + (f"<br>history: {_e(os.path.abspath(history))}" if history else "")
+        + f"<br>{passed} of {len(cases)} tests passed their gates</p>",
+        _verdicts(cases, base, regress),
+        _efficiency(cases, dest),
+        _per_nf(cases, dest),
+        _speedups(cases, dest),
+        _tmam(cases, dest),
+        _latency(cases),
+        "</body></html>",
+    ]
     path = os.path.join(dest, "index.html")
     with open(path, "w") as fh:
         fh.write("\n".join(parts))
     return path
-

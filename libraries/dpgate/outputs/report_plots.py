@@ -46,8 +46,12 @@ def efficiency_bars(rows: Sequence[Dict], path: str) -> str:
     a panel whose values are all None says "not measured" instead of drawing bars.
     """
     plt = _plt()
-    panels = [("ipp", "instructions / packet (Fig. 7)"), ("ipc", "instructions / cycle (Fig. 9)"),
-              ("cpp", "cycles / packet (Fig. 10)"), ("mpps", "NDR Mpps (Fig. 11)")]
+    panels = [
+        ("ipp", "instructions / packet (Fig. 7)"),
+        ("ipc", "instructions / cycle (Fig. 9)"),
+        ("cpp", "cycles / packet (Fig. 10)"),
+        ("mpps", "NDR Mpps (Fig. 11)"),
+    ]
     labels = [r["label"] for r in rows]
     fig, axes = plt.subplots(2, 2, figsize=(max(7.0, 0.7 * len(rows) * 2 + 2), 6.4))
     for ax, (key, title) in zip(axes.flat, panels):
@@ -83,8 +87,7 @@ def ht_speedup_bars(points: Sequence[Tuple[str, float]], path: str) -> str:
     return path
 
 
-def multicore_lines(nf: str, series: Dict[str, List[Tuple[int, float]]], path: str,
-                    limit_pps: Optional[float] = None) -> str:
+def multicore_lines(nf: str, series: Dict[str, List[Tuple[int, float]]], path: str, limit_pps: Optional[float] = None) -> str:
     """Throughput (Mpps) against physical cores, one line per HT mode, each with its perfect
     linear speedup from its own 1-core value (dashed)."""
     plt = _plt()
@@ -92,11 +95,10 @@ def multicore_lines(nf: str, series: Dict[str, List[Tuple[int, float]]], path: s
     for label, pts in sorted(series.items()):
         pts = sorted(pts)
         xs = [c for c, _ in pts]
-        line, = ax.plot(xs, [p / 1e6 for _, p in pts], marker="o", label=f"{label} measured")
+        (line,) = ax.plot(xs, [p / 1e6 for _, p in pts], marker="o", label=f"{label} measured")
         one = dict(pts).get(1)
         if one:
-            ax.plot(xs, [one * c / 1e6 for c in xs], linestyle="--", color=line.get_color(),
-                    label=f"{label} perfect linear")
+            ax.plot(xs, [one * c / 1e6 for c in xs], linestyle="--", color=line.get_color(), label=f"{label} perfect linear")
     if limit_pps:
         ax.axhline(limit_pps / 1e6, color="grey", linewidth=0.8, linestyle=":", label="TG/NIC limit")
     ax.set_xlabel("physical cores")

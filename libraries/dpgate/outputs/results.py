@@ -62,7 +62,6 @@ def _jsonable(obj: Any) -> Any:
     if hasattr(obj, "to_dict"):
         return obj.to_dict()
     if hasattr(obj, "__dataclass_fields__"):
-
         return dataclasses.asdict(obj)
     return str(obj)
 
@@ -70,8 +69,15 @@ def _jsonable(obj: Any) -> Any:
 def new_record(longname: str) -> Dict[str, Any]:
     """A valid record for a test that has just started (the listener fills in the rest)."""
     suite, _, name = longname.rpartition(".")
-    return {F.SCHEMA: SCHEMA, F.LONGNAME: longname, F.TEST_ID: test_id(longname), F.NAME: name or longname,
-            F.SUITE: suite, F.STATUS: "RUNNING", F.COMMIT: run_commit()}
+    return {
+        F.SCHEMA: SCHEMA,
+        F.LONGNAME: longname,
+        F.TEST_ID: test_id(longname),
+        F.NAME: name or longname,
+        F.SUITE: suite,
+        F.STATUS: "RUNNING",
+        F.COMMIT: run_commit(),
+    }
 
 
 class ResultStore:

@@ -63,10 +63,11 @@ class Verdict:
     def line(self) -> str:
         if self.baseline is None:
             return f"{self.test} {self.metric}: {self.verdict} (current {self._show(self.current)})"
-        allow = (f", allowance {self.allowance_pct:.1f} % from {self.noise_source}"
-                 if self.allowance_pct is not None else "")
-        return (f"{self.test} {self.metric}: {self.verdict}: {self._show(self.current)} vs "
-                f"{self._show(self.baseline)} ({self.change_pct:+.1f} %, {self.history_len} runs of history{allow})")
+        allow = f", allowance {self.allowance_pct:.1f} % from {self.noise_source}" if self.allowance_pct is not None else ""
+        return (
+            f"{self.test} {self.metric}: {self.verdict}: {self._show(self.current)} vs "
+            f"{self._show(self.baseline)} ({self.change_pct:+.1f} %, {self.history_len} runs of history{allow})"
+        )
 
 
 def _mean(v: RunValue) -> float:
@@ -98,8 +99,9 @@ def allowance(history_means: Sequence[float], min_change: float, declared: Optio
     return max(cands, key=lambda c: c[0])
 
 
-def classify_current(history: Sequence[RunValue], current: Sequence[float], min_change: float = 0.03,
-                     noise: Optional[float] = None) -> Verdict:
+def classify_current(
+    history: Sequence[RunValue], current: Sequence[float], min_change: float = 0.03, noise: Optional[float] = None
+) -> Verdict:
     """Classify ``current`` (one or more samples of this run) against ``history`` (one value
     or a list of samples per run); ``noise`` is the case's declared run-to-run noise.
 
@@ -125,7 +127,7 @@ def classify_current(history: Sequence[RunValue], current: Sequence[float], min_
     last = groups[-1]
     if len(groups) == 1 or len(last) > 1:
         # the current run joined an existing group: compare with the group without it
-        base_vals = means[-(len(last) - 1):] if len(last) > 1 else means
+        base_vals = means[-(len(last) - 1) :] if len(last) > 1 else means
         baseline = sum(base_vals) / len(base_vals)
         comment = "normal"
     else:
@@ -136,8 +138,9 @@ def classify_current(history: Sequence[RunValue], current: Sequence[float], min_
     return Verdict("", "", verdict, cur, baseline, change * 100, len(history), allow * 100, source)
 
 
-def verdicts_for(rec: Dict, store: str, min_change: float = 0.03, noise: Optional[float] = None,
-                 mrr_noise: Optional[float] = None) -> List[Verdict]:
+def verdicts_for(
+    rec: Dict, store: str, min_change: float = 0.03, noise: Optional[float] = None, mrr_noise: Optional[float] = None
+) -> List[Verdict]:
     """Every metric of one record against its history. ``noise`` (NDR/PDR) and ``mrr_noise``
     default to the record's ``regression_noise``/``regression_mrr_noise`` (the case's declared
     noise, recorded by the gate); MRR without its own falls back to ``noise``."""
@@ -168,24 +171,45 @@ def verdicts_for(rec: Dict, store: str, min_change: float = 0.03, noise: Optiona
             # cycles per packet: lower is better, and no generator ceiling limits it
             from dpgate.telemetry.disturbance import classify_lower_is_better
 
-            v = classify_lower_is_better(classify_current, past, cur if isinstance(cur, list) else [cur],
-                                         min_change, cpp_noise)
-            out.append(Verdict(rec.get("name", rec["longname"]), metric, v.verdict, v.current, v.baseline,
-                               v.change_pct, v.history_len, v.allowance_pct, v.noise_source))
+            v = classify_lower_is_better(classify_current, past, cur if isinstance(cur, list) else [cur], min_change, cpp_noise)
+            out.append(
+                Verdict(
+                    rec.get("name", rec["longname"]),
+                    metric,
+                    v.verdict,
+                    v.current,
+                    v.baseline,
+                    v.change_pct,
+                    v.history_len,
+                    v.allowance_pct,
+                    v.noise_source,
+                )
+            )
             continue
         declared = mrr_noise if metric == "mrr_pps" else noise
         v = classify_current(past, cur if isinstance(cur, list) else [cur], min_change, declared)
         lim_key = "mrr_limited_by" if metric == "mrr_pps" else "limited_by"
         base = [h.get(lim_key) for h in hist if run_value(h, metric) is not None]
         base_at_ceiling = bool(base) and sum(b == "generator" for b in base) > len(base) / 2
-        if (v.verdict == "regression" and m.get(lim_key) == "generator") or \
-                (v.verdict == "progression" and base_at_ceiling):
+        if (v.verdict == "regression" and m.get(lim_key) == "generator") or (v.verdict == "progression" and base_at_ceiling):
             # at the generator's ceiling a number measures the generator, not the SUT: a drop
             # there is not a SUT regression, nor a rise over such a history a SUT progression
-            v = Verdict("", "", "generator-limited", v.current, v.baseline, v.change_pct, v.history_len,
-                        v.allowance_pct, v.noise_source)
-        out.append(Verdict(rec.get("name", rec["longname"]), metric, v.verdict, v.current, v.baseline,
-                           v.change_pct, v.history_len, v.allowance_pct, v.noise_source))
+            v = Verdict(
+                "", "", "generator-limited", v.current, v.baseline, v.change_pct, v.history_len, v.allowance_pct, v.noise_source
+            )
+        out.append(
+            Verdict(
+                rec.get("name", rec["longname"]),
+                metric,
+                v.verdict,
+                v.current,
+                v.baseline,
+                v.change_pct,
+                v.history_len,
+                v.allowance_pct,
+                v.noise_source,
+            )
+        )
     return out
 
 

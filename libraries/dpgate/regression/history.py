@@ -59,8 +59,14 @@ def injected(rec: Dict) -> bool:
 
 def add_to_history(outdir: str, store: str, commit: Optional[str] = None, only_passed: bool = False) -> int:
     """Append the run's tests to the store (PASS and FAIL, or PASS only); never injected runs."""
-    commit = (commit or os.environ.get("DPGATE_COMMIT") or os.environ.get("CI_COMMIT_SHA")
-              or os.environ.get("GIT_COMMIT") or os.environ.get("GITHUB_SHA") or "unknown")
+    commit = (
+        commit
+        or os.environ.get("DPGATE_COMMIT")
+        or os.environ.get("CI_COMMIT_SHA")
+        or os.environ.get("GIT_COMMIT")
+        or os.environ.get("GITHUB_SHA")
+        or "unknown"
+    )
     n = 0
     for rec in load_records(outdir):
         m = rec.get(F.METRICS, {})
@@ -69,10 +75,14 @@ def add_to_history(outdir: str, store: str, commit: Optional[str] = None, only_p
             continue
         path = history_path(store, rec.get(F.TESTBED, ""), rec[F.LONGNAME])
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        entry = {"commit": rec.get(F.COMMIT) or commit, "time": rec.get(F.STARTED, time.time()),
-                 "sut_version": rec.get(F.SUT_VERSION), "limited_by": m.get("limited_by"),
-                 "mrr_limited_by": m.get("mrr_limited_by"),
-                 **{k: m[k] for k in METRICS if isinstance(m.get(k), (int, float))}}
+        entry = {
+            "commit": rec.get(F.COMMIT) or commit,
+            "time": rec.get(F.STARTED, time.time()),
+            "sut_version": rec.get(F.SUT_VERSION),
+            "limited_by": m.get("limited_by"),
+            "mrr_limited_by": m.get("mrr_limited_by"),
+            **{k: m[k] for k in METRICS if isinstance(m.get(k), (int, float))},
+        }
         samples = {k: v for k, v in (rec.get(F.SAMPLES) or {}).items() if k in METRICS}
         if samples:
             entry["samples"] = samples

@@ -63,27 +63,57 @@ def telemetry_at_goals(capture, run: SearchRun) -> Dict[str, Any]:
     return out
 
 
-def ndrpdr_result(run: SearchRun, *, nf: str, frame_size: str, profile: str, lo: float, hi: float, cores: int,
-                  hz: float, source: str, generator_max_pps: Optional[float], sut_cpp: Optional[float],
-                  telemetry: Dict[str, Any], ceiling_note: str, mrr: Tuple[float, ...] = (),
-                  testbed: str = "") -> NdrPdrResult:
+def ndrpdr_result(
+    run: SearchRun,
+    *,
+    nf: str,
+    frame_size: str,
+    profile: str,
+    lo: float,
+    hi: float,
+    cores: int,
+    hz: float,
+    source: str,
+    generator_max_pps: Optional[float],
+    sut_cpp: Optional[float],
+    telemetry: Dict[str, Any],
+    ceiling_note: str,
+    mrr: Tuple[float, ...] = (),
+    testbed: str = "",
+) -> NdrPdrResult:
     """The keyword's result from a search, with CPP and the generator-ceiling marking; logged."""
     ndr, pdr, res = run.ndr, run.pdr, run.res
     at_max = [g for g, v in (("NDR", ndr), ("PDR", pdr)) if v >= CEILING_MARGIN * hi]
     out = NdrPdrResult(
-        nf=nf, frame_size=frame_size_tag(parse_frame_size(frame_size)), ndr_pps=ndr, pdr_pps=pdr,
-        ndr_upper_pps=_opt(getattr(res, "ndr_upper", None)), pdr_upper_pps=_opt(getattr(res, "pdr_upper", None)),
-        ndr_loss=run.ndr_loss, pdr_loss=run.pdr_loss, profile=profile, trials=int(res.trial_count),
-        search_s=time.monotonic() - run.started, cores=cores, cpu_hz=hz, freq_source=source,
+        nf=nf,
+        frame_size=frame_size_tag(parse_frame_size(frame_size)),
+        ndr_pps=ndr,
+        pdr_pps=pdr,
+        ndr_upper_pps=_opt(getattr(res, "ndr_upper", None)),
+        pdr_upper_pps=_opt(getattr(res, "pdr_upper", None)),
+        ndr_loss=run.ndr_loss,
+        pdr_loss=run.pdr_loss,
+        profile=profile,
+        trials=int(res.trial_count),
+        search_s=time.monotonic() - run.started,
+        cores=cores,
+        cpu_hz=hz,
+        freq_source=source,
         cpp_ndr=cycles_per_packet(ndr, hz, cores) if ndr > 0 else float("inf"),
         cpp_pdr=cycles_per_packet(pdr, hz, cores) if pdr > 0 else float("inf"),
-        generator_max_pps=generator_max_pps, limited_by="generator" if at_max else None, sut_cpp_measured=sut_cpp,
-        telemetry=telemetry, mrr_samples=tuple(mrr), testbed=testbed,
+        generator_max_pps=generator_max_pps,
+        limited_by="generator" if at_max else None,
+        sut_cpp_measured=sut_cpp,
+        telemetry=telemetry,
+        mrr_samples=tuple(mrr),
+        testbed=testbed,
     )
     if res.ndr is None or res.pdr is None:
         logger.warn(f"even the minimum rate {format_pps(lo)} failed a loss goal: reported as 0")
-    logger.info(f"NDR {format_pps(out.ndr_pps)}  PDR {format_pps(out.pdr_pps)}  CPP {out.cpp_ndr:.0f} "
-                f"({out.trials} trials, {out.search_s:.1f} s)")
+    logger.info(
+        f"NDR {format_pps(out.ndr_pps)}  PDR {format_pps(out.pdr_pps)}  CPP {out.cpp_ndr:.0f} "
+        f"({out.trials} trials, {out.search_s:.1f} s)"
+    )
     if at_max:
         logger.warn(f"{'/'.join(at_max)} reached the " + ceiling_note.format(hi=format_pps(hi)))
     return out
@@ -96,8 +126,10 @@ def trial_line(result: TrialResult) -> str:
     >>> trial_line(TrialResult.from_counts(1e6, 1.0, tx_packets=1_000_000, rx_packets=999_000))
     '  trial 1.000 Mpps x 1 s: loss 0.100 %'
     """
-    return (f"  trial {format_pps(result.intended_load_pps)} x {result.intended_duration_s:g} s: "
-            f"loss {result.loss_ratio * 100:.3f} %" + (f" [{result.limited_by}]" if result.limited_by else ""))
+    return (
+        f"  trial {format_pps(result.intended_load_pps)} x {result.intended_duration_s:g} s: "
+        f"loss {result.loss_ratio * 100:.3f} %" + (f" [{result.limited_by}]" if result.limited_by else "")
+    )
 
 
 class TestbedKeywords:
@@ -123,8 +155,10 @@ class TestbedKeywords:
         bi.run_keyword("Acquire Value Set", pool)
         value = bi.run_keyword("Get Value From Set", key)
         if not value:
-            raise ConfigError(f"the pool testbed acquired for {pool!r} has no {key!r} key: add "
-                              f"{key}=<{hint}> to its section of the pabot resource file")
+            raise ConfigError(
+                f"the pool testbed acquired for {pool!r} has no {key!r} key: add "
+                f"{key}=<{hint}> to its section of the pabot resource file"
+            )
         return str(value)
 
     @staticmethod

@@ -47,8 +47,7 @@ class EmbeddedTestbed(TestbedKeywords):
     Import: ``Library  dpgate.robotlib.EmbeddedTestbed  topologies/embedded.yaml  prefix=dpg1-``
     """
 
-    def __init__(self, topology: str = "topologies/embedded.yaml", prefix: Optional[str] = None,
-                 telemetry: bool = True):
+    def __init__(self, topology: str = "topologies/embedded.yaml", prefix: Optional[str] = None, telemetry: bool = True):
         self.topology_path = topology
         self.prefix = prefix or None
         self.telemetry = telemetry
@@ -60,8 +59,9 @@ class EmbeddedTestbed(TestbedKeywords):
 
     # -- lifecycle -------------------------------------------------------------
     @keyword
-    def bring_up_embedded_testbed(self, nf: str, *frame_sizes: str, prefix: Optional[str] = None,
-                                  sut_cpu_steal: str = "0", inject_cost: str = "0") -> float:
+    def bring_up_embedded_testbed(
+        self, nf: str, *frame_sizes: str, prefix: Optional[str] = None, sut_cpu_steal: str = "0", inject_cost: str = "0"
+    ) -> float:
         """Create namespaces and veths, calibrate the generator for each frame size, start SUT ``nf``.
 
         Returns the calibrated generator ceiling (pps) of the first frame size. ``prefix``
@@ -86,8 +86,7 @@ class EmbeddedTestbed(TestbedKeywords):
 
         sizes = [parse_frame_size(s) for s in (frame_sizes or ("64B",))]
         self.nf = nf
-        self.session = EmbeddedSession(self.topology_path, nf, frame_size=sizes[0], prefix=self.prefix,
-                                       calibrate=False)
+        self.session = EmbeddedSession(self.topology_path, nf, frame_size=sizes[0], prefix=self.prefix, calibrate=False)
         s = self._s
         s.testbed.up()
         try:
@@ -99,10 +98,11 @@ class EmbeddedTestbed(TestbedKeywords):
                 self.generators[frame_size_tag(size)] = gen
             self._start_sut()
             if steal > 0:
-
                 self._steal = CpuSteal(s.testbed.sut_cpus, steal).start()
-                logger.warn(f"fault injection: {steal:.0%} of SUT CPU(s) {s.testbed.sut_cpus} taken by a "
-                            "real-time stealer for this suite (sut_cpu_steal)")
+                logger.warn(
+                    f"fault injection: {steal:.0%} of SUT CPU(s) {s.testbed.sut_cpus} taken by a "
+                    "real-time stealer for this suite (sut_cpu_steal)"
+                )
                 for gen in self.generators.values():
                     # the stealer is part of the SUT under test, not a neighbour
                     gen.extra_sut_pids = list(self._steal.pids)
@@ -110,8 +110,9 @@ class EmbeddedTestbed(TestbedKeywords):
                 from dpgate.testbeds.embedded.suts.cost import inject_cost as inject
 
                 self._cost = inject(s.sut, cost * 100)
-                logger.warn(f"fault injection: +{cost:.0%} work per packet in SUT {nf} for this suite "
-                            f"(inject_cost): {self._cost}")
+                logger.warn(
+                    f"fault injection: +{cost:.0%} work per packet in SUT {nf} for this suite (inject_cost): {self._cost}"
+                )
         except BaseException:
             self.tear_down_embedded_testbed()
             raise
@@ -169,8 +170,11 @@ class EmbeddedTestbed(TestbedKeywords):
             raise Failure("embedded testbed is not up: call 'Bring Up Embedded Testbed' in Suite Setup")
         tag = frame_size_tag(parse_frame_size(frame_size))
         if tag not in self.generators:
-            raise ConfigError(f"frame size {tag} was not prepared; add it to 'Bring Up Embedded Testbed' "
-                              f"(prepared: {', '.join(self.generators)})", path="frame_size")
+            raise ConfigError(
+                f"frame size {tag} was not prepared; add it to 'Bring Up Embedded Testbed' "
+                f"(prepared: {', '.join(self.generators)})",
+                path="frame_size",
+            )
         return self.generators[tag]
 
     def _telemetry_at(self, gen, load: float, suffix: str = "") -> Dict[str, Any]:
@@ -194,11 +198,20 @@ class EmbeddedTestbed(TestbedKeywords):
         return gen.measure(rate.resolve(gen.max_pps), float(duration))
 
     @keyword
-    def find_ndr_and_pdr(self, frame_size: str = "64B", profile: str = "per-commit",
-                         min_rate: Rate = Rate(pps=9001.0), max_rate: Rate = Rate(percent=100.0),
-                         ndr_loss: str = "0", pdr_loss: str = "0.5%", time_limit: float = 0,
-                         mrr_trials: int = 0, mrr_duration: float = 1.0, cpp_at_load: bool = True,
-                         **overrides: str) -> NdrPdrResult:
+    def find_ndr_and_pdr(
+        self,
+        frame_size: str = "64B",
+        profile: str = "per-commit",
+        min_rate: Rate = Rate(pps=9001.0),
+        max_rate: Rate = Rate(percent=100.0),
+        ndr_loss: str = "0",
+        pdr_loss: str = "0.5%",
+        time_limit: float = 0,
+        mrr_trials: int = 0,
+        mrr_duration: float = 1.0,
+        cpp_at_load: bool = True,
+        **overrides: str,
+    ) -> NdrPdrResult:
         """Search NDR and PDR for ``frame_size`` with a search profile, compute CPP, record metrics.
 
         ``max_rate`` defaults to the calibrated generator ceiling (the testbed's "line rate");
@@ -222,9 +235,11 @@ class EmbeddedTestbed(TestbedKeywords):
         gen.sut.check_alive()
         mrr_runs = [gen.measure(gen.max_pps, float(mrr_duration)) for _ in range(int(mrr_trials))]
         mrr = tuple(t.rx_rate_pps for t in mrr_runs)
-        cpp, cpp_load, cpp_runs = (measure_cpp_at_load(gen.measure, gen.max_pps, run.ndr,
-                                                       polling=bool(getattr(gen.sut, "polls", False)))
-                                   if cpp_at_load else (None, None, []))
+        cpp, cpp_load, cpp_runs = (
+            measure_cpp_at_load(gen.measure, gen.max_pps, run.ndr, polling=bool(getattr(gen.sut, "polls", False)))
+            if cpp_at_load
+            else (None, None, [])
+        )
         hz, source = self._s.cpu_freq()
         sut_cpp, busy_cpp = _measured_cpp_near(run.res, run.ndr, hz)
         telemetry: Dict[str, Any] = {"cpp_busy": round(busy_cpp, 1)} if busy_cpp else {}
@@ -234,22 +249,42 @@ class EmbeddedTestbed(TestbedKeywords):
         telemetry.update(case_signal(search_trials, bounds, mrr_runs, cpp_runs, cpp, cpp_load))
         if self.telemetry:
             telemetry.update(telemetry_at_goals(lambda load, sfx: self._telemetry_at(gen, load, sfx), run))
-        out = ndrpdr_result(run, nf=self.nf or "?", frame_size=frame_size, profile=profile, lo=lo, hi=hi,
-                            cores=len(self._s.testbed.sut_cpus), hz=hz, source=source,
-                            generator_max_pps=gen.max_pps, sut_cpp=sut_cpp, telemetry=telemetry, mrr=mrr,
-                            testbed=self._s.topology.name,
-                            ceiling_note="generator ceiling {hi}: the SUT may be faster than this testbed can show")
+        out = ndrpdr_result(
+            run,
+            nf=self.nf or "?",
+            frame_size=frame_size,
+            profile=profile,
+            lo=lo,
+            hi=hi,
+            cores=len(self._s.testbed.sut_cpus),
+            hz=hz,
+            source=source,
+            generator_max_pps=gen.max_pps,
+            sut_cpp=sut_cpp,
+            telemetry=telemetry,
+            mrr=mrr,
+            testbed=self._s.topology.name,
+            ceiling_note="generator ceiling {hi}: the SUT may be faster than this testbed can show",
+        )
         metrics = dict(out.metrics(), tg=_tg_name())
         if self._steal is not None:
             metrics["injected_sut_cpu_steal"] = self._steal.share
         cost_info = getattr(self, "_cost", None)
         if cost_info:
             metrics["injected_cost"] = cost_info["percent"] / 100.0
-        record(metrics=metrics, nf=out.nf, sut_version=self.sut_version(),
-               testbed=self._s.topology.name, prefix=self._s.topology.prefix, profile=profile,
-               trials=trial_dicts(run.res), latency=None, samples={"mrr_pps": list(mrr)} if mrr else {},
-               latency_note="not measured: the embedded generator (tcpreplay) sends no timestamped latency "
-                            "streams; lab runs with TRex report latency")
+        record(
+            metrics=metrics,
+            nf=out.nf,
+            sut_version=self.sut_version(),
+            testbed=self._s.topology.name,
+            prefix=self._s.topology.prefix,
+            profile=profile,
+            trials=trial_dicts(run.res),
+            latency=None,
+            samples={"mrr_pps": list(mrr)} if mrr else {},
+            latency_note="not measured: the embedded generator (tcpreplay) sends no timestamped latency "
+            "streams; lab runs with TRex report latency",
+        )
         return out
 
 

@@ -34,8 +34,10 @@ class Gates:
 
     def __init__(self, thresholds: Optional[str] = None, telemetry_policy: str = "skip"):
         if telemetry_policy not in TELEMETRY_POLICIES:
-            raise ConfigError(f"telemetry_policy must be one of {', '.join(TELEMETRY_POLICIES)}, "
-                              f"got {telemetry_policy!r}", path="Gates.telemetry_policy")
+            raise ConfigError(
+                f"telemetry_policy must be one of {', '.join(TELEMETRY_POLICIES)}, got {telemetry_policy!r}",
+                path="Gates.telemetry_policy",
+            )
         self.thresholds_path = thresholds
         self.policy = telemetry_policy
         self._file: Optional[ThresholdFile] = None
@@ -69,8 +71,7 @@ class Gates:
         value = result.ndr_pps if goal == "NDR" else result.pdr_pps
         limit = floor.resolve(result.generator_max_pps)
         ok = value >= limit
-        msg = (f"{goal} {format_pps(value)} {'>=' if ok else '<'} floor {format_pps(limit)} "
-               f"({_pct(value, limit)})")
+        msg = f"{goal} {format_pps(value)} {'>=' if ok else '<'} floor {format_pps(limit)} ({_pct(value, limit)})"
         if not ok and _at_ceiling(result, value):
             self._inconclusive(f"{goal.lower()}_min", msg, value, limit, result)
         if not ok:
@@ -78,9 +79,15 @@ class Gates:
         self._gate(f"{goal.lower()}_min", ok, msg, value, limit)
 
     @keyword
-    def throughput_should_not_regress(self, result: NdrPdrResult, history: str, min_change: str = "3%",
-                                      noise: Optional[str] = None, mrr_noise: Optional[str] = None,
-                                      cpp_noise: Optional[str] = None) -> List[str]:
+    def throughput_should_not_regress(
+        self,
+        result: NdrPdrResult,
+        history: str,
+        min_change: str = "3%",
+        noise: Optional[str] = None,
+        mrr_noise: Optional[str] = None,
+        cpp_noise: Optional[str] = None,
+    ) -> List[str]:
         """Compare this test's NDR, PDR and MRR with the history of the same test on the same
         testbed (``dpgate compare`` rules: jumpavg plus an allowance of at least ``min_change``
         and the case's run-to-run ``noise``); fail on a regression. Returns the verdict lines.
@@ -99,29 +106,42 @@ class Gates:
 
         suite, test = _current_test()
         if not test:
-            raise ConfigError("Throughput Should Not Regress runs in a test: the test's name keys its history",
-                              path="Throughput Should Not Regress")
+            raise ConfigError(
+                "Throughput Should Not Regress runs in a test: the test's name keys its history",
+                path="Throughput Should Not Regress",
+            )
         change = parse_ratio(min_change, "min_change")
         declared: Dict[str, float] = {}
-        for key, text in (("regression_noise", noise), ("regression_mrr_noise", mrr_noise),
-                          ("regression_cpp_noise", cpp_noise)):
+        for key, text in (("regression_noise", noise), ("regression_mrr_noise", mrr_noise), ("regression_cpp_noise", cpp_noise)):
             if text not in (None, "", "None"):
                 declared[key] = parse_ratio(text, key.replace("regression_", ""), upper_inclusive=True)
         if declared:
             record(metrics=declared)
-        rec = {F.NAME: test, F.LONGNAME: f"{suite}.{test}", F.TESTBED: result.testbed,
-               F.METRICS: {**result.metrics(), **declared},
-               F.SAMPLES: {"mrr_pps": list(result.mrr_samples)} if result.mrr_samples else {}}
-        verdicts = verdicts_for(rec, history, change, declared.get("regression_noise"),
-                                declared.get("regression_mrr_noise"))
+        rec = {
+            F.NAME: test,
+            F.LONGNAME: f"{suite}.{test}",
+            F.TESTBED: result.testbed,
+            F.METRICS: {**result.metrics(), **declared},
+            F.SAMPLES: {"mrr_pps": list(result.mrr_samples)} if result.mrr_samples else {},
+        }
+        verdicts = verdicts_for(rec, history, change, declared.get("regression_noise"), declared.get("regression_mrr_noise"))
         lines = [v.line() for v in verdicts]
         bad = [v for v in verdicts if v.verdict == "regression"]
         reason = disturbed_reason(result.telemetry.get("disturbance"), self._dmax) if bad else None
         for v in verdicts:
             skipped = reason is not None and v.verdict == "regression"
-            record(gates=[gate_entry(f"regression_{v.metric.split('_')[0]}", v.verdict != "regression" or skipped,
-                                      v.line() + (f" (inconclusive: {reason})" if skipped else ""),
-                                      v.current, v.baseline, skipped=skipped)])
+            record(
+                gates=[
+                    gate_entry(
+                        f"regression_{v.metric.split('_')[0]}",
+                        v.verdict != "regression" or skipped,
+                        v.line() + (f" (inconclusive: {reason})" if skipped else ""),
+                        v.current,
+                        v.baseline,
+                        skipped=skipped,
+                    )
+                ]
+            )
         if reason is not None:
             logger.warn("regression check inconclusive: " + "; ".join(v.line() for v in bad) + f": {reason}")
             bad = []
@@ -158,8 +178,10 @@ class Gates:
         """
         value, limit = result.telemetry.get("cpp_at_load"), float(ceiling)
         if not isinstance(value, (int, float)):
-            text = ("cpp_at_load not measured (a SUT that busy-polls its core and reports no busy cycles, "
-                    "or no load below NDR and the generator ceiling)")
+            text = (
+                "cpp_at_load not measured (a SUT that busy-polls its core and reports no busy cycles, "
+                "or no load below NDR and the generator ceiling)"
+            )
             record(gates=[gate_entry("cpp_at_load_max", True, text, None, limit, skipped=True)])
             raise SkipExecution(f"cpp_at_load_max: {text}")
         ok = value <= limit
@@ -195,27 +217,44 @@ class Gates:
         key = f"ddio_miss_rate_{event_key(event)}"
         missing = None
         if key not in result.telemetry:
-            ddio = {k[len("ddio_miss_rate_"):]: v for k, v in result.telemetry.items()
-                    if k.startswith("ddio_miss_rate_") and not k.endswith("_pdr")}
+            ddio = {
+                k[len("ddio_miss_rate_") :]: v
+                for k, v in result.telemetry.items()
+                if k.startswith("ddio_miss_rate_") and not k.endswith("_pdr")
+            }
             counted = sorted(k for k, v in ddio.items() if not isinstance(v, str))
             if counted:
                 missing = f"not supported (pcm-pcie on this CPU counts no {event} event; it has {', '.join(counted)})"
             elif ddio:
                 missing = next(iter(ddio.values()))
-        self._telemetry_gate(result, key, parse_ratio(max, "max", upper_inclusive=True), at_least=False,
-                             label=f"DDIO {event} miss rate", fmt=_fine_pct, missing=missing)
+        self._telemetry_gate(
+            result,
+            key,
+            parse_ratio(max, "max", upper_inclusive=True),
+            at_least=False,
+            label=f"DDIO {event} miss rate",
+            fmt=_fine_pct,
+            missing=missing,
+        )
 
     @keyword
     def memory_bytes_per_packet_should_be_at_most(self, result: NdrPdrResult, maximum: float) -> None:
         """| `Memory Bytes Per Packet Should Be At Most` | ${result} | 256 |"""
-        self._telemetry_gate(result, "mem_bytes_per_packet", float(maximum), at_least=False,
-                             label="memory bytes/packet", fmt="{:.0f}")
+        self._telemetry_gate(
+            result, "mem_bytes_per_packet", float(maximum), at_least=False, label="memory bytes/packet", fmt="{:.0f}"
+        )
 
     @keyword
     def tmam_retiring_should_be_at_least(self, result: NdrPdrResult, minimum: str) -> None:
         """| `TMAM Retiring Should Be At Least` | ${result} | 40% |"""
-        self._telemetry_gate(result, "tmam_retiring", parse_ratio(minimum, "minimum", upper_inclusive=True),
-                             at_least=True, label="TMAM Retiring", fmt="{:.1%}")
+        self._telemetry_gate(
+            result,
+            "tmam_retiring",
+            parse_ratio(minimum, "minimum", upper_inclusive=True),
+            at_least=True,
+            label="TMAM Retiring",
+            fmt="{:.1%}",
+        )
 
     @keyword(tags=["robot:continue-on-failure"])
     def check_gates(self, result: NdrPdrResult, thresholds: CaseThresholds) -> None:
@@ -267,8 +306,10 @@ class Gates:
         """A failed floor/ceiling whose value sits at the generator's ceiling: the SUT kept up
         with everything the generator could send, so the testbed cannot tell whether the SUT
         meets the threshold. Skipped with that reason, never a SUT failure."""
-        text = (f"{msg}, but at the generator's ceiling {format_pps(result.generator_max_pps)}: this testbed "
-                "cannot show whether the SUT meets it (the SUT forwarded all the generator sent)")
+        text = (
+            f"{msg}, but at the generator's ceiling {format_pps(result.generator_max_pps)}: this testbed "
+            "cannot show whether the SUT meets it (the SUT forwarded all the generator sent)"
+        )
         record(gates=[gate_entry(name, True, text, value, limit, skipped=True)])
         raise SkipExecution(f"{name} inconclusive: {text}")
 
@@ -290,15 +331,17 @@ class Gates:
             return
         raise Failure(msg)
 
-    def _telemetry_gate(self, result: NdrPdrResult, key: str, limit: float, at_least: bool,
-                        label: str, fmt: Any, missing: Optional[str] = None) -> None:
+    def _telemetry_gate(
+        self, result: NdrPdrResult, key: str, limit: float, at_least: bool, label: str, fmt: Any, missing: Optional[str] = None
+    ) -> None:
         value = result.telemetry.get(key)
         if value is None:
             value = missing or "not supported (no telemetry captured for this test)"
         if isinstance(value, str):
             reason = value
-            record(gates=[gate_entry(key, self.policy == "skip", f"{label} {reason}", reason, limit,
-                                      skipped=self.policy == "skip")])
+            record(
+                gates=[gate_entry(key, self.policy == "skip", f"{label} {reason}", reason, limit, skipped=self.policy == "skip")]
+            )
             text = f"{label} gate: {reason} (telemetry_policy={self.policy})"
             if self.policy == "skip":
                 raise SkipExecution(text)

@@ -56,6 +56,8 @@ from dpgate.traffic.trex.latency import latency_metrics
 from dpgate.traffic.trex.server import RunningTrex
 
 DEFAULT_SIZES = ("64B", "IMIX", "1518B")
+
+
 @library(scope="SUITE", converters={Rate: rate_arg}, doc_format="ROBOT")
 class LabTestbed(TestbedKeywords):
     """Lab testbed keywords: SUT over SSH pinned to allocated cores, TRex traffic, NDR/PDR.
@@ -66,8 +68,13 @@ class LabTestbed(TestbedKeywords):
     DUT password comes only from the environment variable named by ``ssh.password_env``.
     """
 
-    def __init__(self, topology: str = "topologies/lab-2node.example.yaml", telemetry: bool = True,
-                 latency_pps: float = 0.0, flows: Optional[int] = None):
+    def __init__(
+        self,
+        topology: str = "topologies/lab-2node.example.yaml",
+        telemetry: bool = True,
+        latency_pps: float = 0.0,
+        flows: Optional[int] = None,
+    ):
         self.topology_path = topology
         self.telemetry = telemetry
         self.latency_pps = float(latency_pps)
@@ -99,19 +106,23 @@ class LabTestbed(TestbedKeywords):
     # -- topology and DUT ---------------------------------------------------------------
     def _topo(self):
         if self.topology is None:
-
             topo = load_topology(self.topology_path)
             if topo.kind == "embedded":
-                raise ConfigError("LabTestbed needs a lab topology (kind: lab-2node), got an embedded one: "
-                                  "use dpgate.robotlib.EmbeddedTestbed for it", self.topology_path, "kind")
+                raise ConfigError(
+                    "LabTestbed needs a lab topology (kind: lab-2node), got an embedded one: "
+                    "use dpgate.robotlib.EmbeddedTestbed for it",
+                    self.topology_path,
+                    "kind",
+                )
             self.topology = topo
         return self.topology
 
     def _dut(self) -> Any:
         if self.node is None:
             node, topo = self._open_node(), self._topo()  # owned by this run until teardown:
-            self._dut_lock = lab_dut_lock(node, getattr(topo.dut, "name", "DUT1"), topo.prefix,
-                                          bool(getattr(topo.dut, "namespace", None))).acquire(default_wait(), to_stderr)
+            self._dut_lock = lab_dut_lock(
+                node, getattr(topo.dut, "name", "DUT1"), topo.prefix, bool(getattr(topo.dut, "namespace", None))
+            ).acquire(default_wait(), to_stderr)
             self.node = node
         return self.node
 
@@ -177,16 +188,20 @@ class LabTestbed(TestbedKeywords):
         allowed = list(dut.cpus) + ([dut.main_cpu] if dut.main_cpu is not None else [])
         numa = dut.numa if dut.numa is not None else next((p.numa for p in dut.ports if p.numa is not None), 0)
         # a topology listing its main CPU among its cpus shares it with the workers (2-CPU lab on one machine)
-        self.cores = allocate(restrict_to(self.cpus, allowed), phy_cores=n, ht=smt, numa=numa,
-                              main=dut.main_cpu, shared_main=dut.main_cpu is not None and dut.main_cpu in dut.cpus)
-        logger.info(f"DUT cores {self.cores.tag}: main {self.cores.main}, workers {self.cores.corelist} "
-                    f"(NUMA {self.cores.numa})")
+        self.cores = allocate(
+            restrict_to(self.cpus, allowed),
+            phy_cores=n,
+            ht=smt,
+            numa=numa,
+            main=dut.main_cpu,
+            shared_main=dut.main_cpu is not None and dut.main_cpu in dut.cpus,
+        )
+        logger.info(f"DUT cores {self.cores.tag}: main {self.cores.main}, workers {self.cores.corelist} (NUMA {self.cores.numa})")
         return self.cores.tag
 
     # -- lifecycle ------------------------------------------------------------------------
     @keyword
-    def bring_up_lab_testbed(self, nf: str, *frame_sizes: str, cores: Union[int, str] = 1,
-                             ht: Union[bool, str] = False) -> str:
+    def bring_up_lab_testbed(self, nf: str, *frame_sizes: str, cores: Union[int, str] = 1, ht: Union[bool, str] = False) -> str:
         """Start SUT ``nf`` on ``cores`` physical cores (``ht`` on/off) and prepare TRex per frame size.
 
         The SUT keeps running across tests with the same NF and cores (one restart per core
@@ -241,15 +256,17 @@ class LabTestbed(TestbedKeywords):
         if self.sut is None or not unit:
             return
         alive = getattr(self.sut, "alive", None)
-        state = alive() if callable(alive) else \
-            self._dut().run(["systemctl", "is-active", unit], check=False, timeout=15).stdout.strip()
+        state = (
+            alive()
+            if callable(alive)
+            else self._dut().run(["systemctl", "is-active", unit], check=False, timeout=15).stdout.strip()
+        )
         if state == "active":
             return
 
         self.sut_key = None  # the next bring-up restarts it
         tail = " | ".join(unit_log(self._dut(), unit).strip().splitlines()[-5:])
-        raise SutError(f"SUT {self.nf} ({unit}) is not running any more ({state or 'no state'})"
-                       + (f": {tail}" if tail else ""))
+        raise SutError(f"SUT {self.nf} ({unit}) is not running any more ({state or 'no state'})" + (f": {tail}" if tail else ""))
 
     @keyword
     def tear_down_lab_testbed(self) -> None:
@@ -292,11 +309,13 @@ class LabTestbed(TestbedKeywords):
         tag = frame_size_tag(parse_frame_size(frame_size))
         key = (kind, tag)
         if key not in self.generators:
-            gen = self._make_generator(make_profile(kind, parse_frame_size(frame_size), self.flows,
-                                                    bidirectional=True))
+            gen = self._make_generator(make_profile(kind, parse_frame_size(frame_size), self.flows, bidirectional=True))
             if not gen.max_pps:
-                raise ConfigError("TG ports need speed (e.g. 10Gbps) or pps_limit so the search knows the "
-                                  "maximum rate", self._topo().source, "nodes.TG.interfaces")
+                raise ConfigError(
+                    "TG ports need speed (e.g. 10Gbps) or pps_limit so the search knows the maximum rate",
+                    self._topo().source,
+                    "nodes.TG.interfaces",
+                )
             self.generators[key] = gen
         return self.generators[key]
 
@@ -324,10 +343,17 @@ class LabTestbed(TestbedKeywords):
 
     # -- search ---------------------------------------------------------------------------
     @keyword
-    def find_ndr_and_pdr(self, frame_size: str = "64B", profile: str = "per-commit",
-                         min_rate: Rate = Rate(pps=9001.0), max_rate: Rate = Rate(percent=100.0),
-                         ndr_loss: str = "0", pdr_loss: str = "0.5%", time_limit: float = 0,
-                         **overrides: str) -> NdrPdrResult:
+    def find_ndr_and_pdr(
+        self,
+        frame_size: str = "64B",
+        profile: str = "per-commit",
+        min_rate: Rate = Rate(pps=9001.0),
+        max_rate: Rate = Rate(percent=100.0),
+        ndr_loss: str = "0",
+        pdr_loss: str = "0.5%",
+        time_limit: float = 0,
+        **overrides: str,
+    ) -> NdrPdrResult:
         """Search NDR and PDR of ``frame_size`` over TRex, compute CPP on the allocated cores, record metrics.
 
         ``max_rate`` defaults to the TG ports' line rate (or ``pps_limit``) for both
@@ -345,26 +371,63 @@ class LabTestbed(TestbedKeywords):
         self._active(gen)
         lo, hi = min_rate.resolve(gen.max_pps), max_rate.resolve(gen.max_pps)
         self._check_sut_alive()
-        run = search_ndr_pdr(lambda load, duration: self._measure(gen, load, duration), lo, hi, ndr_loss,
-                             pdr_loss, profile, overrides, time_limit, logger.warn)
+        run = search_ndr_pdr(
+            lambda load, duration: self._measure(gen, load, duration),
+            lo,
+            hi,
+            ndr_loss,
+            pdr_loss,
+            profile,
+            overrides,
+            time_limit,
+            logger.warn,
+        )
         self._check_sut_alive()
         hz, source = self.cpu_freq()
         sut_cpp, _ = _measured_cpp_near(run.res, run.ndr, hz)
-        telemetry: Dict[str, Any] = {"search_complete": run.complete, "core_tag": self.cores.tag,
-                                     "threads": len(self.cores.workers)}
+        telemetry: Dict[str, Any] = {
+            "search_complete": run.complete,
+            "core_tag": self.cores.tag,
+            "threads": len(self.cores.workers),
+        }
         if self.telemetry:
             telemetry.update(telemetry_at_goals(lambda load, sfx: self._telemetry_at(gen, load, sfx), run))
-        out = ndrpdr_result(run, nf=self.nf or "?", frame_size=frame_size, profile=profile, lo=lo, hi=hi,
-                            cores=self.cores.phy_cores, hz=hz, source=source, generator_max_pps=gen.max_pps,
-                            sut_cpp=sut_cpp, telemetry=telemetry, testbed=self._topo().name,
-                            ceiling_note="TG line rate {hi}: the SUT may be faster than these ports can show")
+        out = ndrpdr_result(
+            run,
+            nf=self.nf or "?",
+            frame_size=frame_size,
+            profile=profile,
+            lo=lo,
+            hi=hi,
+            cores=self.cores.phy_cores,
+            hz=hz,
+            source=source,
+            generator_max_pps=gen.max_pps,
+            sut_cpp=sut_cpp,
+            telemetry=telemetry,
+            testbed=self._topo().name,
+            ceiling_note="TG line rate {hi}: the SUT may be faster than these ports can show",
+        )
         topo = self._topo()
         latency, note = self._latency_after(gen, run.pdr)
         metrics = dict(out.metrics(), tg=getattr(gen, "tg_name", "TRex"), **latency_metrics(latency or {}))
-        record(metrics=metrics, nf=out.nf, sut_version=self.sut_version(), testbed=topo.name,
-               prefix=topo.prefix, dut_cores={"tag": self.cores.tag, "main": self.cores.main,
-                                              "workers": list(self.cores.workers), "numa": self.cores.numa},
-               profile=profile, trials=trial_dicts(run.res), latency=latency, latency_note=note)
+        record(
+            metrics=metrics,
+            nf=out.nf,
+            sut_version=self.sut_version(),
+            testbed=topo.name,
+            prefix=topo.prefix,
+            dut_cores={
+                "tag": self.cores.tag,
+                "main": self.cores.main,
+                "workers": list(self.cores.workers),
+                "numa": self.cores.numa,
+            },
+            profile=profile,
+            trials=trial_dicts(run.res),
+            latency=latency,
+            latency_note=note,
+        )
         return out
 
     def _latency_after(self, gen, pdr: float) -> Tuple[Optional[Dict[str, Any]], str]:
@@ -378,10 +441,11 @@ class LabTestbed(TestbedKeywords):
         def one(load: float, duration: float):
             return self._measure(gen, load, duration).details.get("latency")
 
-        out = {f"{round(load / pdr * 100)}% PDR": {"load_pps": round(load, 1), "directions": lat}
-               for load, lat in latency_trials(one, pdr)}
-        return out, (f"TRex latency streams at {self.latency_pps:g} pps per direction, 5 s trials at "
-                     "90/50/10 % of PDR (CSIT)")
+        out = {
+            f"{round(load / pdr * 100)}% PDR": {"load_pps": round(load, 1), "directions": lat}
+            for load, lat in latency_trials(one, pdr)
+        }
+        return out, (f"TRex latency streams at {self.latency_pps:g} pps per direction, 5 s trials at 90/50/10 % of PDR (CSIT)")
 
     def _telemetry_at(self, gen, load: float, suffix: str = "") -> Dict[str, Any]:
         """perf/pcm on the DUT worker CPUs (run through the DUT's node) during a trial at

@@ -37,7 +37,6 @@ class DpgateListener:
 
     def start_suite(self, data, result) -> None:
         if self.outdir is None:
-
             self.outdir = BuiltIn().get_variable_value("${OUTPUT DIR}", ".")
             if self.junit is None:
                 self.junit = os.path.join(self.outdir, "junit.xml")
@@ -46,24 +45,33 @@ class DpgateListener:
     def start_test(self, data, result) -> None:
         store = ResultStore(self.outdir or ".")
         suite = _full_name(result.parent) if result.parent else ""
-        store.update(f"{suite}.{result.name}", suite=suite, name=result.name, status="RUNNING",
-                     started=time.time(), tags=list(data.tags))
+        store.update(
+            f"{suite}.{result.name}", suite=suite, name=result.name, status="RUNNING", started=time.time(), tags=list(data.tags)
+        )
         self._console(f"[{self.done + 1}/{self.total}] {result.name} ...")
 
     def end_test(self, data, result) -> None:
         store = ResultStore(self.outdir or ".")
         suite = _full_name(result.parent) if result.parent else ""
-        elapsed = (result.elapsed_time.total_seconds() if hasattr(result, "elapsed_time")
-                   else result.elapsedtime / 1000.0)
-        rec = store.update(f"{suite}.{result.name}", suite=suite, name=result.name, status=result.status,
-                           message=result.message, elapsed_s=elapsed, tags=list(result.tags))
+        elapsed = result.elapsed_time.total_seconds() if hasattr(result, "elapsed_time") else result.elapsedtime / 1000.0
+        rec = store.update(
+            f"{suite}.{result.name}",
+            suite=suite,
+            name=result.name,
+            status=result.status,
+            message=result.message,
+            elapsed_s=elapsed,
+            tags=list(result.tags),
+        )
         self.done += 1
         m = rec.get(F.METRICS, {})
         nums = ""
         if "ndr_pps" in m:
             nums = f" NDR {m['ndr_pps'] / 1e6:.3f} Mpps PDR {m['pdr_pps'] / 1e6:.3f} Mpps CPP {m.get('cpp')}"
-        self._console(f"[{self.done}/{self.total}] {result.name} {result.status}{nums}"
-                      + (f": {result.message}" if result.status != "PASS" and result.message else ""))
+        self._console(
+            f"[{self.done}/{self.total}] {result.name} {result.status}{nums}"
+            + (f": {result.message}" if result.status != "PASS" and result.message else "")
+        )
         self._write()
 
     def close(self) -> None:

@@ -1,9 +1,9 @@
 """``find_ndr_pdr``: one entry point, three search profiles.
 
-    >>> from dpgate.search.simulated import make_sut
-    >>> r = find_ndr_pdr(make_sut("hard", seed=1).measure, 100_000, 1_500_000)
-    >>> round(r.ndr / 1e6, 2), round(r.pdr / 1e6, 2), r.profile, r.trial_count > 5
-    (1.0, 1.0, 'per-commit', True)
+>>> from dpgate.search.simulated import make_sut
+>>> r = find_ndr_pdr(make_sut("hard", seed=1).measure, 100_000, 1_500_000)
+>>> round(r.ndr / 1e6, 2), round(r.pdr / 1e6, 2), r.profile, r.trial_count > 5
+(1.0, 1.0, 'per-commit', True)
 """
 
 from __future__ import annotations
@@ -38,9 +38,7 @@ def search_settings(profile: str, **overrides: Any) -> SearchSettings:
     dpgate.model.errors.ConfigError: search override 'widht' is not known to profile 'per-commit'; accepted: duration_sum, exceed_ratio, expansion_coefficient, final_trial_duration, preceding_targets, search_duration_max, trial_duration, trial_overhead, warmup, width
     """
     if profile not in PROFILES:
-        raise ConfigError(
-            f"unknown search profile {profile!r}; accepted: {', '.join(sorted(PROFILES))}"
-        )
+        raise ConfigError(f"unknown search profile {profile!r}; accepted: {', '.join(sorted(PROFILES))}")
     settings: SearchSettings = build(PROFILES[profile].SETTINGS, profile, **overrides)
     return settings
 

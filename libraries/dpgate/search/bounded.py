@@ -56,8 +56,17 @@ class SearchRun:
         return float(self.res.pdr or 0.0)
 
 
-def search_ndr_pdr(measure: Measure, lo: float, hi: float, ndr_loss: str, pdr_loss: str, profile: str,
-                   overrides: Dict[str, str], time_limit: float, warn: Warn = _log.warning) -> SearchRun:
+def search_ndr_pdr(
+    measure: Measure,
+    lo: float,
+    hi: float,
+    ndr_loss: str,
+    pdr_loss: str,
+    profile: str,
+    overrides: Dict[str, str],
+    time_limit: float,
+    warn: Warn = _log.warning,
+) -> SearchRun:
     """``find_ndr_pdr`` over ``measure`` with the keyword's arguments; a ``time_limit`` (s, 0 =
     none) that runs out ends the search with bounds from the trials so far (complete=False)."""
     nl, pl = parse_ratio(ndr_loss, "ndr_loss"), parse_ratio(pdr_loss, "pdr_loss")
@@ -71,8 +80,7 @@ def search_ndr_pdr(measure: Measure, lo: float, hi: float, ndr_loss: str, pdr_lo
         return measure(load, duration)
 
     try:
-        return SearchRun(find_ndr_pdr(bounded, lo, hi, ndr_loss=nl, pdr_loss=pl, profile=profile, **conv),
-                         nl, pl, True, t0)
+        return SearchRun(find_ndr_pdr(bounded, lo, hi, ndr_loss=nl, pdr_loss=pl, profile=profile, **conv), nl, pl, True, t0)
     except SearchAborted as err:
         if not isinstance(err.__cause__, _TimeUp):
             raise
@@ -87,8 +95,9 @@ RESCUE_STEPS = (0.95, 0.9, 0.8, 0.65, 0.5)
 RESCUE_TRIAL_S = 1.0
 
 
-def _rescue_lower_bounds(measure: Measure, res: _PartialBounds, ndr_loss: float, pdr_loss: float, lo: float,
-                         hi: float, warn: Warn = _log.warning) -> _PartialBounds:
+def _rescue_lower_bounds(
+    measure: Measure, res: _PartialBounds, ndr_loss: float, pdr_loss: float, lo: float, hi: float, warn: Warn = _log.warning
+) -> _PartialBounds:
     """A time-limited search can end with every load it tried failing a goal (an erratic SUT
     near its limit): there is then no measured lower bound, and reporting 0 would be a
     number nobody measured. Step down from the lowest failing load with 1 s trials until
@@ -106,8 +115,10 @@ def _rescue_lower_bounds(measure: Measure, res: _PartialBounds, ndr_loss: float,
                 break
         res = _bounds_from_trials(_Trials(tuple(trials)), ndr_loss, pdr_loss)
         found = getattr(res, name.lower())
-        warn(f"no load passed the {name} goal before the time limit: stepping down from "
-                    f"{format_pps(top)} found {format_pps(found) if found else 'none above ' + format_pps(lo)}")
+        warn(
+            f"no load passed the {name} goal before the time limit: stepping down from "
+            f"{format_pps(top)} found {format_pps(found) if found else 'none above ' + format_pps(lo)}"
+        )
     return res
 
 
@@ -140,8 +151,7 @@ def _bounds_from_trials(partial, ndr_loss: float, pdr_loss: float) -> _PartialBo
                 entry[1] += dur
         fails = sorted(load for load, (tot, bad) in per_load.items() if bad > 0.5 * tot)
         upper = fails[0] if fails else None
-        passes = [load for load, (tot, bad) in per_load.items()
-                  if bad <= 0.5 * tot and (upper is None or load < upper)]
+        passes = [load for load, (tot, bad) in per_load.items() if bad <= 0.5 * tot and (upper is None or load < upper)]
         return (max(passes) if passes else None), upper
 
     ndr, ndr_up = bounds(ndr_loss)

@@ -1,9 +1,9 @@
 """Latency trials after a search: a few fixed loads as fractions of PDR (CSIT: 90/50/10 %).
 
-    >>> calls = []
-    >>> out = latency_trials(lambda load, d: calls.append((load, d)) or {"p50_us": 7}, 1e6)
-    >>> [round(load) for load, _ in out], calls[0][1]
-    ([900000, 500000, 100000], 5.0)
+>>> calls = []
+>>> out = latency_trials(lambda load, d: calls.append((load, d)) or {"p50_us": 7}, 1e6)
+>>> [round(load) for load, _ in out], calls[0][1]
+([900000, 500000, 100000], 5.0)
 """
 
 from __future__ import annotations

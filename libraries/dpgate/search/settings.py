@@ -89,8 +89,7 @@ def build(cls: Type[S], profile: str, **overrides: Any) -> S:
     for key, value in overrides.items():
         if key not in fields:
             raise ConfigError(
-                f"search override {key!r} is not known to profile {profile!r}; "
-                f"accepted: {', '.join(sorted(fields))}"
+                f"search override {key!r} is not known to profile {profile!r}; accepted: {', '.join(sorted(fields))}"
             )
         checked[key] = _check(profile, key, fields[key].metadata["check"], value)
     return cls(**checked)

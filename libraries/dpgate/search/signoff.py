@@ -271,9 +271,7 @@ class _Search:
         return _fit_log_rate(pts)
 
     # -- phase 2: decide with full-length trials -------------------------------
-    def decide(
-        self, candidate: float, loss: float, capacity_limited: bool, floor: float
-    ) -> tuple[float | None, float | None]:
+    def decide(self, candidate: float, loss: float, capacity_limited: bool, floor: float) -> tuple[float | None, float | None]:
         """Confirm ``candidate`` for ``loss`` with full trials; return (lower, upper)."""
         T = self.s.trial_duration
         candidate = max(self._clip(candidate), floor)
@@ -326,17 +324,27 @@ class _Search:
         return step_down(self, candidate, c, loss, floor)
 
 
-def run(
-    log: TrialLog, min_rate: float, max_rate: float, ndr_loss: float, pdr_loss: float, s: SignOffSettings
-) -> dict[str, Any]:
+def run(log: TrialLog, min_rate: float, max_rate: float, ndr_loss: float, pdr_loss: float, s: SignOffSettings) -> dict[str, Any]:
     search = _Search(log, min_rate, max_rate, s, goals=(ndr_loss, pdr_loss))
     ndr_c, pdr_c, cap_limited = search.locate(ndr_loss, pdr_loss)
     pdr, pdr_upper = search.decide(pdr_c, pdr_loss, cap_limited, floor=min_rate)
     pdr_bracket = (pdr, pdr_upper)
     if pdr is None:  # nothing met the looser goal, so nothing meets the stricter one
-        return {"ndr": None, "ndr_upper": pdr_upper, "pdr": None, "pdr_upper": pdr_upper,
-                "ndr_bracket": (None, pdr_upper), "pdr_bracket": pdr_bracket}
+        return {
+            "ndr": None,
+            "ndr_upper": pdr_upper,
+            "pdr": None,
+            "pdr_upper": pdr_upper,
+            "ndr_bracket": (None, pdr_upper),
+            "pdr_bracket": pdr_bracket,
+        }
     ndr, ndr_upper = search.decide(min(ndr_c, pdr), ndr_loss, cap_limited, floor=min_rate)
     ndr_bracket = search.bracket or (ndr, ndr_upper)
-    return {"ndr": ndr, "ndr_upper": ndr_upper, "pdr": pdr, "pdr_upper": pdr_upper,
-            "ndr_bracket": ndr_bracket, "pdr_bracket": pdr_bracket}
+    return {
+        "ndr": ndr,
+        "ndr_upper": ndr_upper,
+        "pdr": pdr,
+        "pdr_upper": pdr_upper,
+        "ndr_bracket": ndr_bracket,
+        "pdr_bracket": pdr_bracket,
+    }

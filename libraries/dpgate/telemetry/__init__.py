@@ -37,10 +37,22 @@ class NotSupported:
 Value = Union[float, NotSupported]
 
 METRIC_KEYS = (
-    "ipc", "ipp", "cpp_measured", "cache_misses_per_packet", "llc_load_misses_per_packet",
-    "tmam_retiring", "tmam_bad_speculation", "tmam_frontend_bound", "tmam_backend_bound",
-    "ddio_miss_rate_itom", "ddio_miss_rate_rfo", "ddio_miss_rate_pcierdcur", "ddio_miss_rate_itomcachenear",
-    "pcie_rd_bytes_per_packet", "pcie_wr_bytes_per_packet", "wil_per_packet",
+    "ipc",
+    "ipp",
+    "cpp_measured",
+    "cache_misses_per_packet",
+    "llc_load_misses_per_packet",
+    "tmam_retiring",
+    "tmam_bad_speculation",
+    "tmam_frontend_bound",
+    "tmam_backend_bound",
+    "ddio_miss_rate_itom",
+    "ddio_miss_rate_rfo",
+    "ddio_miss_rate_pcierdcur",
+    "ddio_miss_rate_itomcachenear",
+    "pcie_rd_bytes_per_packet",
+    "pcie_wr_bytes_per_packet",
+    "wil_per_packet",
     "mem_bytes_per_packet",
 )
 TMAM_KEYS = ("tmam_retiring", "tmam_bad_speculation", "tmam_frontend_bound", "tmam_backend_bound")
@@ -66,12 +78,16 @@ class TelemetryRecord:
     info: Dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def unsupported(cls, perf: Optional[NotSupported], pcm: Optional[NotSupported],
-                    mem: Optional[NotSupported] = None, tmam: Optional[NotSupported] = None) -> TelemetryRecord:
+    def unsupported(
+        cls,
+        perf: Optional[NotSupported],
+        pcm: Optional[NotSupported],
+        mem: Optional[NotSupported] = None,
+        tmam: Optional[NotSupported] = None,
+    ) -> TelemetryRecord:
         """Every key whose tool cannot count here, with that tool's reason (pcm-memory defaults
         to pcm-pcie's reason, TMAM to perf's)."""
-        reasons = {"perf": perf, "pcie": pcm, "mem": mem if mem is not None else pcm,
-                   "tmam": tmam if tmam is not None else perf}
+        reasons = {"perf": perf, "pcie": pcm, "mem": mem if mem is not None else pcm, "tmam": tmam if tmam is not None else perf}
         vals: Dict[str, Value] = {}
         for key in METRIC_KEYS:
             reason = reasons[_group(key)]
@@ -81,8 +97,7 @@ class TelemetryRecord:
 
     def with_suffix(self, suffix: str) -> TelemetryRecord:
         """The same record with every key renamed ``<key><suffix>`` (``ipc_pdr``)."""
-        return TelemetryRecord({k + suffix: v for k, v in self.values.items()},
-                               {k + suffix: v for k, v in self.info.items()})
+        return TelemetryRecord({k + suffix: v for k, v in self.values.items()}, {k + suffix: v for k, v in self.info.items()})
 
     def to_metrics(self) -> Dict[str, Union[float, str]]:
         """Flat metrics for records/JUnit: numbers, or ``"not supported (<reason>)"``."""

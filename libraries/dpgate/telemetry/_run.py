@@ -24,7 +24,7 @@ def run_tool(node: Any, argv: Sequence[str], timeout: float) -> Union[Any, NotSu
     """``node.run(argv, check=False)``; missing tools, timeouts and SSH errors become NotSupported."""
     node = node if node is not None else local_node()
     tool = str(argv[0])
-    if tool == "env":   # env VAR=value... tool: name the tool, not env (perf runs under LC_ALL=C)
+    if tool == "env":  # env VAR=value... tool: name the tool, not env (perf runs under LC_ALL=C)
         tool = next((str(a) for a in argv[1:] if "=" not in str(a)), tool)
     try:
         res = node.run(list(argv), timeout=timeout, check=False)
@@ -36,6 +36,5 @@ def run_tool(node: Any, argv: Sequence[str], timeout: float) -> Union[Any, NotSu
             return NotSupported(f"{tool} not installed: install {PACKAGES.get(tool, tool)}")
         return NotSupported(f"{tool} could not run on {getattr(node, 'name', 'the node')}: {text}")
     if res.returncode in (126, 127) and ("not found" in (res.stderr or "") or not (res.stdout or res.stderr)):
-        return NotSupported(f"{tool} not installed on {getattr(node, 'name', 'the node')}: "
-                            f"install {PACKAGES.get(tool, tool)}")
+        return NotSupported(f"{tool} not installed on {getattr(node, 'name', 'the node')}: install {PACKAGES.get(tool, tool)}")
     return res

@@ -78,7 +78,7 @@ class Capture:
 
     plan: Plan
     duration_s: float
-    outputs: Dict[str, Any] = field(default_factory=dict)   # tool -> Result or NotSupported
+    outputs: Dict[str, Any] = field(default_factory=dict)  # tool -> Result or NotSupported
     slots_per_cycle: int = 4
 
     def record(self, packets: float) -> TelemetryRecord:
@@ -90,7 +90,7 @@ class Capture:
         no_pkts = NotSupported("no packets forwarded during the capture window")
         if "perf" in self.outputs:
             values.update(self._perf(self.outputs["perf"], packets))
-            for key in ("ipc_pmu", "tmam_pmu"):     # hybrid CPUs: which core PMU the values are from
+            for key in ("ipc_pmu", "tmam_pmu"):  # hybrid CPUs: which core PMU the values are from
                 if key in values:
                     info[key] = str(values.pop(key))
         if "toplev" in self.outputs:
@@ -98,20 +98,35 @@ class Capture:
         if p.tmam_method and ("toplev" in self.outputs or ("perf" in self.outputs and p.tmam_method != "toplev")):
             info["tmam_source"] = p.tmam_method
         if "pcm-pcie" in self.outputs:
-            values.update(self._pcm("pcm-pcie", [k for k in METRIC_KEYS if k.startswith(("ddio", "pcie", "wil"))],
-                                    lambda text: pcie_per_packet(parse_pcie(text, interval_s=self.duration_s), pps),
-                                    pps, no_pkts))
+            values.update(
+                self._pcm(
+                    "pcm-pcie",
+                    [k for k in METRIC_KEYS if k.startswith(("ddio", "pcie", "wil"))],
+                    lambda text: pcie_per_packet(parse_pcie(text, interval_s=self.duration_s), pps),
+                    pps,
+                    no_pkts,
+                )
+            )
         if "pcm-memory" in self.outputs:
-            values.update(self._pcm("pcm-memory", ["mem_bytes_per_packet"],
-                                    lambda text: {"mem_bytes_per_packet": mem_bytes_per_packet(parse_memory(text), pps)},
-                                    pps, no_pkts))
+            values.update(
+                self._pcm(
+                    "pcm-memory",
+                    ["mem_bytes_per_packet"],
+                    lambda text: {"mem_bytes_per_packet": mem_bytes_per_packet(parse_memory(text), pps)},
+                    pps,
+                    no_pkts,
+                )
+            )
         return TelemetryRecord(values, info)
 
     def _pcm(self, tool: str, keys: List[str], derive: Any, pps: float, no_pkts: NotSupported) -> Dict[str, Any]:
         """Values of one pcm tool's output, or its reason (tool's own, no packets, unparsable) for ``keys``."""
         out = self.outputs[tool]
-        reason = out if isinstance(out, NotSupported) else reason_from_output(
-            (out.stdout or "") + (out.stderr or ""), out.returncode, tool)
+        reason = (
+            out
+            if isinstance(out, NotSupported)
+            else reason_from_output((out.stdout or "") + (out.stderr or ""), out.returncode, tool)
+        )
         if reason is None and not pps > 0:
             reason = no_pkts
         if reason is None:
@@ -177,8 +192,16 @@ class TelemetryCollector:
     whose perf has no topdown metrics). ``pcm=False`` skips pcm-pcie and pcm-memory.
     """
 
-    def __init__(self, cpus: Sequence[int], node: Any = None, *, pid: Optional[int] = None,
-                 slots_per_cycle: int = 4, pcm: bool = True, toplev: bool = True):
+    def __init__(
+        self,
+        cpus: Sequence[int],
+        node: Any = None,
+        *,
+        pid: Optional[int] = None,
+        slots_per_cycle: int = 4,
+        pcm: bool = True,
+        toplev: bool = True,
+    ):
         self.cpus = [int(c) for c in cpus]
         if not self.cpus and pid is None:
             raise TelemetryError("telemetry needs the SUT's cpus (or a pid) to count on")
@@ -224,8 +247,13 @@ class TelemetryCollector:
         if isinstance(res, NotSupported):
             return res.reason
         text = (res.stderr or "") + (res.stdout or "")
-        for needle in ("Cannot find metric or group", "does not support topdown", "event syntax error",
-                       "Topdown requested", "not supported"):
+        for needle in (
+            "Cannot find metric or group",
+            "does not support topdown",
+            "event syntax error",
+            "Topdown requested",
+            "not supported",
+        ):
             if needle in text and (needle != "not supported" or res.returncode != 0):
                 return next((ln.strip() for ln in text.splitlines() if needle in ln), needle)
         if res.returncode != 0:
@@ -292,8 +320,17 @@ class TelemetryCollector:
             events = PERF_EVENTS + (TMAM_RAW_EVENTS if plan.tmam_method == "perf-raw-events" else ())
             cmds["perf"] = perf_stat_argv(self.cpus, events, duration_s, extra=extra, pid=self.pid)
         if plan.tmam_method == "toplev" and plan.toplev:
-            cmds["toplev"] = [plan.toplev, "-l1", "-v", "--no-desc", "-x,", "--core", ",".join(plan.cores),
-                              "sleep", f"{duration_s:g}"]
+            cmds["toplev"] = [
+                plan.toplev,
+                "-l1",
+                "-v",
+                "--no-desc",
+                "-x,",
+                "--core",
+                ",".join(plan.cores),
+                "sleep",
+                f"{duration_s:g}",
+            ]
         if plan.pcie is None:
             cmds["pcm-pcie"] = pcie_argv(duration_s)
         if plan.memory is None:
@@ -324,9 +361,15 @@ class TelemetryCollector:
 TRIAL_S, SETTLE_S, WINDOW_S = 5.0, 1.0, 2.0
 
 
-def capture_during_trial(collector: TelemetryCollector, measure: Measure, load: float, suffix: str = "",
-                         trial_s: float = TRIAL_S, settle_s: float = SETTLE_S,
-                         window_s: float = WINDOW_S) -> Dict[str, Any]:
+def capture_during_trial(
+    collector: TelemetryCollector,
+    measure: Measure,
+    load: float,
+    suffix: str = "",
+    trial_s: float = TRIAL_S,
+    settle_s: float = SETTLE_S,
+    window_s: float = WINDOW_S,
+) -> Dict[str, Any]:
     """Telemetry metrics of one trial at ``load`` (``measure(load, duration)``, any generator).
 
     The trial runs in a thread; counting starts ``settle_s`` into it (steady state) and lasts

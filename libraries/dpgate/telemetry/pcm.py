@@ -24,9 +24,24 @@ from .pcm_pcie import (
     pcie_per_packet,
 )
 
-__all__ = ["BANDWIDTH_COLUMNS", "CACHE_LINE", "DDIO_EVENTS", "WRAP_LIMIT", "MemoryStats", "PcieStats",
-           "ddio_miss_rates", "event_key", "mem_bytes_per_packet", "memory_argv", "parse_memory", "parse_pcie",
-           "pcie_argv", "pcie_per_packet", "probe_pcm", "reason_from_output"]
+__all__ = [
+    "BANDWIDTH_COLUMNS",
+    "CACHE_LINE",
+    "DDIO_EVENTS",
+    "WRAP_LIMIT",
+    "MemoryStats",
+    "PcieStats",
+    "ddio_miss_rates",
+    "event_key",
+    "mem_bytes_per_packet",
+    "memory_argv",
+    "parse_memory",
+    "parse_pcie",
+    "pcie_argv",
+    "pcie_per_packet",
+    "probe_pcm",
+    "reason_from_output",
+]
 
 
 # -- unsupported hosts -------------------------------------------------------------------

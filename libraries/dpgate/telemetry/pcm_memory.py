@@ -46,8 +46,7 @@ def _parse_memory_csv(lines: List[str], at: int) -> MemoryStats:
     head2 = next(csv.reader([lines[at]]))
     head1 = next(csv.reader([lines[at - 1]])) if at > 0 else []
     if len(head1) < len(head2) - 1:
-        raise TelemetryError("pcm-memory CSV lacks its first header row (',,SKT0,SKT0,...') above "
-                             "'Date,Time,...' (truncated?)")
+        raise TelemetryError("pcm-memory CSV lacks its first header row (',,SKT0,SKT0,...') above 'Date,Time,...' (truncated?)")
     cols: Dict[Tuple[str, str], int] = {}
     for i, name in enumerate(head2):
         skt = re.fullmatch(r"SKT(\d+)", head1[i].strip()) if i < len(head1) else None
@@ -59,7 +58,7 @@ def _parse_memory_csv(lines: List[str], at: int) -> MemoryStats:
     reads: Dict[str, List[float]] = {}
     writes: Dict[str, List[float]] = {}
     rows = 0
-    for n, raw in enumerate(lines[at + 1:], at + 2):
+    for n, raw in enumerate(lines[at + 1 :], at + 2):
         if not raw.strip():
             continue
         cells = next(csv.reader([raw]))
@@ -109,12 +108,15 @@ def parse_memory(text: str) -> MemoryStats:
         if dram and sock is not None:
             (reads if dram.group(1) == "Read" else writes).setdefault(sock, []).append(float(dram.group(2)))
     if not reads and not writes:
-        raise TelemetryError("pcm-memory output has no 'NODE n Mem Read/Write (MB/s)' nor 'SKT n Mem ...' rows nor a "
-                             "'Date,Time,...Mem Read (MB/s)' CSV header")
+        raise TelemetryError(
+            "pcm-memory output has no 'NODE n Mem Read/Write (MB/s)' nor 'SKT n Mem ...' rows nor a "
+            "'Date,Time,...Mem Read (MB/s)' CSV header"
+        )
     missing = sorted(set(reads) ^ set(writes))
     if missing:
-        raise TelemetryError(f"pcm-memory output has Read without Write (or the reverse) for socket(s) "
-                             f"{', '.join(missing)} (truncated?)")
+        raise TelemetryError(
+            f"pcm-memory output has Read without Write (or the reverse) for socket(s) {', '.join(missing)} (truncated?)"
+        )
     _check(reads, writes, "pcm-memory table")
     return MemoryStats(_avg(reads), _avg(writes), max(len(v) for v in reads.values()))
 
@@ -124,13 +126,13 @@ def _check(reads: Dict[str, List[float]], writes: Dict[str, List[float]], where:
     for kind, d in (("read", reads), ("write", writes)):
         for sock, vals in d.items():
             if any(v < 0 for v in vals):
-                raise TelemetryError(f"{where}: socket {sock} {kind} bandwidth {min(vals):g} MB/s is negative "
-                                     "(a channel pcm could not read): not a measurement")
+                raise TelemetryError(
+                    f"{where}: socket {sock} {kind} bandwidth {min(vals):g} MB/s is negative "
+                    "(a channel pcm could not read): not a measurement"
+                )
 
 
 def mem_bytes_per_packet(mem: MemoryStats, pps: float) -> float:
     if not pps > 0:
         raise TelemetryError(f"packets per second must be > 0, got {pps!r}")
     return mem.total_bytes_per_s / pps
-
-

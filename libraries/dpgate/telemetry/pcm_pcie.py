@@ -45,7 +45,7 @@ from . import NotSupported, TelemetryError
 
 _SUFFIX = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 #: Counts at or above this are wrapped counters (2^64 - small), not traffic.
-WRAP_LIMIT = float(2 ** 60)
+WRAP_LIMIT = float(2**60)
 #: Miss above Total by at most this share of Total is taken as Total (and recorded in
 #: ``PcieStats.corrections``): seed 000 Figure 24 shows WiL Miss 1892 K over Total 1891 K,
 #: counters read microseconds apart. More than this is an error.
@@ -148,8 +148,10 @@ def _count(token: str, where: str) -> float:
         raise TelemetryError(f"{where}: {token.strip()!r} is not a count")
     value = float(m.group(1)) * _SUFFIX[m.group(2)]
     if value >= WRAP_LIMIT:
-        raise TelemetryError(f"{where}: {token.strip()} is near 2^64: a wrapped counter (a difference that "
-                             "went negative), not a count; repeat the measurement")
+        raise TelemetryError(
+            f"{where}: {token.strip()} is near 2^64: a wrapped counter (a difference that "
+            "went negative), not a count; repeat the measurement"
+        )
     return value
 
 
@@ -180,8 +182,9 @@ class _Acc:
         self.last_total: Dict[str, Dict[str, float]] = {}
         self.corrections: List[str] = []
 
-    def add(self, sock: str, kind: str, events: Sequence[str], bw: Sequence[str], vals: Sequence[float],
-            where: str = "pcm-pcie") -> None:
+    def add(
+        self, sock: str, kind: str, events: Sequence[str], bw: Sequence[str], vals: Sequence[float], where: str = "pcm-pcie"
+    ) -> None:
         vals = list(vals)
         if kind == "total":
             self.last_total[sock] = dict(zip(events, vals))
@@ -192,19 +195,22 @@ class _Acc:
                 if t is None or m <= t:
                     continue
                 if m - t <= MISS_TOLERANCE * t:
-                    self.corrections.append(f"{where}: socket {sock} {e} Miss {m:g} > Total {t:g} by "
-                                            f"{100 * (m - t) / t:.2f} %: Miss taken as Total")
+                    self.corrections.append(
+                        f"{where}: socket {sock} {e} Miss {m:g} > Total {t:g} by {100 * (m - t) / t:.2f} %: Miss taken as Total"
+                    )
                     vals[i] = t
                     continue
-                raise TelemetryError(f"{where}: socket {sock} {e} Miss {m:g} > Total {t:g}: inconsistent "
-                                     "pcm-pcie sample (old pcm releases read Total and Miss at different "
-                                     "times); upgrade pcm or repeat the measurement")
+                raise TelemetryError(
+                    f"{where}: socket {sock} {e} Miss {m:g} > Total {t:g}: inconsistent "
+                    "pcm-pcie sample (old pcm releases read Total and Miss at different "
+                    "times); upgrade pcm or repeat the measurement"
+                )
         row = self.rows.setdefault((sock, kind), {})
         for e, v in zip(events, vals):
             row[event_key(e)] = row.get(event_key(e), 0.0) + v
         if bw:
             brow = self.bw.setdefault((sock, kind), {})
-            for b, v in zip(bw, vals[len(events):]):
+            for b, v in zip(bw, vals[len(events) :]):
                 brow[b] = brow.get(b, 0.0) + v
 
     def stats(self, events: Tuple[str, ...], interval_s: float) -> PcieStats:
@@ -243,8 +249,10 @@ def _parse_table(text: str, interval_s: float) -> PcieStats:
         vals = _table_values(body, f"pcm-pcie table line {n}")
         want = len(events) + len(bw)
         if len(vals) != want:
-            raise TelemetryError(f"pcm-pcie table line {n}: {len(vals)} values for {want} columns "
-                                 f"({', '.join(events + bw)}): {raw.strip()!r} (truncated?)")
+            raise TelemetryError(
+                f"pcm-pcie table line {n}: {len(vals)} values for {want} columns "
+                f"({', '.join(events + bw)}): {raw.strip()!r} (truncated?)"
+            )
         acc.add(m.group(1), kind, events, bw, vals, f"pcm-pcie table line {n}")
     if not events:
         raise TelemetryError("pcm-pcie table has no 'Skt | <events>' header (not pcm-pcie output?)")
@@ -282,8 +290,9 @@ def _parse_csv(text: str, interval_s: float) -> PcieStats:
             cells[-1], kind = k.group(1), k.group(2).lower()
         want = len(events) + len(bw)
         if len(cells) - 1 != want:
-            raise TelemetryError(f"pcm-pcie CSV line {n}: {len(cells) - 1} values for {want} columns "
-                                 f"({', '.join(events + bw)}) (truncated?)")
+            raise TelemetryError(
+                f"pcm-pcie CSV line {n}: {len(cells) - 1} values for {want} columns ({', '.join(events + bw)}) (truncated?)"
+            )
         vals = [_count(c, f"pcm-pcie CSV line {n}") for c in cells[1:]]
         acc.add(cells[0], kind, events, bw, vals, f"pcm-pcie CSV line {n}")
     if not seen_header:
@@ -339,10 +348,14 @@ def pcie_per_packet(stats: PcieStats, pps: float, reason_prefix: str = "pcm-pcie
     else:
         out["pcie_rd_bytes_per_packet"] = NotSupported(f"{reason_prefix}: no PCIeRdCur/PCIRdCur event (it has {have})")
     writes = [e for e in ("ItoM", "ItoMCacheNear", "RFO") if stats.has(e)]
-    out["pcie_wr_bytes_per_packet"] = (sum(stats.total(e) for e in writes) * CACHE_LINE / pps if writes else
-                                       NotSupported(f"{reason_prefix}: no ItoM/RFO write event (it has {have})"))
-    out["wil_per_packet"] = (stats.total("WiL") / pps if stats.has("WiL") else
-                             NotSupported(f"{reason_prefix}: no WiL (MMIO write) event (it has {have})"))
+    out["pcie_wr_bytes_per_packet"] = (
+        sum(stats.total(e) for e in writes) * CACHE_LINE / pps
+        if writes
+        else NotSupported(f"{reason_prefix}: no ItoM/RFO write event (it has {have})")
+    )
+    out["wil_per_packet"] = (
+        stats.total("WiL") / pps
+        if stats.has("WiL")
+        else NotSupported(f"{reason_prefix}: no WiL (MMIO write) event (it has {have})")
+    )
     return out
-
-

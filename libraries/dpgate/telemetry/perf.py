@@ -45,8 +45,13 @@ from .tmam import Tmam, l1_name, tmam_from_perf_metrics
 #: Generic cache events counted next to cycles and instructions.
 CACHE_EVENTS = ("cache-references", "cache-misses", "LLC-loads", "LLC-load-misses")
 #: Raw events of seed 000's TMAM level-1 equations (Haswell..Cascade Lake names).
-TMAM_RAW_EVENTS = ("CPU_CLK_UNHALTED.THREAD", "UOPS_ISSUED.ANY", "UOPS_RETIRED.RETIRE_SLOTS",
-                   "INT_MISC.RECOVERY_CYCLES", "IDQ_UOPS_NOT_DELIVERED.CORE")
+TMAM_RAW_EVENTS = (
+    "CPU_CLK_UNHALTED.THREAD",
+    "UOPS_ISSUED.ANY",
+    "UOPS_RETIRED.RETIRE_SLOTS",
+    "INT_MISC.RECOVERY_CYCLES",
+    "IDQ_UOPS_NOT_DELIVERED.CORE",
+)
 _CYCLES = ("cycles", "cpu-cycles")
 _INSTRUCTIONS = ("instructions",)
 
@@ -159,8 +164,13 @@ class PerfStat:
         return self.tmam_with_pmu()[0]
 
 
-def _build(records: Sequence[Record], messages: Tuple[str, ...], fmt: str, time: Optional[float] = None,
-           intervals: Tuple[PerfStat, ...] = ()) -> PerfStat:
+def _build(
+    records: Sequence[Record],
+    messages: Tuple[str, ...],
+    fmt: str,
+    time: Optional[float] = None,
+    intervals: Tuple[PerfStat, ...] = (),
+) -> PerfStat:
     counts: Dict[str, float] = {}
     unsupported: Dict[str, NotSupported] = {}
     metrics: Dict[str, List[float]] = {}
@@ -172,16 +182,25 @@ def _build(records: Sequence[Record], messages: Tuple[str, ...], fmt: str, time:
                 if rec.run_pct is not None:
                     running[rec.event] = min(running.get(rec.event, 100.0), rec.run_pct)
             else:
-                why = "no hardware counter on this host" if rec.status == NOT_SUPPORTED else \
-                    "counter was not scheduled"
+                why = "no hardware counter on this host" if rec.status == NOT_SUPPORTED else "counter was not scheduled"
                 unsupported.setdefault(rec.event, NotSupported(f"{rec.event} {rec.status} ({why})"))
         elif rec.value is not None:
             metrics.setdefault(rec.name, []).append(rec.value)
     partial = tuple(e for e in counts if e in unsupported)
     for event in counts:
         unsupported.pop(event, None)
-    return PerfStat(counts, unsupported, {k: sum(v) / len(v) for k, v in metrics.items()}, running,
-                    tuple(records), intervals, time, messages, fmt, partial)
+    return PerfStat(
+        counts,
+        unsupported,
+        {k: sum(v) / len(v) for k, v in metrics.items()},
+        running,
+        tuple(records),
+        intervals,
+        time,
+        messages,
+        fmt,
+        partial,
+    )
 
 
 def parse_perf_stat(text: str, sep: Optional[str] = None) -> PerfStat:
@@ -211,8 +230,7 @@ def parse_perf_stat(text: str, sep: Optional[str] = None) -> PerfStat:
             times.setdefault(rec.time, []).append(rec)
     if times and len(times) < len({id(r) for r in records}) and any(r.time is None for r in records):
         bad = next(r for r in records if r.time is None)
-        raise TelemetryError(f"perf stat output line {bad.line}: no -I timestamp among interval lines "
-                             "(two runs mixed?)")
+        raise TelemetryError(f"perf stat output line {bad.line}: no -I timestamp among interval lines (two runs mixed?)")
     intervals = tuple(_build(recs, (), fmt, float(t)) for t, recs in times.items())
     return _build(records, tuple(messages), fmt, None, intervals)
 
@@ -221,8 +239,14 @@ def parse_perf_stat(text: str, sep: Optional[str] = None) -> PerfStat:
 PERF_ENV = ("env", "LC_ALL=C")
 
 
-def perf_stat_argv(cpus: Sequence[int], events: Sequence[str], duration_s: float, perf: str = "perf",
-                   extra: Sequence[str] = (), pid: Optional[int] = None) -> List[str]:
+def perf_stat_argv(
+    cpus: Sequence[int],
+    events: Sequence[str],
+    duration_s: float,
+    perf: str = "perf",
+    extra: Sequence[str] = (),
+    pid: Optional[int] = None,
+) -> List[str]:
     """argv of perf stat on ``cpus`` system-wide (or on process ``pid``) for ``duration_s``.
 
     The CSV goes to stderr. ``extra`` adds options such as ``-M TopdownL1``/``--topdown``.
@@ -232,8 +256,14 @@ def perf_stat_argv(cpus: Sequence[int], events: Sequence[str], duration_s: float
     ['env', 'LC_ALL=C', 'perf', 'stat', '-x,', '-a', '-C', '1,3']
     """
     target = ["-p", str(int(pid))] if pid is not None else ["-a", "-C", ",".join(str(int(c)) for c in cpus)]
-    return list(PERF_ENV) + [perf, "stat", "-x,"] + target + ["-e", ",".join(events)] + list(extra) + \
-        ["--", "sleep", f"{duration_s:g}"]
+    return (
+        list(PERF_ENV)
+        + [perf, "stat", "-x,"]
+        + target
+        + ["-e", ",".join(events)]
+        + list(extra)
+        + ["--", "sleep", f"{duration_s:g}"]
+    )
 
 
 def not_installed(res: Any) -> Optional[NotSupported]:
@@ -247,8 +277,11 @@ def probe_perf(node: Any = None, cpus: Sequence[int] = (), pid: Optional[int] = 
     """None when cycles and instructions can be counted on ``node``'s ``cpus``, else why not."""
     from ._run import run_tool
 
-    argv = perf_stat_argv(cpus, ["cycles", "instructions"], 0.01, pid=pid) if (cpus or pid is not None) else \
-        list(PERF_ENV) + ["perf", "stat", "-x,", "-e", "cycles,instructions", "--", "true"]
+    argv = (
+        perf_stat_argv(cpus, ["cycles", "instructions"], 0.01, pid=pid)
+        if (cpus or pid is not None)
+        else list(PERF_ENV) + ["perf", "stat", "-x,", "-e", "cycles,instructions", "--", "true"]
+    )
     res = run_tool(node, argv, timeout=20)
     if isinstance(res, NotSupported):
         return res
@@ -287,7 +320,7 @@ def derive(stat: PerfStat, packets: float) -> Dict[str, object]:
         out["cpp_measured"] = cyc / packets if packets else NotSupported("no packets forwarded")
     pmu = cc[2] if cc else None
     for key, event in (("cache_misses_per_packet", "cache-misses"), ("llc_load_misses_per_packet", "LLC-load-misses")):
-        if pmu and event not in stat.counts and event not in stat.unsupported:   # hybrid: the IPC's PMU
+        if pmu and event not in stat.counts and event not in stat.unsupported:  # hybrid: the IPC's PMU
             event = next((k for k in [*stat.counts, *stat.unsupported] if split_event(k) == (pmu, event)), event)
         v = stat.get(event)
         if isinstance(v, NotSupported):

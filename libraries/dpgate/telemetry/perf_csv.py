@@ -62,7 +62,7 @@ def _join_event_terms(fields: List[str], sep: str) -> List[str]:
             for j in range(i + 1, min(i + 8, len(fields))):
                 if "=" not in fields[j]:
                     break
-                joined = sep.join(fields[i:j + 1])
+                joined = sep.join(fields[i : j + 1])
                 if re.match(r"^[a-z_][a-z0-9_]*/[^/]*/[A-Za-z]*$", joined):
                     f, nxt = joined, j + 1
                     break
@@ -78,14 +78,24 @@ def _prefix(fields: List[str]) -> Tuple[Optional[str], Optional[str], List[str]]
         fields = fields[1:]
     if fields and TIME.match(fields[0]):
         time, fields = fields[0].strip(), fields[1:]
-    if fields and AGGR_NR.match(fields[0]) and len(fields) > 1 and fields[1].isdigit() \
-            and (_valid_rest(fields[2:]) or not _valid_rest(fields[1:])):
+    if (
+        fields
+        and AGGR_NR.match(fields[0])
+        and len(fields) > 1
+        and fields[1].isdigit()
+        and (_valid_rest(fields[2:]) or not _valid_rest(fields[1:]))
+    ):
         return time, fields[0], fields[2:]
     if fields and (AGGR_ALONE.match(fields[0]) or AGGR_NR.match(fields[0])):
         return time, fields[0], fields[1:]
-    if fields and re.match(r"^\S.*-\d+$", fields[0]) and not is_number(fields[0]) and len(fields) > 1 \
-            and (is_number(fields[1]) or fields[1] in (NOT_COUNTED, NOT_SUPPORTED)):
-        return time, fields[0], fields[1:]          # --per-thread: comm-pid
+    if (
+        fields
+        and re.match(r"^\S.*-\d+$", fields[0])
+        and not is_number(fields[0])
+        and len(fields) > 1
+        and (is_number(fields[1]) or fields[1] in (NOT_COUNTED, NOT_SUPPORTED))
+    ):
+        return time, fields[0], fields[1:]  # --per-thread: comm-pid
     return time, aggr, fields
 
 
@@ -96,9 +106,15 @@ def _noise(field: str) -> bool:
 
 def _valid_rest(rest: Sequence[str]) -> bool:
     """Whether ``rest`` (prefix removed) is an event line's value,unit,event,..."""
-    return len(rest) >= 3 and rest[0] == rest[0].strip() and rest[2] == rest[2].strip() \
-        and (is_number(rest[0]) or rest[0] in (NOT_COUNTED, NOT_SUPPORTED)) \
-        and not is_number(rest[1]) and bool(rest[2]) and not is_number(rest[2])
+    return (
+        len(rest) >= 3
+        and rest[0] == rest[0].strip()
+        and rest[2] == rest[2].strip()
+        and (is_number(rest[0]) or rest[0] in (NOT_COUNTED, NOT_SUPPORTED))
+        and not is_number(rest[1])
+        and bool(rest[2])
+        and not is_number(rest[2])
+    )
 
 
 def _metric_tail(tail: Sequence[str], n: int, raw: str) -> Optional[Tuple[str, str, Optional[str]]]:
@@ -128,15 +144,15 @@ def parse_line(n: int, raw: str, sep: str, group: Optional[str], event: Optional
         value, unit, name = rest[0], rest[1], rest[2]
         i = 3
         if len(rest) > i and rest[i] and not rest[i].isdigit() and not _noise(rest[i]):
-            i += 1                                           # -G: cgroup column
+            i += 1  # -G: cgroup column
         if len(rest) > i and _noise(rest[i]):
-            i += 1                                           # -r: variance (perf prints it before run time)
+            i += 1  # -r: variance (perf prints it before run time)
         if len(rest) < i + 2 or not rest[i].isdigit() or not is_number(rest[i + 1]):
             raise error(n, raw, "event line lacks '<run time>,<percent running>' after the event name")
         run_pct = float(rest[i + 1])
         i += 2
         if i < len(rest) and _noise(rest[i]):
-            i += 1                                           # variance where perf-stat.txt lists it
+            i += 1  # variance where perf-stat.txt lists it
         if value in (NOT_COUNTED, NOT_SUPPORTED):
             out: List[Line] = [Count(name, None, value, unit, run_pct, time, aggr, n)]
         else:
@@ -182,7 +198,7 @@ def parse_metric_only(text: str, sep: str) -> List[Record]:
     width, so a warning line with a comma in it is not taken for a header.
     """
     out: List[Record] = []
-    heads: List[Tuple[int, List[str]]] = []           # (leading aggr/time words, metric names)
+    heads: List[Tuple[int, List[str]]] = []  # (leading aggr/time words, metric names)
     for n, raw in lines(text):
         if not raw.strip() or raw.lstrip().startswith("#"):
             continue
@@ -203,10 +219,11 @@ def parse_metric_only(text: str, sep: str) -> List[Record]:
         units = next((u for _lead, u in reversed(heads) if len(u) == len(vals)), None)
         if units is None:
             if not any(vals):
-                continue                              # nothing counted: no names, empty values
+                continue  # nothing counted: no names, empty values
             shown = "; ".join(", ".join(u) for _l, u in heads[-2:]) or "none"
-            raise error(n, raw, f"{len(vals)} metric-only values and no header row of {len(vals)} "
-                                f"metric names (headers seen: {shown})")
+            raise error(
+                n, raw, f"{len(vals)} metric-only values and no header row of {len(vals)} metric names (headers seen: {shown})"
+            )
         for unit, v in zip(units, vals):
             if not unit or is_number(unit):
                 raise error(n, raw, f"metric-only header has an empty or numeric name {unit!r}")
@@ -245,11 +262,11 @@ def detect_separator(text: str) -> Optional[str]:
         for sep in SEPARATORS:
             if looks_metric_only(text, sep):
                 return sep
-        for sep in SEPARATORS:       # only separators: metric-only output with nothing counted
+        for sep in SEPARATORS:  # only separators: metric-only output with nothing counted
             data = [raw.strip() for _n, raw in lines(text) if raw.strip() and not is_prose(raw)]
             if data and all(set(d) == {sep} for d in data):
                 return sep
-        for sep in SEPARATORS:       # CSV-shaped lines whose value is wrong: read as CSV, to say so
+        for sep in SEPARATORS:  # CSV-shaped lines whose value is wrong: read as CSV, to say so
             for _n, raw in lines(text):
                 rest = _prefix(_split(raw, sep))[2]
                 if not is_prose(raw) and len(rest) >= 5 and rest[2] and not is_number(rest[2]):
@@ -271,8 +288,9 @@ def parse_csv(text: str, sep: str) -> Tuple[List[Record], List[str]]:
             continue
         if sep not in raw or is_prose(raw):
             if not is_prose(raw):
-                raise error(n, raw, f"neither a '{sep}'-separated perf stat line nor one of perf's messages "
-                                    "(truncated or mixed output?)")
+                raise error(
+                    n, raw, f"neither a '{sep}'-separated perf stat line nor one of perf's messages (truncated or mixed output?)"
+                )
             messages.append(line)
             continue
         for rec in parse_line(n, raw, sep, group, event):

@@ -43,9 +43,11 @@ _VALUE = r"(?P<value><not counted>|<not supported>|-?\d[\d.,']*\d|\d)"
 _RUNNING = re.compile(r"\s*\((?P<pct>\d+(\.\d+)?)%\)\s*$")
 _NOISE = re.compile(r"\s*\(\s*\+-\s*[\d.]+%\s*\)")
 _METRIC = re.compile(r"^#\s*(?P<val>-?\d+([.,]\d+)?|-?nan|-?inf)(?P<pct>%)?\s*(?P<unit>.*?)\s*$", re.IGNORECASE)
-_SKIP = re.compile(r"^\s*(Performance counter stats for|[\d.]+( \+- [\d.]+)? seconds (time elapsed|user|sys)|"
-                   r"#\s+time\s+(counts|[a-z]+\s+cpus\s+counts|cpu\s+counts)|# Table of|# Final result|"
-                   r"[\d.]+ \([+-][\d.]+\) #*$)")
+_SKIP = re.compile(
+    r"^\s*(Performance counter stats for|[\d.]+( \+- [\d.]+)? seconds (time elapsed|user|sys)|"
+    r"#\s+time\s+(counts|[a-z]+\s+cpus\s+counts|cpu\s+counts)|# Table of|# Final result|"
+    r"[\d.]+ \([+-][\d.]+\) #*$)"
+)
 
 
 def _prefix(s: str) -> Tuple[Optional[str], Optional[str], str]:
@@ -53,18 +55,19 @@ def _prefix(s: str) -> Tuple[Optional[str], Optional[str], str]:
     time = aggr = None
     m = _TIME.match(s)
     if m:
-        time, s = m.group(1), s[m.end():]
+        time, s = m.group(1), s[m.end() :]
     s = s.lstrip()
     tok = s.split(None, 2)
     if tok and AGGR_NR.match(tok[0]) and len(tok) > 1 and tok[1].isdigit() and len(tok) > 2:
         aggr, s = tok[0], tok[2]
     elif tok and AGGR_ALONE.match(tok[0]) and len(tok) > 1:
-        aggr, s = tok[0], s[len(tok[0]):].lstrip()
+        aggr, s = tok[0], s[len(tok[0]) :].lstrip()
     return time, aggr, s
 
 
-def _metric(text: str, n: int, raw: str, group: Optional[str], event: Optional[str], time: Optional[str],
-            aggr: Optional[str]) -> Optional[Metric]:
+def _metric(
+    text: str, n: int, raw: str, group: Optional[str], event: Optional[str], time: Optional[str], aggr: Optional[str]
+) -> Optional[Metric]:
     """The ``# <value> <unit>`` part, or None when blank."""
     text = _NOISE.sub("", text).strip()
     if not text:
@@ -81,9 +84,9 @@ def parse_line(n: int, raw: str, group: Optional[str], event: Optional[str]) -> 
     running = None
     m = _RUNNING.search(s)
     if m:
-        running, s = float(m.group("pct")), s[:m.start()]
+        running, s = float(m.group("pct")), s[: m.start()]
     s = _NOISE.sub("", s).rstrip()
-    if s.startswith("#"):                                  # another metric of the line above
+    if s.startswith("#"):  # another metric of the line above
         met = _metric(s, n, raw, group, event, time, aggr)
         return [met] if met else []
     mv = re.match(_VALUE + r"\s+(?P<rest>.*)$", s)
@@ -91,7 +94,7 @@ def parse_line(n: int, raw: str, group: Optional[str], event: Optional[str]) -> 
         head, _sep, tail = mv.group("rest").partition("#")
         words = head.split()
         unit = ""
-        if len(words) == 2 and re.match(r"^\(\w+\)$", words[1]):     # perf 4.x: cpu-clock (msec)
+        if len(words) == 2 and re.match(r"^\(\w+\)$", words[1]):  # perf 4.x: cpu-clock (msec)
             words, unit = [words[0]], words[1][1:-1]
         if len(words) == 2:
             unit, name = words
@@ -111,7 +114,7 @@ def parse_line(n: int, raw: str, group: Optional[str], event: Optional[str]) -> 
         lines_: List[Line] = [cnt]
         return lines_ + ([met] if met else [])
     head, _sep, tail = s.partition("#")
-    if _sep and head.strip() and not is_number(head.split()[0]):   # perf >= 6.5 group header
+    if _sep and head.strip() and not is_number(head.split()[0]):  # perf >= 6.5 group header
         met = _metric("#" + tail, n, raw, head.strip(), None, time, aggr)
         header: List[Line] = [GroupHeader(head.strip(), n)]
         return header + ([met] if met else [])
@@ -120,8 +123,10 @@ def parse_line(n: int, raw: str, group: Optional[str], event: Optional[str]) -> 
 
 def _units(header: str, count: int) -> Optional[List[str]]:
     """Metric names of a metric-only header row holding ``count`` names, or None."""
-    tries = [[u.replace("\0", "  ") for u in re.split(r"\s{2,}", header.strip().replace("%  ", "%\0"))],
-             re.findall(r"%\s+\S+|\S+", header.strip())]
+    tries = [
+        [u.replace("\0", "  ") for u in re.split(r"\s{2,}", header.strip().replace("%  ", "%\0"))],
+        re.findall(r"%\s+\S+|\S+", header.strip()),
+    ]
     return next((t for t in tries if len(t) == count and all(t)), None)
 
 
@@ -136,7 +141,7 @@ def parse_metric_only(text: str) -> List[Record]:
         s = raw.strip()
         if not s or _SKIP.match(raw):
             continue
-        if s.startswith("#"):                        # -I: '#   time  <names>'
+        if s.startswith("#"):  # -I: '#   time  <names>'
             h = re.sub(r"^#\s*time\s*", "", s)
             heads.append(re.sub(r"^(core|die|socket|node|cpu|cache|cluster)\s+(cpus\s+)?", "", h))
             continue
@@ -145,8 +150,12 @@ def parse_metric_only(text: str) -> List[Record]:
         if vals and _ROW.match(rest.strip()):
             units = next((u for u in (_units(h, len(vals)) for h in reversed(heads)) if u), None)
             if units is None:
-                raise error(n, raw, f"{len(vals)} metric-only values and no header row of {len(vals)} "
-                                    f"metric names above them (last: {heads[-1] if heads else None!r})")
+                raise error(
+                    n,
+                    raw,
+                    f"{len(vals)} metric-only values and no header row of {len(vals)} "
+                    f"metric names above them (last: {heads[-1] if heads else None!r})",
+                )
             for unit, v in zip(units, vals):
                 out.append(Metric(unit, metric_value(v.rstrip("%")), None, None, None, time, aggr, n))
         elif vals and not is_number(vals[0]):
@@ -185,7 +194,7 @@ def parse_human(text: str) -> Tuple[List[Record], List[str]]:
     for n, raw in lines(text):
         s = raw.strip()
         if not s or _SKIP.match(raw) or raw.startswith("#"):
-            continue                                   # '# started on ...', the -I column header
+            continue  # '# started on ...', the -I column header
         if is_prose(s):
             messages.append(s)
             continue

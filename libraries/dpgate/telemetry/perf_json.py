@@ -38,8 +38,7 @@ from .perf_records import (
 )
 
 _AGGR_KEYS = ("core", "cache", "cluster", "die", "socket", "node", "thread")
-_NOT_METRICS = {"interval", "cpu", "aggregate-number", "cgroup", "event-runtime", "pcnt-running", "variance",
-                *_AGGR_KEYS}
+_NOT_METRICS = {"interval", "cpu", "aggregate-number", "cgroup", "event-runtime", "pcnt-running", "variance", *_AGGR_KEYS}
 
 
 def _aggr(obj: Dict[str, Any]) -> Optional[str]:
@@ -90,21 +89,33 @@ def parse_json(text: str) -> Tuple[List[Record], List[str]]:
             if cv in (NOT_COUNTED, NOT_SUPPORTED):
                 out.append(Count(str(name), None, cv, str(obj.get("unit", "")), run, time, aggr, n))
             else:
-                out.append(Count(str(name), _value(obj, "counter-value", n, raw), "counted",
-                                 str(obj.get("unit", "")), run, time, aggr, n))
+                out.append(
+                    Count(
+                        str(name), _value(obj, "counter-value", n, raw), "counted", str(obj.get("unit", "")), run, time, aggr, n
+                    )
+                )
             event, group = str(name), None
         if "metric-unit" in obj or "metric-value" in obj:
             unit = str(obj.get("metric-unit", ""))
             if unit:
                 if "metric-value" not in obj:
                     raise error(n, raw, f"metric {unit!r} without a metric-value")
-                out.append(Metric(unit, _value(obj, "metric-value", n, raw), group,
-                                  obj.get("metric-threshold"), event if "counter-value" in obj or group is None
-                                  else None, time, aggr, n))
+                out.append(
+                    Metric(
+                        unit,
+                        _value(obj, "metric-value", n, raw),
+                        group,
+                        obj.get("metric-threshold"),
+                        event if "counter-value" in obj or group is None else None,
+                        time,
+                        aggr,
+                        n,
+                    )
+                )
             continue
         if "counter-value" in obj:
             continue
-        for key, v in obj.items():                       # --metric-only: {"<unit>" : "<value>", ...}
+        for key, v in obj.items():  # --metric-only: {"<unit>" : "<value>", ...}
             if key in _NOT_METRICS:
                 continue
             val = None if str(v) == "none" else _value(obj, key, n, raw)

@@ -49,12 +49,12 @@ class Count:
     """One event's count on one line."""
 
     event: str
-    value: Optional[float]           # None when not counted / not supported
-    status: str                      # "counted", NOT_COUNTED or NOT_SUPPORTED
+    value: Optional[float]  # None when not counted / not supported
+    status: str  # "counted", NOT_COUNTED or NOT_SUPPORTED
     unit: str = ""
     run_pct: Optional[float] = None  # None: perf did not say (human output, 100 %)
-    time: Optional[str] = None       # -I timestamp as printed
-    aggr: Optional[str] = None       # CPU3, S0-D0-C1, ...
+    time: Optional[str] = None  # -I timestamp as printed
+    aggr: Optional[str] = None  # CPU3, S0-D0-C1, ...
     line: int = 0
 
 
@@ -62,11 +62,11 @@ class Count:
 class Metric:
     """One derived metric perf printed (``insn per cycle``, ``%  tma_retiring``)."""
 
-    name: str                        # perf's metric unit text, spaces kept
-    value: Optional[float]           # None: empty or nan (not computable)
-    group: Optional[str] = None      # metric group header above it (perf >= 6.5)
+    name: str  # perf's metric unit text, spaces kept
+    value: Optional[float]  # None: empty or nan (not computable)
+    group: Optional[str] = None  # metric group header above it (perf >= 6.5)
     threshold: Optional[str] = None  # perf >= 6.13 CSV column
-    event: Optional[str] = None      # the event line it was printed on, if any
+    event: Optional[str] = None  # the event line it was printed on, if any
     time: Optional[str] = None
     aggr: Optional[str] = None
     line: int = 0
@@ -145,9 +145,12 @@ def is_prose(line: str) -> bool:
     s = line.strip()
     if re.match(r"^<not (counted|supported)>", s):
         return False
-    if re.match(r"^(WARNING|Warning|Error|ERROR|Cannot|Failed|Some events|The events|Please|echo |perf |"
-                r"Performance counter stats|Using |Consider|Hint|Note|Usage|Run '|event syntax|System does not|"
-                r"Topdown [a-z]|Too many|Multiplexing|Workload|\\_+|-[-a-zA-Z])", s):
+    if re.match(
+        r"^(WARNING|Warning|Error|ERROR|Cannot|Failed|Some events|The events|Please|echo |perf |"
+        r"Performance counter stats|Using |Consider|Hint|Note|Usage|Run '|event syntax|System does not|"
+        r"Topdown [a-z]|Too many|Multiplexing|Workload|\\_+|-[-a-zA-Z])",
+        s,
+    ):
         return True
     first = re.split(r"[,;\t|#]", s, maxsplit=1)[0].split()
     words = [w for w in first if re.match(r"^[A-Za-z/(`'][A-Za-z'`.:()/-]+$", w)]

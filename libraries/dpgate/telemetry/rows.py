@@ -22,9 +22,9 @@ class TelemetryRow:
     name: str
     ipc: Optional[float]
     ipp: Optional[float]
-    cpp: Optional[float]            # derived: core Hz x cores / pps
-    cpp_measured: Optional[float]   # perf: cycles / packets during the capture
-    tmam: Optional[Tmam]            # the four level-1 fractions, or None
+    cpp: Optional[float]  # derived: core Hz x cores / pps
+    cpp_measured: Optional[float]  # perf: cycles / packets during the capture
+    tmam: Optional[Tmam]  # the four level-1 fractions, or None
     reasons: Dict[str, str] = field(default_factory=dict)
 
     def as_tuple(self):
@@ -58,8 +58,15 @@ def report_rows(records: Iterable[Any], suffix: str = "") -> List[TelemetryRow]:
         cpp_key = "cpp" if not suffix else f"cpp{suffix}"
         vals = {k: _num(m, k + suffix, reasons) for k in TMAM_KEYS}
         tmam = Tmam(*(vals[k] or 0.0 for k in TMAM_KEYS)) if all(v is not None for v in vals.values()) else None
-        row = TelemetryRow(name, _num(m, "ipc" + suffix, reasons), _num(m, "ipp" + suffix, reasons),
-                           _num(m, cpp_key, reasons), _num(m, "cpp_measured" + suffix, reasons), tmam, reasons)
+        row = TelemetryRow(
+            name,
+            _num(m, "ipc" + suffix, reasons),
+            _num(m, "ipp" + suffix, reasons),
+            _num(m, cpp_key, reasons),
+            _num(m, "cpp_measured" + suffix, reasons),
+            tmam,
+            reasons,
+        )
         whole = m.get("telemetry" + suffix)  # one line instead of every key (e.g. no counters at PDR)
         if isinstance(whole, str):
             for key in ("ipc", "ipp", "cpp_measured") + TMAM_KEYS:

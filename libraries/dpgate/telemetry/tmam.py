@@ -24,8 +24,7 @@ from typing import Dict, List, Mapping, Optional
 from . import TMAM_KEYS, TelemetryError  # noqa: F401  (TMAM_KEYS: importable here too)
 
 #: Pipeline issue slots per cycle by microarchitecture (TMAM level 1).
-SLOTS_PER_CYCLE = {"haswell": 4, "broadwell": 4, "skylake": 4, "cascadelake": 4, "icelake": 5,
-                   "sapphirerapids": 6}
+SLOTS_PER_CYCLE = {"haswell": 4, "broadwell": 4, "skylake": 4, "cascadelake": 4, "icelake": 5, "sapphirerapids": 6}
 
 
 @dataclass(frozen=True)
@@ -36,8 +35,12 @@ class Tmam:
     backend_bound: float
 
     def as_dict(self) -> Dict[str, float]:
-        return {"tmam_retiring": self.retiring, "tmam_bad_speculation": self.bad_speculation,
-                "tmam_frontend_bound": self.frontend_bound, "tmam_backend_bound": self.backend_bound}
+        return {
+            "tmam_retiring": self.retiring,
+            "tmam_bad_speculation": self.bad_speculation,
+            "tmam_frontend_bound": self.frontend_bound,
+            "tmam_backend_bound": self.backend_bound,
+        }
 
     @property
     def total(self) -> float:
@@ -45,9 +48,16 @@ class Tmam:
 
 
 #: Level-1 node names as toplev and perf print them, mapped to Tmam fields.
-_L1 = {"retiring": "retiring", "bad_speculation": "bad_speculation", "badspeculation": "bad_speculation",
-       "bad_spec": "bad_speculation", "frontend_bound": "frontend_bound", "fe_bound": "frontend_bound",
-       "backend_bound": "backend_bound", "be_bound": "backend_bound"}
+_L1 = {
+    "retiring": "retiring",
+    "bad_speculation": "bad_speculation",
+    "badspeculation": "bad_speculation",
+    "bad_spec": "bad_speculation",
+    "frontend_bound": "frontend_bound",
+    "fe_bound": "frontend_bound",
+    "backend_bound": "backend_bound",
+    "be_bound": "backend_bound",
+}
 #: How far the four level-1 values may add up away from 100 % (printing rounds each to 0.1-0.01).
 SUM_TOLERANCE = 0.01
 #: How far one level-1 value may lie outside 0..100 % (rounding of a value printed as 0.0 or 100.0).
@@ -81,20 +91,22 @@ def tmam_checked(values: Mapping[str, float], source: str, percent: Optional[boo
     bad = {k: v for k, v in values.items() if not -RANGE_TOLERANCE <= float(v) / scale <= 1 + RANGE_TOLERANCE}
     if bad:
         shown = ", ".join(f"{k} {v:g}{' %' if percent else ''}" for k, v in bad.items())
-        raise TelemetryError(f"{source}: TMAM level-1 value outside 0..100 %: {shown} (not a fraction of "
-                             "pipeline slots: wrong units or a broken counter)")
+        raise TelemetryError(
+            f"{source}: TMAM level-1 value outside 0..100 %: {shown} (not a fraction of "
+            "pipeline slots: wrong units or a broken counter)"
+        )
     if abs(t.total - 1.0) > SUM_TOLERANCE:
         shown = ", ".join(f"{k} {v:g}" for k, v in values.items())
-        raise TelemetryError(f"{source}: TMAM level-1 values add up to {t.total * 100:.1f} %, not 100 % "
-                             f"({shown}): truncated or mixed output?")
+        raise TelemetryError(
+            f"{source}: TMAM level-1 values add up to {t.total * 100:.1f} %, not 100 % ({shown}): truncated or mixed output?"
+        )
     return t
 
 
 def tmam_from_events(events: Mapping[str, float], slots_per_cycle: int = 4) -> Tmam:
     ev = {k.upper(): float(v) for k, v in events.items()}
     clk = ev.get("CPU_CLK_UNHALTED.THREAD_ANY", ev.get("CPU_CLK_UNHALTED.THREAD"))
-    need = ["UOPS_RETIRED.RETIRE_SLOTS", "UOPS_ISSUED.ANY", "INT_MISC.RECOVERY_CYCLES",
-            "IDQ_UOPS_NOT_DELIVERED.CORE"]
+    need = ["UOPS_RETIRED.RETIRE_SLOTS", "UOPS_ISSUED.ANY", "INT_MISC.RECOVERY_CYCLES", "IDQ_UOPS_NOT_DELIVERED.CORE"]
     missing = [e for e in need if e not in ev] + ([] if clk is not None else ["CPU_CLK_UNHALTED.THREAD(_ANY)"])
     if missing or clk is None:
         raise TelemetryError(f"TMAM level 1 needs events {', '.join(missing)}")
@@ -102,8 +114,7 @@ def tmam_from_events(events: Mapping[str, float], slots_per_cycle: int = 4) -> T
     if slots <= 0:
         raise TelemetryError("TMAM level 1: zero unhalted cycles counted")
     ret = ev["UOPS_RETIRED.RETIRE_SLOTS"] / slots
-    bad = (ev["UOPS_ISSUED.ANY"] - ev["UOPS_RETIRED.RETIRE_SLOTS"]
-           + slots_per_cycle * ev["INT_MISC.RECOVERY_CYCLES"]) / slots
+    bad = (ev["UOPS_ISSUED.ANY"] - ev["UOPS_RETIRED.RETIRE_SLOTS"] + slots_per_cycle * ev["INT_MISC.RECOVERY_CYCLES"]) / slots
     fe = ev["IDQ_UOPS_NOT_DELIVERED.CORE"] / slots
     return Tmam(ret, bad, fe, 1.0 - ret - bad - fe)
 
@@ -153,14 +164,15 @@ def parse_toplev_csv(text: str) -> Tmam:
     rows = [r for r in csv.reader(io.StringIO(text)) if r and not r[0].startswith("#")]
     head_at = next((i for i, r in enumerate(rows) if "Area" in r and "Value" in r), None)
     if head_at is None:
-        raise TelemetryError("toplev CSV has no header row with 'Area' and 'Value' columns "
-                             "(run toplev with -x, and without --no-csv-header)")
+        raise TelemetryError(
+            "toplev CSV has no header row with 'Area' and 'Value' columns (run toplev with -x, and without --no-csv-header)"
+        )
     head = [c.strip() for c in rows[head_at]]
     a, v = head.index("Area"), head.index("Value")
     t = head.index("Timestamp") if "Timestamp" in head else None
     acc: Dict[str, List[float]] = {}
     summary: Dict[str, List[float]] = {}
-    for r in rows[head_at + 1:]:
+    for r in rows[head_at + 1 :]:
         if len(r) <= max(a, v):
             if any(l1_name(c) for c in r):
                 raise TelemetryError(f"toplev CSV row {','.join(r)!r} is shorter than its header (truncated?)")
@@ -178,8 +190,9 @@ def parse_toplev_csv(text: str) -> Tmam:
         target.setdefault(k, []).append(val)
     use = summary or acc
     if not use:
-        raise TelemetryError("toplev CSV has no level-1 rows (Frontend_Bound, Bad_Speculation, Backend_Bound, "
-                             "Retiring): run toplev -l1 -v")
+        raise TelemetryError(
+            "toplev CSV has no level-1 rows (Frontend_Bound, Bad_Speculation, Backend_Bound, Retiring): run toplev -l1 -v"
+        )
     return tmam_checked({k: sum(x) / len(x) for k, x in use.items()}, "toplev CSV", percent=True)
 
 
@@ -191,8 +204,12 @@ def plot_tmam_bars(records: Mapping[str, Tmam], path: str) -> str:
     import matplotlib.pyplot as plt
 
     names = list(records)
-    parts = [("Retiring", "retiring"), ("Bad Speculation", "bad_speculation"),
-             ("Frontend Bound", "frontend_bound"), ("Backend Bound", "backend_bound")]
+    parts = [
+        ("Retiring", "retiring"),
+        ("Bad Speculation", "bad_speculation"),
+        ("Frontend Bound", "frontend_bound"),
+        ("Backend Bound", "backend_bound"),
+    ]
     fig, ax = plt.subplots(figsize=(max(4, 1.2 * len(names)), 4))
     bottom = [0.0] * len(names)
     for label, attr in parts:

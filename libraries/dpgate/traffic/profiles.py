@@ -135,15 +135,23 @@ def directions_for(topology, profile: Profile, dst_macs: Optional[List[str]] = N
     """Direction 0: TG port0 -> SUT -> TG port1; direction 1 the reverse."""
     (tg0, sut0), (tg1, sut1) = topology.pairs()[:2]
     d0 = Direction(
-        tx_port=0, rx_port=1,
-        src_mac_base=L2_SRC_BASE, dst_mac_base=L2_DST_BASE,
-        src_ip_base=IP_DIR0_SRC, dst_ip_base=IP_DIR0_DST,
-        l2_fixed_src=tg0.mac, l2_fixed_dst=sut0.mac,
+        tx_port=0,
+        rx_port=1,
+        src_mac_base=L2_SRC_BASE,
+        dst_mac_base=L2_DST_BASE,
+        src_ip_base=IP_DIR0_SRC,
+        dst_ip_base=IP_DIR0_DST,
+        l2_fixed_src=tg0.mac,
+        l2_fixed_dst=sut0.mac,
     )
     d1 = Direction(
-        tx_port=1, rx_port=0,
-        src_mac_base=L2_DST_BASE, dst_mac_base=L2_SRC_BASE,
-        src_ip_base=IP_DIR0_DST, dst_ip_base=IP_DIR0_SRC,
-        l2_fixed_src=tg1.mac, l2_fixed_dst=sut1.mac,
+        tx_port=1,
+        rx_port=0,
+        src_mac_base=L2_DST_BASE,
+        dst_mac_base=L2_SRC_BASE,
+        src_ip_base=IP_DIR0_DST,
+        dst_ip_base=IP_DIR0_SRC,
+        l2_fixed_src=tg1.mac,
+        l2_fixed_dst=sut1.mac,
     )
     return [d0, d1] if profile.bidirectional else [d0]

@@ -54,9 +54,11 @@ def parse_tcpreplay_output(text: str) -> Dict[str, float]:
         out["sent"] = int(m.group(1))
         out["bytes"] = int(m.group(2))
         out["seconds"] = float(m.group(3))
-    for key, pat in (("failed", r"Failed packets:\s*(\d+)"),
-                     ("retried_enobufs", r"Retried packets \(ENOBUFS\):\s*(\d+)"),
-                     ("retried_eagain", r"Retried packets \(EAGAIN\):\s*(\d+)")):
+    for key, pat in (
+        ("failed", r"Failed packets:\s*(\d+)"),
+        ("retried_enobufs", r"Retried packets \(ENOBUFS\):\s*(\d+)"),
+        ("retried_eagain", r"Retried packets \(EAGAIN\):\s*(\d+)"),
+    ):
         m = re.search(pat, text)
         if m:
             out[key] = int(m.group(1))
@@ -67,9 +69,17 @@ class TcpreplayGenerator(TrialSteps):
     """Real frames through real SUTs. ``sut`` (optional) is checked for liveness and asked for
     per-trial counters; ``max_pps`` is the calibrated ceiling once :meth:`calibrate` ran."""
 
-    def __init__(self, testbed, profile: Profile, sut=None, settle_s: float = SETTLE_S,
-                 budget_s: float = 10.0, on_trial: Optional[Callable[[TrialResult], None]] = None,
-                 disturbance_max: Optional[float] = DISTURBANCE_MAX, remeasure: int = REMEASURE):
+    def __init__(
+        self,
+        testbed,
+        profile: Profile,
+        sut=None,
+        settle_s: float = SETTLE_S,
+        budget_s: float = 10.0,
+        on_trial: Optional[Callable[[TrialResult], None]] = None,
+        disturbance_max: Optional[float] = DISTURBANCE_MAX,
+        remeasure: int = REMEASURE,
+    ):
         self.tb = testbed
         self.profile = profile
         self.sut = sut
@@ -88,8 +98,9 @@ class TcpreplayGenerator(TrialSteps):
         self.remeasure_clean = False
         #: pids whose CPU time counts as the SUT's (e.g. an injected CPU stealer)
         self.extra_sut_pids: List[int] = []
-        self.cpu = CpuAccount(testbed, extra_sut_pids=lambda: self.extra_sut_pids,
-                              extra_tg_pids=lambda: [r.proc.pid for r in self._procs])
+        self.cpu = CpuAccount(
+            testbed, extra_sut_pids=lambda: self.extra_sut_pids, extra_tg_pids=lambda: [r.proc.pid for r in self._procs]
+        )
         self._sock_drops: Optional[int] = None
         #: also read af_packet socket drops (``ss``, ~15 ms per trial) into details; the loss
         #: attribution does not need them (``sut_drops`` = frames in minus frames out)
@@ -133,8 +144,13 @@ class TcpreplayGenerator(TrialSteps):
             d = result.disturbance
             # A neighbour can only make a trial look worse: a disturbed trial that lost
             # nothing stands (unless ``remeasure_clean``), a lossy one is measured again.
-            again = (d is not None and self.disturbance_max is not None and d > self.disturbance_max
-                     and attempt < self.remeasure and (result.loss_packets > 0 or self.remeasure_clean))
+            again = (
+                d is not None
+                and self.disturbance_max is not None
+                and d > self.disturbance_max
+                and attempt < self.remeasure
+                and (result.loss_packets > 0 or self.remeasure_clean)
+            )
             if again:
                 result.details["superseded"] = f"disturbed {d:.1%} > {self.disturbance_max:.0%}: measured again"
             if self.on_trial:
@@ -170,8 +186,20 @@ class TcpreplayGenerator(TrialSteps):
         self._trial_no += 1
         # two sets of log names: the last trial's generators may still be writing theirs
         logs = [os.path.join(self.tb.workdir, f"tcpreplay-{self._trial_no % 2}-{i}.log") for i in range(ndir)]
-        argvs = [["tcpreplay", "-i", port, "-K", "--loop=0", f"--pps={per_dir_pps:.3f}", f"--limit={per_dir_count}",
-                  f"--duration={int(math.ceil(duration_s)) + 1}", pcap] for port, pcap in zip(tx_ports, pcaps)]
+        argvs = [
+            [
+                "tcpreplay",
+                "-i",
+                port,
+                "-K",
+                "--loop=0",
+                f"--pps={per_dir_pps:.3f}",
+                f"--limit={per_dir_count}",
+                f"--duration={int(math.ceil(duration_s)) + 1}",
+                pcap,
+            ]
+            for port, pcap in zip(tx_ports, pcaps)
+        ]
         self._reap_exiting()
         self.cpu.begin(id(self.sut))
         busy0 = cpu_times(self.tb.sut_cpus)
@@ -183,8 +211,9 @@ class TcpreplayGenerator(TrialSteps):
         try:
             self._wait_started(tx_ports, self.budget_s)
             clock.mark("generator_start")
-            stopped_early, sent_at = self._wait_sent(tx_ports, tg0, per_dir_count, duration_s,
-                                                     0.005 + 0.5 / per_dir_pps, load_pps)
+            stopped_early, sent_at = self._wait_sent(
+                tx_ports, tg0, per_dir_count, duration_s, 0.005 + 0.5 / per_dir_pps, load_pps
+            )
         except BaseException:
             for r in self._procs:
                 r.kill()
@@ -207,18 +236,25 @@ class TcpreplayGenerator(TrialSteps):
         tx = delta(tg0, tg1, tx_ports, "tx_packets")
         rx = delta(tg0, tg1, rx_ports, "rx_packets")
         tg_drops = delta(tg0, tg1, tx_ports, "tx_dropped")
-        reports = [parse_tcpreplay_output(tail(r.log, 40)) if r.proc.poll() is not None else {}
-                   for r in done]
+        reports = [parse_tcpreplay_output(tail(r.log, 40)) if r.proc.poll() is not None else {} for r in done]
         # How long the generator sent: tcpreplay's own figure when it already printed it,
         # else from the TG tx counters (first move to the intended count reached).
-        actual = max((rep.get("seconds") or (sent_at.get(r.log, r.started_at + duration_s) - r.started_at)
-                      for rep, r in zip(reports, done)), default=duration_s)
+        actual = max(
+            (
+                rep.get("seconds") or (sent_at.get(r.log, r.started_at + duration_s) - r.started_at)
+                for rep, r in zip(reports, done)
+            ),
+            default=duration_s,
+        )
         # Loss attribution: frames that entered the SUT namespace but never left it were
         # dropped by the SUT (af_packet rings, OVS, testpmd), whatever its own counters say.
         sut_in = delta(sut0, sut1, sut_ports, "rx_packets")
         sut_out = delta(sut0, sut1, sut_ports, "tx_packets")
-        extra: Dict = {"sut_drops": max(0, sut_in - sut_out), "sut_busy_ratio": busy_ratio(busy0, busy1),
-                       "disturbance": acct.get("disturbance")}
+        extra: Dict = {
+            "sut_drops": max(0, sut_in - sut_out),
+            "sut_busy_ratio": busy_ratio(busy0, busy1),
+            "disturbance": acct.get("disturbance"),
+        }
         if sockets:
             self._sock_drops = self.tb.packet_socket_drops()
         sock_drops = (self._sock_drops or 0) - sock_drops0 if sockets else 0
@@ -239,8 +275,7 @@ class TcpreplayGenerator(TrialSteps):
             "profile": self.profile.kind,
             "flows": self.profile.effective_flows,
             "directions": ndir,
-            "retried_enobufs": (int(sum(r.get("retried_enobufs", 0) for r in reports))
-                                if all(reports) else None),
+            "retried_enobufs": (int(sum(r.get("retried_enobufs", 0) for r in reports)) if all(reports) else None),
             "tcpreplay_failed": int(sum(r.get("failed", 0) for r in reports)) if all(reports) else None,
             "generator_max_pps": self.max_pps,
             "wall_s": round(wall, 3),
@@ -255,9 +290,17 @@ class TcpreplayGenerator(TrialSteps):
             "phases_ms": clock.ms,
         }
         return TrialResult.from_counts(
-            load_pps, duration_s, tx_packets=tx, rx_packets=rx, actual_duration_s=actual,
-            intended_packets=intended, limited_by=limited, tg_drops=tg_drops,
-            frame_size=str(self.profile.frame_size), details=details, **extra,
+            load_pps,
+            duration_s,
+            tx_packets=tx,
+            rx_packets=rx,
+            actual_duration_s=actual,
+            intended_packets=intended,
+            limited_by=limited,
+            tg_drops=tg_drops,
+            frame_size=str(self.profile.frame_size),
+            details=details,
+            **extra,
         )
 
     def cpu_hz(self) -> float:
@@ -310,4 +353,3 @@ def tcpreplay_name(run: Optional[Callable[[List[str]], str]] = None) -> str:
         return "tcpreplay"
     m = re.search(r"tcpreplay version:\s*([0-9][\w.]*)", text)
     return f"tcpreplay {m.group(1)}" if m else "tcpreplay"
-

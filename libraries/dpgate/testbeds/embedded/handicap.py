@@ -32,8 +32,7 @@ RT_PRIORITY = 1
 
 def _check_share(share: float) -> float:
     if not 0 < share < 0.9:
-        raise ConfigError(f"CPU steal share must be in (0, 0.9) (e.g. 0.10 for 10 %), got {share!r}",
-                          path="sut_cpu_steal")
+        raise ConfigError(f"CPU steal share must be in (0, 0.9) (e.g. 0.10 for 10 %), got {share!r}", path="sut_cpu_steal")
     return float(share)
 
 
@@ -54,9 +53,22 @@ class CpuSteal:
             if not 0 <= cpu < ncpu:
                 raise ConfigError(f"CPU {cpu} does not exist on this host (0..{ncpu - 1})", path="cpus")
         for cpu in self.cpus:
-            proc = subprocess.Popen([sys.executable, "-m", "dpgate.testbeds.embedded.handicap", "--cpu", str(cpu),
-                                     "--share", repr(self.share), "--period-ms", repr(self.period_ms)],
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "dpgate.testbeds.embedded.handicap",
+                    "--cpu",
+                    str(cpu),
+                    "--share",
+                    repr(self.share),
+                    "--period-ms",
+                    repr(self.period_ms),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
             self.procs.append(proc)
         time.sleep(0.3)
         for proc in self.procs:

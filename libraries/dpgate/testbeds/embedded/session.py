@@ -22,9 +22,17 @@ from dpgate.traffic.tcpreplay import TcpreplayGenerator
 
 
 class EmbeddedSession:
-    def __init__(self, topology, sut: str, frame_size=64, flows: Optional[int] = None,
-                 bidirectional: bool = False, prefix: Optional[str] = None,
-                 calibrate: bool = True, on_trial: Optional[Callable[[TrialResult], None]] = None):
+    def __init__(
+        self,
+        topology,
+        sut: str,
+        frame_size=64,
+        flows: Optional[int] = None,
+        bidirectional: bool = False,
+        prefix: Optional[str] = None,
+        calibrate: bool = True,
+        on_trial: Optional[Callable[[TrialResult], None]] = None,
+    ):
         self.topology: Topology = topology if isinstance(topology, Topology) else load_topology(topology, prefix)
         self.sut_cls = sut_class(sut)
         self.profile = make_profile(self.sut_cls.traffic, frame_size, flows, bidirectional)
@@ -45,8 +53,7 @@ class EmbeddedSession:
             self.generator.pcaps()
             if self.do_calibrate:
                 self.generator.calibrate()
-            self.sut = self.sut_cls(self.testbed, flows=self.profile.effective_flows
-                                    if self.sut_cls.traffic == "ip4" else None)
+            self.sut = self.sut_cls(self.testbed, flows=self.profile.effective_flows if self.sut_cls.traffic == "ip4" else None)
             self.sut.start()
             self.generator.sut = self.sut
         except BaseException:

@@ -154,10 +154,27 @@ class NamespaceTestbed:
             for key in ("all", "default"):
                 run(["sysctl", "-q", "-w", f"net.ipv6.conf.{key}.disable_ipv6=1"], ns=ns, check=False)
         for tgp, sutp in self.topology.pairs():
-            run([
-                "ip", "link", "add", tgp.name, "netns", tg, "address", tgp.mac, "type", "veth",
-                "peer", "name", sutp.name, "netns", sut, "address", sutp.mac,
-            ])
+            run(
+                [
+                    "ip",
+                    "link",
+                    "add",
+                    tgp.name,
+                    "netns",
+                    tg,
+                    "address",
+                    tgp.mac,
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    sutp.name,
+                    "netns",
+                    sut,
+                    "address",
+                    sutp.mac,
+                ]
+            )
         for tgp, sutp in self.topology.pairs():
             run(["ethtool", "-K", tgp.name, "tso", "off"], ns=tg, check=False)
             run(["ethtool", "-K", sutp.name, "gro", "on"], ns=sut, check=False)
@@ -291,9 +308,12 @@ class NamespaceTestbed:
             if not st:
                 continue
             out[link["ifname"]] = {
-                "rx_packets": st["rx"]["packets"], "rx_bytes": st["rx"]["bytes"],
-                "rx_dropped": st["rx"]["dropped"], "tx_packets": st["tx"]["packets"],
-                "tx_bytes": st["tx"]["bytes"], "tx_dropped": st["tx"]["dropped"],
+                "rx_packets": st["rx"]["packets"],
+                "rx_bytes": st["rx"]["bytes"],
+                "rx_dropped": st["rx"]["dropped"],
+                "tx_packets": st["tx"]["packets"],
+                "tx_bytes": st["tx"]["bytes"],
+                "tx_dropped": st["tx"]["dropped"],
             }
         return out
 

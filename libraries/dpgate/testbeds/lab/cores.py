@@ -70,8 +70,9 @@ def parse_lscpu(text: str) -> List[Cpu]:
             cpu, core, socket = int(parts[0]), int(parts[1]), int(parts[2])
             node = int(parts[3]) if len(parts) > 3 and parts[3] != "" else 0
         except (ValueError, IndexError):
-            raise ConfigError(f"line {n}: expected CPU,CORE,SOCKET,NODE integers, got {line!r}",
-                              source="lscpu -p=CPU,CORE,SOCKET,NODE") from None
+            raise ConfigError(
+                f"line {n}: expected CPU,CORE,SOCKET,NODE integers, got {line!r}", source="lscpu -p=CPU,CORE,SOCKET,NODE"
+            ) from None
         out.append(Cpu(cpu, core, socket, node))
     return out
 
@@ -85,8 +86,15 @@ def physical_cores(cpus: Sequence[Cpu], numa: Optional[int] = None) -> List[List
     return [sorted(v) for _, v in sorted(groups.items(), key=lambda kv: min(kv[1]))]
 
 
-def allocate(cpus: Sequence[Cpu], phy_cores: int, ht: bool, numa: int = 0,
-             main: Optional[int] = None, skip: Sequence[int] = (0,), shared_main: bool = False) -> CoreAllocation:
+def allocate(
+    cpus: Sequence[Cpu],
+    phy_cores: int,
+    ht: bool,
+    numa: int = 0,
+    main: Optional[int] = None,
+    skip: Sequence[int] = (0,),
+    shared_main: bool = False,
+) -> CoreAllocation:
     """Pick a main CPU and ``phy_cores`` worker physical cores on NUMA node ``numa``.
 
     ``skip`` lists logical CPUs kept for the OS (whole physical cores are skipped). With
@@ -101,8 +109,10 @@ def allocate(cpus: Sequence[Cpu], phy_cores: int, ht: bool, numa: int = 0,
     if not cores:
         raise ConfigError(f"no CPUs on NUMA node {numa}: pick the NIC's node (lscpu shows the nodes)")
     if ht and any(len(c) < 2 for c in cores):
-        raise ConfigError(f"HT requested (2 threads per core) but NUMA node {numa} has cores without an SMT "
-                          "sibling: enable SMT in the BIOS or run the 1T1C cases")
+        raise ConfigError(
+            f"HT requested (2 threads per core) but NUMA node {numa} has cores without an SMT "
+            "sibling: enable SMT in the BIOS or run the 1T1C cases"
+        )
     free = [c for c in cores if not set(c) & set(skip)]
     if main is None:
         if not free:
@@ -112,8 +122,10 @@ def allocate(cpus: Sequence[Cpu], phy_cores: int, ht: bool, numa: int = 0,
     elif not shared_main:
         free = [c for c in free if main not in c]
     if len(free) < phy_cores:
-        raise ConfigError(f"{phy_cores} worker cores requested on NUMA node {numa}, only {len(free)} free "
-                          f"physical cores (after main CPU {main} and skipped {list(skip)})")
+        raise ConfigError(
+            f"{phy_cores} worker cores requested on NUMA node {numa}, only {len(free)} free "
+            f"physical cores (after main CPU {main} and skipped {list(skip)})"
+        )
     tpc = 2 if ht else 1
     workers: List[int] = []
     for core in free[:phy_cores]:

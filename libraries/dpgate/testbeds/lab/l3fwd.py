@@ -76,8 +76,16 @@ class L3fwd(LabSut):
     unit = "dpgate-l3fwd"
     binary = "dpdk-l3fwd"
 
-    def __init__(self, node: Any, dut: Any, cores: CoreAllocation, routes: Sequence[Tuple[str, int]],
-                 eth_dest: Dict[int, str], rule_path: str = "/tmp/dpgate-l3fwd.rules", binary: str = ""):
+    def __init__(
+        self,
+        node: Any,
+        dut: Any,
+        cores: CoreAllocation,
+        routes: Sequence[Tuple[str, int]],
+        eth_dest: Dict[int, str],
+        rule_path: str = "/tmp/dpgate-l3fwd.rules",
+        binary: str = "",
+    ):
         """``routes`` and ``eth_dest`` name TOPOLOGY port indexes; they are mapped to DPDK port ids."""
         self.node, self.dut, self.cores = node, dut, cores
         self.routes, self.eth_dest, self.rule_path = list(routes), dict(eth_dest), rule_path
@@ -89,10 +97,21 @@ class L3fwd(LabSut):
     def argv(self) -> List[str]:
         ports = dut_ports(self.dut)
         ids = self._ids()
-        args = [self.binary] + eal_args(self.cores, ports, file_prefix=self.unit, main_works=True) + [
-            "--", "-p", hex((1 << len(ports)) - 1), "-P", "--lookup=lpm", "--parse-ptype",
-            f"--config={config_tuples(self.cores, len(ports))}", f"--rule_ipv4={self.rule_path}",
-            f"--rule_ipv6={self.rule_path}6"]
+        args = (
+            [self.binary]
+            + eal_args(self.cores, ports, file_prefix=self.unit, main_works=True)
+            + [
+                "--",
+                "-p",
+                hex((1 << len(ports)) - 1),
+                "-P",
+                "--lookup=lpm",
+                "--parse-ptype",
+                f"--config={config_tuples(self.cores, len(ports))}",
+                f"--rule_ipv4={self.rule_path}",
+                f"--rule_ipv6={self.rule_path}6",
+            ]
+        )
         for port, mac in sorted(self.eth_dest.items()):
             args.append(f"--eth-dest={ids[int(port)]},{mac}")
         return args

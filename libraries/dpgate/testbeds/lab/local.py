@@ -51,11 +51,15 @@ class LocalLab:
 
     def __init__(self, topo: Any, log: Any = None):
         if not topo.tg.namespace or not topo.dut.namespace:
-            raise ConfigError("a lab on one machine needs namespace: on the TG and DUT nodes, like '{prefix}tg'",
-                              topo.source, "nodes")
+            raise ConfigError(
+                "a lab on one machine needs namespace: on the TG and DUT nodes, like '{prefix}tg'", topo.source, "nodes"
+            )
         if topo.dut.ssh is None or not topo.dut.ssh.key_file or not topo.dut.ssh.known_hosts:
-            raise ConfigError("the local lab DUT needs ssh: {host, key_file, known_hosts} (files in {run_dir}/ssh)",
-                              topo.source, "nodes.DUT1.ssh")
+            raise ConfigError(
+                "the local lab DUT needs ssh: {host, key_file, known_hosts} (files in {run_dir}/ssh)",
+                topo.source,
+                "nodes.DUT1.ssh",
+            )
         self.topo, self.log = topo, log or (lambda msg: None)
         self.run_dir = topo.run_dir
         self.ssh_dir = os.path.join(self.run_dir, "ssh")
@@ -74,15 +78,18 @@ class LocalLab:
     def mgmt(self) -> List[tuple]:
         """[(namespace, root veth, namespace address/30, root address/30)] for TG and DUT."""
         out = []
-        for node, addr, tag in ((self.topo.tg, self.topo.tg.trex.server if self.topo.tg.trex else None, "mtg"),
-                                (self.topo.dut, self.topo.dut.ssh.host, "mdut")):
+        for node, addr, tag in (
+            (self.topo.tg, self.topo.tg.trex.server if self.topo.tg.trex else None, "mtg"),
+            (self.topo.dut, self.topo.dut.ssh.host, "mdut"),
+        ):
             if not addr:
                 continue
             try:
                 ip = ipaddress.IPv4Address(addr)
             except ValueError:
-                raise ConfigError(f"a lab on one machine needs an IPv4 address here, got {addr!r}",
-                                  self.topo.source, f"nodes.{node.type}") from None
+                raise ConfigError(
+                    f"a lab on one machine needs an IPv4 address here, got {addr!r}", self.topo.source, f"nodes.{node.type}"
+                ) from None
             net = ipaddress.IPv4Network(f"{ip}/30", strict=False)
             peer = next(h for h in net.hosts() if h != ip)
             out.append((node.namespace, f"{self.topo.prefix}{tag}", f"{ip}/30", f"{peer}/30"))
@@ -120,8 +127,10 @@ class LocalLab:
             except ValueError:
                 pid = 0
             if pid and pid != os.getpid() and _alive(pid):
-                raise EnvironmentProblem(f"a local lab with prefix {self.topo.prefix!r} is running (pid {pid}): "
-                                         "stop it or use another prefix (DPGATE_PREFIX)")
+                raise EnvironmentProblem(
+                    f"a local lab with prefix {self.topo.prefix!r} is running (pid {pid}): "
+                    "stop it or use another prefix (DPGATE_PREFIX)"
+                )
         existing = set(runner.run(["ip", "netns", "list"], timeout=30).stdout.split())
         if os.path.exists(self.run_dir) or existing & set(self.namespaces):
             self.log(f"local lab {self.topo.prefix}: removing leftovers of a dead run")
@@ -130,8 +139,10 @@ class LocalLab:
             ip = root_addr.split("/")[0]
             used = runner.run(["ip", "-o", "-4", "addr", "show"], timeout=30).stdout
             if f" {ip}/" in used and veth not in used:
-                raise EnvironmentProblem(f"{ip} is already on an interface of this machine (another lab?): "
-                                         "use a topology copy with other trex.server / ssh.host addresses")
+                raise EnvironmentProblem(
+                    f"{ip} is already on an interface of this machine (another lab?): "
+                    "use a topology copy with other trex.server / ssh.host addresses"
+                )
 
     def _links(self) -> None:
         tg_ns, dut_ns = self.namespaces
@@ -144,11 +155,32 @@ class LocalLab:
                     os.makedirs(os.path.dirname(p.memif.socket), exist_ok=True)
                 continue
             if kinds != {"af_packet"}:
-                raise ConfigError(f"link {tg.link}: a lab on one machine joins af_packet to af_packet (veth) or "
-                                  f"memif to memif, got {tg.port_kind} and {dut.port_kind}",
-                                  self.topo.source, "nodes")
-            _ip(["link", "add", tg.name, "netns", tg_ns, "address", tg.mac, "type", "veth",
-                 "peer", "name", dut.name, "netns", dut_ns, "address", dut.mac])
+                raise ConfigError(
+                    f"link {tg.link}: a lab on one machine joins af_packet to af_packet (veth) or "
+                    f"memif to memif, got {tg.port_kind} and {dut.port_kind}",
+                    self.topo.source,
+                    "nodes",
+                )
+            _ip(
+                [
+                    "link",
+                    "add",
+                    tg.name,
+                    "netns",
+                    tg_ns,
+                    "address",
+                    tg.mac,
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    dut.name,
+                    "netns",
+                    dut_ns,
+                    "address",
+                    dut.mac,
+                ]
+            )
             for ns, name in ((tg_ns, tg.name), (dut_ns, dut.name)):
                 runner.run(["sysctl", "-q", "-w", f"net.ipv6.conf.{name}.disable_ipv6=1"], ns=ns, timeout=30)
                 _ip(["link", "set", name, "up"], ns=ns)
@@ -165,8 +197,9 @@ class LocalLab:
         d, ssh = self.ssh_dir, self.topo.dut.ssh
         host_key, client_key = os.path.join(d, "host_ed25519"), os.path.expanduser(ssh.key_file)
         for path in (host_key, client_key):
-            runner.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"dpgate-{self.topo.prefix}lab",
-                        "-f", path], timeout=30)
+            runner.run(
+                ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"dpgate-{self.topo.prefix}lab", "-f", path], timeout=30
+            )
         shutil.copyfile(client_key + ".pub", os.path.join(d, "authorized_keys"))
         host_pub = open(host_key + ".pub").read().split()
         name = ssh.host if ssh.port == 22 else f"[{ssh.host}]:{ssh.port}"
@@ -174,30 +207,50 @@ class LocalLab:
             fh.write(f"{name} {host_pub[0]} {host_pub[1]}\n")
         cfg = os.path.join(d, "sshd_config")
         with open(cfg, "w") as fh:
-            fh.write("\n".join([
-                f"ListenAddress {ssh.host}", f"Port {ssh.port}", f"HostKey {host_key}",
-                f"AuthorizedKeysFile {d}/authorized_keys", f"PidFile {d}/sshd.pid",
-                "PermitRootLogin prohibit-password", "PasswordAuthentication no", "KbdInteractiveAuthentication no",
-                "UsePAM no", "StrictModes no", "X11Forwarding no", "AllowTcpForwarding no",
-                "PrintMotd no", "LogLevel ERROR", ""]))
+            fh.write(
+                "\n".join(
+                    [
+                        f"ListenAddress {ssh.host}",
+                        f"Port {ssh.port}",
+                        f"HostKey {host_key}",
+                        f"AuthorizedKeysFile {d}/authorized_keys",
+                        f"PidFile {d}/sshd.pid",
+                        "PermitRootLogin prohibit-password",
+                        "PasswordAuthentication no",
+                        "KbdInteractiveAuthentication no",
+                        "UsePAM no",
+                        "StrictModes no",
+                        "X11Forwarding no",
+                        "AllowTcpForwarding no",
+                        "PrintMotd no",
+                        "LogLevel ERROR",
+                        "",
+                    ]
+                )
+            )
         os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # privilege separation dir (Debian sshd)
         cpus = ",".join(str(c) for c in (self.topo.dut.cpus or [self.topo.dut.main_cpu or 0]))
         log = open(os.path.join(d, "sshd.log"), "w")
-        self.sshd = subprocess.Popen(["ip", "netns", "exec", self.topo.dut.namespace, "taskset", "-c", cpus,
-                                      "/usr/sbin/sshd", "-f", cfg, "-D", "-e"], stdout=log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL)
+        self.sshd = subprocess.Popen(
+            ["ip", "netns", "exec", self.topo.dut.namespace, "taskset", "-c", cpus, "/usr/sbin/sshd", "-f", cfg, "-D", "-e"],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
         end = time.monotonic() + 15
         while True:
             if self.sshd.poll() is not None:
-                raise EnvironmentProblem(f"sshd in {self.topo.dut.namespace} exited: "
-                                         + open(os.path.join(d, "sshd.log")).read().strip()[-300:])
+                raise EnvironmentProblem(
+                    f"sshd in {self.topo.dut.namespace} exited: " + open(os.path.join(d, "sshd.log")).read().strip()[-300:]
+                )
             try:
                 with socket.create_connection((ssh.host, ssh.port), timeout=1):
                     break
             except OSError:
                 if time.monotonic() > end:
-                    raise EnvironmentProblem(f"sshd in {self.topo.dut.namespace} not listening on "
-                                             f"{ssh.host}:{ssh.port} within 15 s") from None
+                    raise EnvironmentProblem(
+                        f"sshd in {self.topo.dut.namespace} not listening on {ssh.host}:{ssh.port} within 15 s"
+                    ) from None
                 time.sleep(0.2)
 
     # -- down ---------------------------------------------------------------------------
@@ -277,8 +330,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.action == "up":
         lab.up()
         # the sshd must outlive this command: detach it (down kills it by namespace)
-        print(f"up: ssh -i {lab.topo.dut.ssh.key_file} -o UserKnownHostsFile={lab.topo.dut.ssh.known_hosts} "
-              f"root@{lab.topo.dut.ssh.host}")
+        print(
+            f"up: ssh -i {lab.topo.dut.ssh.key_file} -o UserKnownHostsFile={lab.topo.dut.ssh.known_hosts} "
+            f"root@{lab.topo.dut.ssh.host}"
+        )
         return 0
     return 1 if lab.down() else 0
 

@@ -34,21 +34,24 @@ from dpgate.traffic.profiles import DEFAULT_FLOWS, IP_DIR0_DST, IP_DIR0_SRC
 @dataclass(frozen=True)
 class LabNf:
     name: str
-    driver: str          # testpmd, l3fwd, vpp, ovs
-    traffic: str         # l2 or ip4 (dpgate.traffic.profiles kind)
-    case: str            # test-name part between the core tag and "-ndrpdr"
+    driver: str  # testpmd, l3fwd, vpp, ovs
+    traffic: str  # l2 or ip4 (dpgate.traffic.profiles kind)
+    case: str  # test-name part between the core tag and "-ndrpdr"
     vpp_nf: Optional[str] = None
     doc: str = ""
 
 
-LAB_NFS: Dict[str, LabNf] = {nf.name: nf for nf in (
-    LabNf("testpmd-io", "testpmd", "l2", "eth-l2xcbase-testpmd", doc="DPDK testpmd io forwarding (L2 loop)"),
-    LabNf("l3fwd-ip4", "l3fwd", "ip4", "ethip4-ip4base-l3fwd", doc="DPDK l3fwd LPM IPv4 forwarding"),
-    LabNf("vpp-l2patch", "vpp", "l2", "eth-l2patch", vpp_nf="l2patch", doc="VPP L2 port patch"),
-    LabNf("vpp-l2bd", "vpp", "l2", "eth-l2bdbasemaclrn", vpp_nf="l2bd", doc="VPP MAC learning and switching"),
-    LabNf("ovsdpdk-xconnect", "ovs", "l2", "eth-l2xcbase-ovsdpdk", doc="OVS-DPDK L2 port cross-connect"),
-    LabNf("vpp-ip4", "vpp", "ip4", "ethip4-ip4base", vpp_nf="ip4", doc="VPP IPv4 routing, /32 per flow"),
-)}
+LAB_NFS: Dict[str, LabNf] = {
+    nf.name: nf
+    for nf in (
+        LabNf("testpmd-io", "testpmd", "l2", "eth-l2xcbase-testpmd", doc="DPDK testpmd io forwarding (L2 loop)"),
+        LabNf("l3fwd-ip4", "l3fwd", "ip4", "ethip4-ip4base-l3fwd", doc="DPDK l3fwd LPM IPv4 forwarding"),
+        LabNf("vpp-l2patch", "vpp", "l2", "eth-l2patch", vpp_nf="l2patch", doc="VPP L2 port patch"),
+        LabNf("vpp-l2bd", "vpp", "l2", "eth-l2bdbasemaclrn", vpp_nf="l2bd", doc="VPP MAC learning and switching"),
+        LabNf("ovsdpdk-xconnect", "ovs", "l2", "eth-l2xcbase-ovsdpdk", doc="OVS-DPDK L2 port cross-connect"),
+        LabNf("vpp-ip4", "vpp", "ip4", "ethip4-ip4base", vpp_nf="ip4", doc="VPP IPv4 routing, /32 per flow"),
+    )
+}
 
 
 def lab_nf(name: str) -> LabNf:
@@ -109,8 +112,15 @@ def _make(spec: LabNf, node: Any, topology: Any, cores: CoreAllocation, flows: O
         if state:
             from dpgate.testbeds.lab.vendor import require
 
-            return L3fwd(node, dut, cores, routes=l3fwd_routes(), eth_dest=tg_macs,
-                         rule_path=f"{state}/l3fwd.rules", binary=require("l3fwd"))
+            return L3fwd(
+                node,
+                dut,
+                cores,
+                routes=l3fwd_routes(),
+                eth_dest=tg_macs,
+                rule_path=f"{state}/l3fwd.rules",
+                binary=require("l3fwd"),
+            )
         return L3fwd(node, dut, cores, routes=l3fwd_routes(), eth_dest=tg_macs)
     if spec.driver == "vpp":
         from dpgate.testbeds.lab.vpp import Vpp, ip4_routing, l2_static_macs
@@ -126,11 +136,15 @@ def _make(spec: LabNf, node: Any, topology: Any, cores: CoreAllocation, flows: O
             from dpgate.testbeds.lab.vendor import require
 
             vdir = require("VPP")
-            kw = dict(conf_path=f"{state}/vpp/startup.conf", cli_sock=f"{state}/vpp/cli.sock",
-                      runtime_dir=f"{state}/vpp", log=f"{state}/vpp/vpp.log", vpp_bin=f"{vdir}/bin/vpp",
-                      vppctl_bin=f"{vdir}/bin/vppctl")
-        return Vpp(node, dut, cores, nf=spec.vpp_nf or "l2patch", rx_queues=q, neighbors=neighbors, routes=routes,
-                   **kw)
+            kw = dict(
+                conf_path=f"{state}/vpp/startup.conf",
+                cli_sock=f"{state}/vpp/cli.sock",
+                runtime_dir=f"{state}/vpp",
+                log=f"{state}/vpp/vpp.log",
+                vpp_bin=f"{vdir}/bin/vpp",
+                vppctl_bin=f"{vdir}/bin/vppctl",
+            )
+        return Vpp(node, dut, cores, nf=spec.vpp_nf or "l2patch", rx_queues=q, neighbors=neighbors, routes=routes, **kw)
     from dpgate.testbeds.lab.ovs_dpdk import OvsDpdk
 
     return OvsDpdk(node, dut, cores, rxq=q, state_dir=f"{state}/ovs" if state else "")

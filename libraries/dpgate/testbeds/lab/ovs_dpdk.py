@@ -59,8 +59,16 @@ class OvsDpdk(LabSut):
     bridge = "dpgbr0"
     unit = "dpgate-ovs"
 
-    def __init__(self, node: Any, dut: Any, cores: CoreAllocation, socket_mem: str = "", rxq: int = 1,
-                 state_dir: str = "", no_huge_mb: int = 1024):
+    def __init__(
+        self,
+        node: Any,
+        dut: Any,
+        cores: CoreAllocation,
+        socket_mem: str = "",
+        rxq: int = 1,
+        state_dir: str = "",
+        no_huge_mb: int = 1024,
+    ):
         self.node, self.dut, self.cores, self.rxq = node, dut, cores, rxq
         numa = dut.numa if getattr(dut, "numa", None) is not None else cores.numa
         self.socket_mem = socket_mem or globals()["socket_mem"](numa)
@@ -85,8 +93,15 @@ class OvsDpdk(LabSut):
             vs + ["set", "Open_vSwitch", ".", f"{oc}pmd-cpu-mask={self.cores.mask}"],
         ]
         if ports_mod.virtual_only(dut_ports(self.dut)):
-            cmds.append(vs + ["set", "Open_vSwitch", ".",
-                              f"{oc}dpdk-extra=--no-huge --legacy-mem -m {self.no_huge_mb} --no-pci --file-prefix {self.unit}"])
+            cmds.append(
+                vs
+                + [
+                    "set",
+                    "Open_vSwitch",
+                    ".",
+                    f"{oc}dpdk-extra=--no-huge --legacy-mem -m {self.no_huge_mb} --no-pci --file-prefix {self.unit}",
+                ]
+            )
         else:
             cmds.append(vs + ["set", "Open_vSwitch", ".", f"{oc}dpdk-socket-mem={self.socket_mem}"])
         return cmds
@@ -94,20 +109,34 @@ class OvsDpdk(LabSut):
     def start_commands(self) -> List[List[str]]:
         br, vs = self.bridge, self._vsctl()
         cmds = [] if self.state_dir else [["systemctl", "restart", "openvswitch-switch"]]
-        cmds += [vs + ["--if-exists", "del-br", br],
-                 vs + ["add-br", br, "--", "set", "bridge", br, "datapath_type=netdev"]]
+        cmds += [vs + ["--if-exists", "del-br", br], vs + ["add-br", br, "--", "set", "bridge", br, "datapath_type=netdev"]]
         counters: Dict[str, int] = {}
         for name, port in zip(self.port_names(), dut_ports(self.dut)):
             kind = ports_mod.port_kind(port)
             n = counters.get(kind, 0)
             counters[kind] = n + 1
-            cmds.append(vs + ["add-port", br, name, "--", "set", "Interface", name, "type=dpdk",
-                              f"options:dpdk-devargs={devargs(port, n)}", f"options:n_rxq={self.rxq}"])
+            cmds.append(
+                vs
+                + [
+                    "add-port",
+                    br,
+                    name,
+                    "--",
+                    "set",
+                    "Interface",
+                    name,
+                    "type=dpdk",
+                    f"options:dpdk-devargs={devargs(port, n)}",
+                    f"options:n_rxq={self.rxq}",
+                ]
+            )
         a, b = self.port_names()
         t = self._ofctl_target()
-        cmds += [["ovs-ofctl", "del-flows", t],
-                 ["ovs-ofctl", "add-flow", t, f"in_port={a},actions=output:{b}"],
-                 ["ovs-ofctl", "add-flow", t, f"in_port={b},actions=output:{a}"]]
+        cmds += [
+            ["ovs-ofctl", "del-flows", t],
+            ["ovs-ofctl", "add-flow", t, f"in_port={a},actions=output:{b}"],
+            ["ovs-ofctl", "add-flow", t, f"in_port={b},actions=output:{a}"],
+        ]
         return cmds
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -117,10 +146,17 @@ class OvsDpdk(LabSut):
         run(["rm", "-f", f"{d}/conf.db", f"{d}/db.sock"], check=False, timeout=30)
         run(["ovsdb-tool", "create", f"{d}/conf.db", SCHEMA], timeout=30)
         env = ["/usr/bin/env", f"OVS_RUNDIR={d}", f"OVS_DBDIR={d}", f"OVS_LOGDIR={d}"]
-        start_unit(self.node, f"{self.unit}-db", env + [
-            "ovsdb-server", f"{d}/conf.db", f"--remote=punix:{d}/db.sock", f"--unixctl={d}/ovsdb.ctl"])
-        wait_until(lambda: run(["test", "-S", f"{d}/db.sock"], check=False, timeout=10).returncode == 0,
-                   30, "ovsdb-server", log=lambda: unit_log(self.node, f"{self.unit}-db"))
+        start_unit(
+            self.node,
+            f"{self.unit}-db",
+            env + ["ovsdb-server", f"{d}/conf.db", f"--remote=punix:{d}/db.sock", f"--unixctl={d}/ovsdb.ctl"],
+        )
+        wait_until(
+            lambda: run(["test", "-S", f"{d}/db.sock"], check=False, timeout=10).returncode == 0,
+            30,
+            "ovsdb-server",
+            log=lambda: unit_log(self.node, f"{self.unit}-db"),
+        )
         run(self._vsctl() + ["--no-wait", "init"], timeout=30)
 
     def configure(self) -> None:
@@ -132,8 +168,19 @@ class OvsDpdk(LabSut):
     def start(self) -> None:
         if self.state_dir:
             d = self.state_dir
-            start_unit(self.node, self.unit, ["/usr/bin/env", f"OVS_RUNDIR={d}", f"OVS_DBDIR={d}", f"OVS_LOGDIR={d}",
-                                              DPDK_VSWITCHD, f"unix:{d}/db.sock", f"--unixctl={d}/vswitchd.ctl"])
+            start_unit(
+                self.node,
+                self.unit,
+                [
+                    "/usr/bin/env",
+                    f"OVS_RUNDIR={d}",
+                    f"OVS_DBDIR={d}",
+                    f"OVS_LOGDIR={d}",
+                    DPDK_VSWITCHD,
+                    f"unix:{d}/db.sock",
+                    f"--unixctl={d}/vswitchd.ctl",
+                ],
+            )
         else:
             self.node.run(["update-alternatives", "--set", "ovs-vswitchd", DPDK_VSWITCHD], check=False, timeout=30)
         cmds = self.start_commands()
@@ -145,25 +192,30 @@ class OvsDpdk(LabSut):
         self.ready()
 
     def _dpdk_initialized(self) -> bool:
-        out = self.node.run(self._vsctl() + ["get", "Open_vSwitch", ".", "dpdk_initialized"], check=False,
-                            timeout=15).stdout.strip()
+        out = self.node.run(
+            self._vsctl() + ["get", "Open_vSwitch", ".", "dpdk_initialized"], check=False, timeout=15
+        ).stdout.strip()
         if out == "false" and not self.state_dir and "dpdk" not in self.version().lower():
-            raise SutError("OVS runs without DPDK (dpdk_initialized=false): install openvswitch-switch-dpdk and "
-                           f"update-alternatives --set ovs-vswitchd {DPDK_VSWITCHD}")
+            raise SutError(
+                "OVS runs without DPDK (dpdk_initialized=false): install openvswitch-switch-dpdk and "
+                f"update-alternatives --set ovs-vswitchd {DPDK_VSWITCHD}"
+            )
         return out == "true"
 
     def _log(self) -> str:
         return unit_log(self.node, self.unit) if self.state_dir else ""
 
     def ready(self) -> None:
-        self.node.run(self._vsctl() + ["--timeout=30", "wait-until", "Interface", self.port_names()[0],
-                                       "link_state=up"], timeout=40)
+        self.node.run(
+            self._vsctl() + ["--timeout=30", "wait-until", "Interface", self.port_names()[0], "link_state=up"], timeout=40
+        )
 
     def alive(self) -> str:
         if self.state_dir:
             return unit_active(self.node, self.unit)
-        return self.node.run(["systemctl", "is-active", "openvswitch-switch"], check=False,
-                             timeout=15).stdout.strip() or "no state"
+        return (
+            self.node.run(["systemctl", "is-active", "openvswitch-switch"], check=False, timeout=15).stdout.strip() or "no state"
+        )
 
     def stop(self) -> None:
         """Remove the bridge, turn DPDK off and release its memory (restart / stop the daemons)."""
@@ -179,8 +231,10 @@ class OvsDpdk(LabSut):
     def stats(self) -> Dict[str, Any]:
         appctl = ["ovs-appctl"] + ([f"--target={self.state_dir}/vswitchd.ctl"] if self.state_dir else [])
         text = self.node.run(appctl + ["dpif-netdev/pmd-stats-show"]).stdout
-        return {"pmd_stats": text,
-                "ports": parse_dump_ports(self.node.run(["ovs-ofctl", "dump-ports", self._ofctl_target()]).stdout)}
+        return {
+            "pmd_stats": text,
+            "ports": parse_dump_ports(self.node.run(["ovs-ofctl", "dump-ports", self._ofctl_target()]).stdout),
+        }
 
     def version(self) -> str:
         binary = DPDK_VSWITCHD if self.state_dir else "ovs-vswitchd"

@@ -35,9 +35,11 @@ AF_PACKET_RING = "blocksz=4096,framesz=2048,framecnt=4096,qdisc_bypass=1"
 def port_kind(port: Any) -> str:
     kind = getattr(port, "port_kind", None) or ("pci" if getattr(port, "pci", None) else None)
     if kind is None:
-        raise ConfigError(f"DUT interface {port.name} has no pci address and no kind: add pci: <address>, "
-                          "or kind: af_packet (Linux interface) / kind: memif with memif: {socket, id, role}",
-                          path=f"interfaces.{port.name}.kind")
+        raise ConfigError(
+            f"DUT interface {port.name} has no pci address and no kind: add pci: <address>, "
+            "or kind: af_packet (Linux interface) / kind: memif with memif: {socket, id, role}",
+            path=f"interfaces.{port.name}.kind",
+        )
     return kind
 
 
@@ -126,8 +128,14 @@ def lcore_layout(cores: CoreAllocation, main_works: bool = False) -> tuple:
     return ["-l", ",".join(str(c) for c in lcores), "--main-lcore", str(cores.main)], list(cores.workers)
 
 
-def eal_args(cores: CoreAllocation, ports: Sequence[Any], file_prefix: str, mem_channels: int = 4,
-             no_huge_mb: int = 1024, main_works: bool = False) -> List[str]:
+def eal_args(
+    cores: CoreAllocation,
+    ports: Sequence[Any],
+    file_prefix: str,
+    mem_channels: int = 4,
+    no_huge_mb: int = 1024,
+    main_works: bool = False,
+) -> List[str]:
     """EAL options: lcores, memory (``--no-huge -m`` with virtual ports), devices, verbose (prints the version)."""
     lc, _ = lcore_layout(cores, main_works)
     out = lc + ["-n", str(mem_channels), "--file-prefix", file_prefix, "-v"]
@@ -138,8 +146,10 @@ def eal_args(cores: CoreAllocation, ports: Sequence[Any], file_prefix: str, mem_
 
 _MAC = r"((?:[0-9A-Fa-f]{2}:){5}[0-9A-Fa-f]{2})"
 #: testpmd: ``Port 0: 02:FE:00:00:00:20``; l3fwd: ``Initializing port 0 ...`` then `` Address:02:FE:...``
-_PORT_MAC = (re.compile(r"^Port (\d+): " + _MAC + r"\s*$", re.M),
-             re.compile(r"Initializing port (\d+) (?:(?!Initializing port).)*?Address:" + _MAC, re.S))
+_PORT_MAC = (
+    re.compile(r"^Port (\d+): " + _MAC + r"\s*$", re.M),
+    re.compile(r"Initializing port (\d+) (?:(?!Initializing port).)*?Address:" + _MAC, re.S),
+)
 
 
 def check_port_macs(log: str, ports: Sequence[Any], what: str) -> None:
@@ -156,5 +166,7 @@ def check_port_macs(log: str, ports: Sequence[Any], what: str) -> None:
     for topo_i, dpdk_i in expected.items():
         mac = seen.get(dpdk_i)
         if mac is not None and mac != ports[topo_i].mac.lower():
-            raise SutError(f"{what}: DPDK port {dpdk_i} has MAC {mac}, expected {ports[topo_i].mac} "
-                           f"(topology port {ports[topo_i].name}): DPDK numbered the ports in another order")
+            raise SutError(
+                f"{what}: DPDK port {dpdk_i} has MAC {mac}, expected {ports[topo_i].mac} "
+                f"(topology port {ports[topo_i].name}): DPDK numbered the ports in another order"
+            )

@@ -64,11 +64,12 @@ def start_unit(node: Any, unit: str, argv: Sequence[str], timeout: float = 30.0)
     if service_mode(node) == "systemd":
         node.run(["systemctl", "reset-failed", unit], check=False, timeout=timeout)
         node.run(["systemd-run", f"--unit={unit}", "--collect", "--"] + args, timeout=timeout)
-        inv = node.run(["systemctl", "show", "-p", "InvocationID", "--value", unit], check=False,
-                       timeout=timeout).stdout.strip()
+        inv = node.run(["systemctl", "show", "-p", "InvocationID", "--value", unit], check=False, timeout=timeout).stdout.strip()
         if not inv:
-            raise SutError(f"{unit}: systemd gave no InvocationID (systemctl show -p InvocationID {unit}); "
-                           "the unit may have exited at once: journalctl -u " + unit)
+            raise SutError(
+                f"{unit}: systemd gave no InvocationID (systemctl show -p InvocationID {unit}); "
+                "the unit may have exited at once: journalctl -u " + unit
+            )
         _invocations(node)[unit] = inv
         return
     p = _paths(unit)
@@ -81,8 +82,23 @@ def start_unit(node: Any, unit: str, argv: Sequence[str], timeout: float = 30.0)
     node.run(["mkdir", "-p", STATE_DIR], timeout=timeout)
     node.run(["rm", "-f", p["pid"]], check=False, timeout=timeout)
     node.run(["truncate", "-s", "0", p["log"]], check=False, timeout=timeout)
-    node.run(["start-stop-daemon", "--start", "--background", "--make-pidfile", "--pidfile", p["pid"],
-              "--output", p["log"], "--exec", binary, "--"] + args[1:], timeout=timeout)
+    node.run(
+        [
+            "start-stop-daemon",
+            "--start",
+            "--background",
+            "--make-pidfile",
+            "--pidfile",
+            p["pid"],
+            "--output",
+            p["log"],
+            "--exec",
+            binary,
+            "--",
+        ]
+        + args[1:],
+        timeout=timeout,
+    )
 
 
 def stop_unit(node: Any, unit: str, timeout: float = 30.0) -> None:
@@ -90,8 +106,11 @@ def stop_unit(node: Any, unit: str, timeout: float = 30.0) -> None:
         node.run(["systemctl", "stop", unit], check=False, timeout=timeout)
         return
     p = _paths(unit)
-    node.run(["start-stop-daemon", "--stop", "--pidfile", p["pid"], "--retry", "TERM/10/KILL/5",
-              "--remove-pidfile"], check=False, timeout=timeout)
+    node.run(
+        ["start-stop-daemon", "--stop", "--pidfile", p["pid"], "--retry", "TERM/10/KILL/5", "--remove-pidfile"],
+        check=False,
+        timeout=timeout,
+    )
 
 
 def unit_active(node: Any, unit: str) -> str:
@@ -114,8 +133,9 @@ def unit_log(node: Any, unit: str, lines: int = 200) -> str:
     if service_mode(node) == "systemd":
         inv = _invocations(node).get(unit)
         match = [f"_SYSTEMD_INVOCATION_ID={inv}"] if inv else []
-        return node.run(["journalctl", "-u", unit] + match + ["-n", str(lines), "--no-pager", "-o", "cat"],
-                        check=False, timeout=30).stdout
+        return node.run(
+            ["journalctl", "-u", unit] + match + ["-n", str(lines), "--no-pager", "-o", "cat"], check=False, timeout=30
+        ).stdout
     return node.run(["tail", "-n", str(lines), _paths(unit)["log"]], check=False, timeout=30).stdout
 
 
@@ -124,9 +144,15 @@ def write_file(node: Any, path: str, text: str) -> None:
     node.run(["tee", path], input=text, timeout=30)
 
 
-def wait_until(check: Callable[[], bool], timeout_s: float, what: str, interval_s: float = 0.5,
-               sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
-               log: Callable[[], str] = lambda: "") -> None:
+def wait_until(
+    check: Callable[[], bool],
+    timeout_s: float,
+    what: str,
+    interval_s: float = 0.5,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+    log: Callable[[], str] = lambda: "",
+) -> None:
     """Poll ``check`` until true; otherwise SutError with the last log lines."""
     end = clock() + timeout_s
     while True:

@@ -41,8 +41,7 @@ def missing_tools() -> List[str]:
 
 
 @contextlib.contextmanager
-def local_lab_session(topology: str, prefix: Optional[str] = None,
-                      log: Callable[[str], None] = print) -> Iterator[List[str]]:
+def local_lab_session(topology: str, prefix: Optional[str] = None, log: Callable[[str], None] = print) -> Iterator[List[str]]:
     """Bring the lab on one machine up for a run; yields extra ``robot`` arguments."""
     from dpgate.config.topology import load_topology
 
@@ -65,8 +64,10 @@ def local_lab_session(topology: str, prefix: Optional[str] = None,
         srv = TrexServer.for_topology(topo, lab.run_dir)
         srv.start()
         ssh_host = topo.dut.ssh.host if topo.dut.ssh else "?"
-        log(f"lab on one machine {topo.prefix}: TRex ({srv.tg_name}) in {topo.tg.namespace}, "
-            f"DUT sshd at {ssh_host} in {topo.dut.namespace}")
+        log(
+            f"lab on one machine {topo.prefix}: TRex ({srv.tg_name}) in {topo.tg.namespace}, "
+            f"DUT sshd at {ssh_host} in {topo.dut.namespace}"
+        )
         yield ["--variable", f"LATENCY_PPS:{LATENCY_PPS}", "--variable", f"SEARCH_TIME_LIMIT:{SEARCH_TIME_LIMIT}"]
     finally:
         try:

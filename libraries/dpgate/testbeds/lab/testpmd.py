@@ -21,8 +21,9 @@ from dpgate.testbeds.lab.cores import CoreAllocation
 from dpgate.testbeds.lab.service import start_unit, stop_unit, unit_active, unit_log, wait_until
 
 
-def eal_args(cores: CoreAllocation, ports: List[Any], mem_channels: int = 4,
-             file_prefix: str = "dpgate", main_works: bool = False) -> List[str]:
+def eal_args(
+    cores: CoreAllocation, ports: List[Any], mem_channels: int = 4, file_prefix: str = "dpgate", main_works: bool = False
+) -> List[str]:
     """EAL options for the DUT ports of any kind (PCI, af_packet, memif): see ``dpgate.testbeds.lab.ports``."""
     return ports_mod.eal_args(cores, ports, file_prefix, mem_channels=mem_channels, main_works=main_works)
 
@@ -69,21 +70,27 @@ class Testpmd(LabSut):
     unit = "dpgate-testpmd"
     binary = "dpdk-testpmd"
 
-    def __init__(self, node: Any, dut: Any, cores: CoreAllocation, rxq: int = 1, descriptors: int = 1024,
-                 burst: int = 64):
+    def __init__(self, node: Any, dut: Any, cores: CoreAllocation, rxq: int = 1, descriptors: int = 1024, burst: int = 64):
         self.node, self.dut, self.cores = node, dut, cores
         self.rxq, self.descriptors, self.burst = rxq, descriptors, burst
 
     def app_args(self) -> List[str]:
         n = len(self.cores.workers)
         extra = ["--total-num-mbufs=32768"] if ports_mod.virtual_only(dut_ports(self.dut)) else []
-        return extra + ["--forward-mode=io", f"--nb-cores={n}", f"--rxq={self.rxq}", f"--txq={self.rxq}",
-                f"--rxd={self.descriptors}", f"--txd={self.descriptors}", f"--burst={self.burst}",
-                "--stats-period=1", "--numa"]
+        return extra + [
+            "--forward-mode=io",
+            f"--nb-cores={n}",
+            f"--rxq={self.rxq}",
+            f"--txq={self.rxq}",
+            f"--rxd={self.descriptors}",
+            f"--txd={self.descriptors}",
+            f"--burst={self.burst}",
+            "--stats-period=1",
+            "--numa",
+        ]
 
     def argv(self) -> List[str]:
-        return [self.binary] + eal_args(self.cores, dut_ports(self.dut), file_prefix=self.unit) + ["--"] \
-            + self.app_args()
+        return [self.binary] + eal_args(self.cores, dut_ports(self.dut), file_prefix=self.unit) + ["--"] + self.app_args()
 
     def configure(self) -> None:
         """Nothing to write: everything is on the command line."""
@@ -96,8 +103,13 @@ class Testpmd(LabSut):
         return unit_log(self.node, self.unit)
 
     def ready(self, timeout_s: float = 60.0, **wait_kw: Any) -> None:
-        wait_until(lambda: "NIC statistics for port" in self._log() or "io packet forwarding" in self._log(),
-                   timeout_s, self.binary, log=self._log, **wait_kw)
+        wait_until(
+            lambda: "NIC statistics for port" in self._log() or "io packet forwarding" in self._log(),
+            timeout_s,
+            self.binary,
+            log=self._log,
+            **wait_kw,
+        )
         ports_mod.check_port_macs(self._log(), dut_ports(self.dut), self.binary)
 
     def alive(self) -> str:

@@ -47,11 +47,11 @@ def l3fwd_bin() -> Optional[str]:
 
 HOWTO = {
     "VPP": "set DPGATE_VPP=<VPP install dir with bin/vpp>, or put vpp-26.10-rc0-debian12-x86_64.tar.xz in "
-           "$DPGATE_VENDOR (default ../shared/vendor) and run bash .ci/install",
+    "$DPGATE_VENDOR (default ../shared/vendor) and run bash .ci/install",
     "TRex": "set DPGATE_TREX=<TRex v3.08 install dir>, or put trex-v3.08-debian12-x86_64.tar.xz in "
-            "$DPGATE_VENDOR (default ../shared/vendor) and run bash .ci/install",
+    "$DPGATE_VENDOR (default ../shared/vendor) and run bash .ci/install",
     "l3fwd": "run bash .ci/install (builds build/l3fwd/dpdk-l3fwd from /usr/share/dpdk/examples, needs dpdk-dev "
-             "and dpdk-doc) or set DPGATE_L3FWD=<dpdk-l3fwd binary>",
+    "and dpdk-doc) or set DPGATE_L3FWD=<dpdk-l3fwd binary>",
 }
 
 

@@ -113,9 +113,15 @@ class Neighbor:
     mac: str
 
 
-def startup_conf(cores: CoreAllocation, pcis: Sequence[tuple], rx_queues: int = 1,
-                 buffers_per_numa: int = 215040, cli_sock: str = "/run/vpp/cli-dpgate.sock",
-                 log: str = "/var/log/vpp/dpgate-vpp.log", runtime_dir: str = "") -> str:
+def startup_conf(
+    cores: CoreAllocation,
+    pcis: Sequence[tuple],
+    rx_queues: int = 1,
+    buffers_per_numa: int = 215040,
+    cli_sock: str = "/run/vpp/cli-dpgate.sock",
+    log: str = "/var/log/vpp/dpgate-vpp.log",
+    runtime_dir: str = "",
+) -> str:
     """startup.conf text; ``pcis`` is [(pci, name)]; none (virtual ports only) gives the
     af_packet/memif plugins instead of dpdk, everything on 4k pages (no hugepages) and, with
     ``runtime_dir``, private API segment, API and stats sockets (several VPPs on one host).
@@ -135,26 +141,73 @@ def startup_conf(cores: CoreAllocation, pcis: Sequence[tuple], rx_queues: int = 
     if cores.workers and tuple(cores.workers) != (cores.main,):
         lines.append(f"  corelist-workers {cores.corelist}")
     if not pcis:
-        return "\n".join(lines + [
-            "}", "memory {", "  main-heap-size 512M", "  main-heap-page-size 4k", "}",
-            "buffers {", "  buffers-per-numa 16384", "  default data-size 2048", "  page-size 4k", "}",
-            "statseg {", f"  socket-name {runtime_dir or '/run/vpp'}/stats.sock", "  size 32M", "  page-size 4k",
-            "  per-node-counters on", "}"] + ([
-                "api-segment {", f"  prefix {runtime_dir.strip('/').replace('/', '-')}", "}",
-                "socksvr {", f"  socket-name {runtime_dir}/api.sock", "}"] if runtime_dir else []) + [
-            "plugins {", "  plugin default { disable }", "  plugin af_packet_plugin.so { enable }",
-            "  plugin memif_plugin.so { enable }", "  plugin ping_plugin.so { enable }", "}",
-            "logging { default-log-level info default-syslog-log-level warn }"]) + "\n"
+        return (
+            "\n".join(
+                lines
+                + [
+                    "}",
+                    "memory {",
+                    "  main-heap-size 512M",
+                    "  main-heap-page-size 4k",
+                    "}",
+                    "buffers {",
+                    "  buffers-per-numa 16384",
+                    "  default data-size 2048",
+                    "  page-size 4k",
+                    "}",
+                    "statseg {",
+                    f"  socket-name {runtime_dir or '/run/vpp'}/stats.sock",
+                    "  size 32M",
+                    "  page-size 4k",
+                    "  per-node-counters on",
+                    "}",
+                ]
+                + (
+                    [
+                        "api-segment {",
+                        f"  prefix {runtime_dir.strip('/').replace('/', '-')}",
+                        "}",
+                        "socksvr {",
+                        f"  socket-name {runtime_dir}/api.sock",
+                        "}",
+                    ]
+                    if runtime_dir
+                    else []
+                )
+                + [
+                    "plugins {",
+                    "  plugin default { disable }",
+                    "  plugin af_packet_plugin.so { enable }",
+                    "  plugin memif_plugin.so { enable }",
+                    "  plugin ping_plugin.so { enable }",
+                    "}",
+                    "logging { default-log-level info default-syslog-log-level warn }",
+                ]
+            )
+            + "\n"
+        )
     lines += ["}", "buffers {", f"  buffers-per-numa {buffers_per_numa}", "}", "dpdk {"]
     for pci, name in pcis:
         lines.append(f"  dev {pci} {{ name {name} num-rx-queues {rx_queues} }}")
-    lines += ["  no-multi-seg", "  no-tx-checksum-offload", "}",
-              "plugins {", "  plugin default { disable }", "  plugin dpdk_plugin.so { enable }", "}"]
+    lines += [
+        "  no-multi-seg",
+        "  no-tx-checksum-offload",
+        "}",
+        "plugins {",
+        "  plugin default { disable }",
+        "  plugin dpdk_plugin.so { enable }",
+        "}",
+    ]
     return "\n".join(lines) + "\n"
 
 
-def cli_lines(nf: str, ifaces: Sequence[str], addresses: Sequence[str] = (),
-              neighbors: Sequence[Neighbor] = (), routes: Sequence[Route] = ()) -> List[str]:
+def cli_lines(
+    nf: str,
+    ifaces: Sequence[str],
+    addresses: Sequence[str] = (),
+    neighbors: Sequence[Neighbor] = (),
+    routes: Sequence[Route] = (),
+) -> List[str]:
     """vppctl lines for one NF over two ports (``ifaces`` = [port0, port1]).
 
     >>> cli_lines("l2patch", ["eth0", "eth1"])[-2:]
@@ -169,8 +222,11 @@ def cli_lines(nf: str, ifaces: Sequence[str], addresses: Sequence[str] = (),
     if nf == "l2patch":
         out += [f"test l2patch rx {a} tx {b}", f"test l2patch rx {b} tx {a}"]
     elif nf == "l2bd":
-        out += ["create bridge-domain 1 learn 1 forward 1 uu-flood 1 flood 1 arp-term 0",
-                f"set interface l2 bridge {a} 1", f"set interface l2 bridge {b} 1"]
+        out += [
+            "create bridge-domain 1 learn 1 forward 1 uu-flood 1 flood 1 arp-term 0",
+            f"set interface l2 bridge {a} 1",
+            f"set interface l2 bridge {b} 1",
+        ]
         out += [f"l2fib add {n.mac} 1 {n.interface} static" for n in neighbors]
     else:
         if len(addresses) != len(ifaces):
@@ -243,8 +299,7 @@ def parse_show_runtime(text: str) -> Dict[str, Dict[str, Dict[str, float]]]:
                 nums = [float(t) for t in toks[2:]]
             except ValueError:
                 continue
-            out.setdefault(thread, {})[toks[0]] = dict(zip(
-                ("calls", "vectors", "suspends", "clocks", "vectors_per_call"), nums))
+            out.setdefault(thread, {})[toks[0]] = dict(zip(("calls", "vectors", "suspends", "clocks", "vectors_per_call"), nums))
     return out
 
 
@@ -259,11 +314,22 @@ class Vpp(LabSut):
 
     unit = "dpgate-vpp"
 
-    def __init__(self, node: Any, dut: Any, cores: CoreAllocation, nf: str = "l2patch", rx_queues: int = 1,
-                 neighbors: Sequence[Neighbor] = (), routes: Sequence[Route] = (),
-                 conf_path: str = "/etc/vpp/dpgate-startup.conf", cli_sock: str = "/run/vpp/cli-dpgate.sock",
-                 runtime_dir: str = "", vpp_bin: str = "vpp", vppctl_bin: str = "vppctl",
-                 log: str = "/var/log/vpp/dpgate-vpp.log"):
+    def __init__(
+        self,
+        node: Any,
+        dut: Any,
+        cores: CoreAllocation,
+        nf: str = "l2patch",
+        rx_queues: int = 1,
+        neighbors: Sequence[Neighbor] = (),
+        routes: Sequence[Route] = (),
+        conf_path: str = "/etc/vpp/dpgate-startup.conf",
+        cli_sock: str = "/run/vpp/cli-dpgate.sock",
+        runtime_dir: str = "",
+        vpp_bin: str = "vpp",
+        vppctl_bin: str = "vppctl",
+        log: str = "/var/log/vpp/dpgate-vpp.log",
+    ):
         self.node, self.dut, self.cores, self.nf = node, dut, cores, nf
         self.rx_queues, self.neighbors, self.routes = rx_queues, list(neighbors), list(routes)
         self.conf_path, self.cli_sock, self.runtime_dir = conf_path, cli_sock, runtime_dir
@@ -284,9 +350,13 @@ class Vpp(LabSut):
         pcis = [(p.pci, p.name) for p in ports if ports_mod.port_kind(p) == "pci"]
         if self.runtime_dir:
             self.node.run(["mkdir", "-p", self.runtime_dir], timeout=30)
-        write_file(self.node, self.conf_path, startup_conf(
-            self.cores, pcis, self.rx_queues, cli_sock=self.cli_sock, log=self.log_path,
-            runtime_dir=self.runtime_dir))
+        write_file(
+            self.node,
+            self.conf_path,
+            startup_conf(
+                self.cores, pcis, self.rx_queues, cli_sock=self.cli_sock, log=self.log_path, runtime_dir=self.runtime_dir
+            ),
+        )
 
     def start(self, timeout_s: float = 60.0, **wait_kw: Any) -> None:
         start_unit(self.node, self.unit, [self.vpp_bin, "-c", self.conf_path])
@@ -296,8 +366,7 @@ class Vpp(LabSut):
         names = [vpp_ifname(p) for p in ports]
         lines = create_lines(ports) + cli_lines(self.nf, names, addrs, self.neighbors, self.routes)
         # af_packet on the main thread defaults to interrupt mode (memif has no RX queue before its peer connects)
-        lines += [f"set interface rx-mode {n} polling" for n, p in zip(names, ports)
-                  if ports_mod.port_kind(p) == "af_packet"]
+        lines += [f"set interface rx-mode {n} polling" for n, p in zip(names, ports) if ports_mod.port_kind(p) == "af_packet"]
         for line in lines:
             self.cli(line)
 
@@ -305,15 +374,22 @@ class Vpp(LabSut):
         return unit_active(self.node, self.unit)
 
     def ready(self, timeout_s: float = 60.0, **wait_kw: Any) -> None:
-        wait_until(lambda: bool(self.vppctl("show version", timeout=5)), timeout_s, "VPP",
-                   log=lambda: unit_log(self.node, self.unit), **wait_kw)
+        wait_until(
+            lambda: bool(self.vppctl("show version", timeout=5)),
+            timeout_s,
+            "VPP",
+            log=lambda: unit_log(self.node, self.unit),
+            **wait_kw,
+        )
 
     def stop(self) -> None:
         stop_unit(self.node, self.unit)
 
     def stats(self) -> Dict[str, Any]:
-        return {"interfaces": parse_show_interface(self.vppctl("show interface")),
-                "runtime": parse_show_runtime(self.vppctl("show runtime"))}
+        return {
+            "interfaces": parse_show_interface(self.vppctl("show interface")),
+            "runtime": parse_show_runtime(self.vppctl("show runtime")),
+        }
 
     def clear_stats(self) -> None:
         self.vppctl("clear interfaces")

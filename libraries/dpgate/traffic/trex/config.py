@@ -40,15 +40,10 @@ class TrexPort:
         if self.kind == "af_packet":
             return f"--vdev=net_af_packet{index},iface={self.iface},{AF_PACKET_RING}"
         if self.kind == "memif":
-            return (
-                f"--vdev=net_memif{index},role=server,id={self.memif_id},socket-abstract=no,"
-                f"socket={self.memif_socket}"
-            )
+            return f"--vdev=net_memif{index},role=server,id={self.memif_id},socket-abstract=no,socket={self.memif_socket}"
         if self.kind == "pci":
             return str(self.pci)
-        raise ConfigError(
-            f"TRex port kind must be one of {', '.join(PORT_KINDS)}, got {self.kind!r}", path="kind"
-        )
+        raise ConfigError(f"TRex port kind must be one of {', '.join(PORT_KINDS)}, got {self.kind!r}", path="kind")
 
     @property
     def virtual(self) -> bool:
@@ -102,9 +97,7 @@ def ports_from_topology(topo: Any) -> List[TrexPort]:
     return out
 
 
-def render_config(
-    ports: Sequence[TrexPort], core: int, low_end: Optional[bool] = None, file_prefix: Optional[str] = None
-) -> str:
+def render_config(ports: Sequence[TrexPort], core: int, low_end: Optional[bool] = None, file_prefix: Optional[str] = None) -> str:
     """The TRex config file (YAML) for these ports; ``low_end`` defaults to "all ports virtual".
     ``file_prefix``: TRex's ``prefix`` (DPDK ``--file-prefix``): without it every TRex and DPDK
     app on the machine shares /var/run/dpdk/rte and the second one fails "Cannot create lock"."""

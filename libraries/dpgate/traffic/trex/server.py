@@ -167,9 +167,7 @@ class TrexServer:
             return ""
         return " | ".join(text[-lines:])
 
-    def wait_ready(
-        self, timeout_s: float = 60.0, probe: Optional[Callable[[], Optional[str]]] = None
-    ) -> None:
+    def wait_ready(self, timeout_s: float = 60.0, probe: Optional[Callable[[], Optional[str]]] = None) -> None:
         """Until the RPC answers a real client (its version is kept), the process dies, or the
         timeout: the last two are one error with the server log's last lines."""
         deadline = time.monotonic() + timeout_s
@@ -177,8 +175,7 @@ class TrexServer:
         while time.monotonic() < deadline:
             if self.proc is not None and self.proc.poll() is not None:
                 raise EnvironmentProblem(
-                    f"TRex server exited with code {self.proc.returncode} while starting "
-                    f"({self.log_path}): {self.log_tail()}"
+                    f"TRex server exited with code {self.proc.returncode} while starting ({self.log_path}): {self.log_tail()}"
                 )
             if _tcp_open(self.server, self.sync_port, 0.5):
                 version = probe()
@@ -187,17 +184,14 @@ class TrexServer:
                     return
             time.sleep(0.3)
         raise EnvironmentProblem(
-            f"TRex server not ready at {self.server}:{self.sync_port} after {timeout_s:g} s "
-            f"({self.log_path}): {self.log_tail()}"
+            f"TRex server not ready at {self.server}:{self.sync_port} after {timeout_s:g} s ({self.log_path}): {self.log_tail()}"
         )
 
     def _probe(self) -> Optional[str]:
         from dpgate.traffic.trex.install import client_path_for, import_trex_api
 
         api = import_trex_api(self.client_path or client_path_for(self.trex or trex_dir()))
-        c = api.STLClient(
-            server=self.server, sync_port=self.sync_port, async_port=self.async_port, verbose_level="none"
-        )
+        c = api.STLClient(server=self.server, sync_port=self.sync_port, async_port=self.async_port, verbose_level="none")
         try:
             c.connect()
             return str(c.get_server_version().get("version") or "unknown")

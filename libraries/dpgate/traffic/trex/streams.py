@@ -45,7 +45,7 @@ def signed32(value: int) -> int:
 
 def without_udp_checksum(frame: bytes) -> bytes:
     """The frame with UDP checksum 0 (no checksum), for templates whose IPs the field engine rewrites."""
-    return frame[:UDP_CSUM] + b"\x00\x00" + frame[UDP_CSUM + 2:]
+    return frame[:UDP_CSUM] + b"\x00\x00" + frame[UDP_CSUM + 2 :]
 
 
 class StreamBuilder:
@@ -64,16 +64,20 @@ class StreamBuilder:
         n = profile.flows
         var = a.STLVmFlowVar(name="flow", min_value=0, max_value=n - 1, size=4, op="inc")
         if profile.kind == "l2":
-            cmds = [var,
-                    a.STLVmWrFlowVar(fv_name="flow", pkt_offset=ETH_SRC_LOW),
-                    a.STLVmWrFlowVar(fv_name="flow", pkt_offset=ETH_DST_LOW)]
+            cmds = [
+                var,
+                a.STLVmWrFlowVar(fv_name="flow", pkt_offset=ETH_SRC_LOW),
+                a.STLVmWrFlowVar(fv_name="flow", pkt_offset=ETH_DST_LOW),
+            ]
         else:
             src = int(ipaddress.IPv4Address(direction.src_ip_base))
             dst = int(ipaddress.IPv4Address(direction.dst_ip_base))
-            cmds = [var,
-                    a.STLVmWrFlowVar(fv_name="flow", pkt_offset=IP_SRC, add_val=signed32(src)),
-                    a.STLVmWrFlowVar(fv_name="flow", pkt_offset=IP_DST, add_val=signed32(dst)),
-                    a.STLVmFixIpv4(offset=14)]
+            cmds = [
+                var,
+                a.STLVmWrFlowVar(fv_name="flow", pkt_offset=IP_SRC, add_val=signed32(src)),
+                a.STLVmWrFlowVar(fv_name="flow", pkt_offset=IP_DST, add_val=signed32(dst)),
+                a.STLVmFixIpv4(offset=14),
+            ]
         return a.STLScVmRaw(cmds)
 
     def base_frame(self, profile: Profile, direction: Direction, size: int) -> bytes:
@@ -91,8 +95,13 @@ class StreamBuilder:
     def stream(self, pkt: Any, pps: float, flow_stats: Any = None) -> Any:
         """An STLStream that keeps the packet's own MACs (see the module doc)."""
         a = self.api
-        return a.STLStream(packet=pkt, mode=a.STLTXCont(pps=pps), flow_stats=flow_stats,
-                           mac_src_override_by_pkt=True, mac_dst_override_mode=a.STLStreamDstMAC_PKT)
+        return a.STLStream(
+            packet=pkt,
+            mode=a.STLTXCont(pps=pps),
+            flow_stats=flow_stats,
+            mac_src_override_by_pkt=True,
+            mac_dst_override_mode=a.STLStreamDstMAC_PKT,
+        )
 
     def _flow_stats(self, pg_ids: Optional[Sequence[int]], k: int) -> Any:
         return self.api.STLFlowStats(pg_id=pg_ids[k]) if pg_ids else None
@@ -119,14 +128,24 @@ class StreamBuilder:
     def base_frame_latency(self, profile: Profile, direction: Direction, size: int) -> bytes:
         """The first flow of the direction, as a fixed frame (no field engine)."""
         if profile.kind == "l2":
-            return build_frame(direction.src_mac_base, direction.dst_mac_base, direction.src_ip_base,
-                               direction.dst_ip_base, size)
-        return build_frame(direction.l2_fixed_src or direction.src_mac_base,
-                           direction.l2_fixed_dst or direction.dst_mac_base,
-                           direction.src_ip_base, direction.dst_ip_base, size)
+            return build_frame(direction.src_mac_base, direction.dst_mac_base, direction.src_ip_base, direction.dst_ip_base, size)
+        return build_frame(
+            direction.l2_fixed_src or direction.src_mac_base,
+            direction.l2_fixed_dst or direction.dst_mac_base,
+            direction.src_ip_base,
+            direction.dst_ip_base,
+            size,
+        )
 
-    def trial_streams(self, profile: Profile, direction: Direction, port_pps: float, latency_pps: float,
-                      pg_id: int, pg_ids: Optional[Sequence[int]] = None) -> List[Any]:
+    def trial_streams(
+        self,
+        profile: Profile,
+        direction: Direction,
+        port_pps: float,
+        latency_pps: float,
+        pg_id: int,
+        pg_ids: Optional[Sequence[int]] = None,
+    ) -> List[Any]:
         """Data streams at absolute pps summing to ``port_pps - latency_pps``, plus the latency stream.
 
         Example: 64B, ``port_pps=1e6``, ``latency_pps=1e3`` → one data stream at 999,000 pps

@@ -27,10 +27,33 @@ class LinuxXconnect(EmbeddedSut):
         a, b = self.ports()
         for src, dst in ((a, b), (b, a)):
             run(["tc", "qdisc", "add", "dev", src.name, "ingress"], ns=self.ns)
-            run([
-                "tc", "filter", "add", "dev", src.name, "parent", "ffff:", "protocol", "all", "prio", "1",
-                "u32", "match", "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", dst.name,
-            ], ns=self.ns)
+            run(
+                [
+                    "tc",
+                    "filter",
+                    "add",
+                    "dev",
+                    src.name,
+                    "parent",
+                    "ffff:",
+                    "protocol",
+                    "all",
+                    "prio",
+                    "1",
+                    "u32",
+                    "match",
+                    "u32",
+                    "0",
+                    "0",
+                    "action",
+                    "mirred",
+                    "egress",
+                    "redirect",
+                    "dev",
+                    dst.name,
+                ],
+                ns=self.ns,
+            )
 
     def ready(self) -> Optional[str]:
         for p in self.ports():
@@ -95,8 +118,9 @@ class LinuxIp4(EmbeddedSut):
         ns = self.ns
         for port in (tg0, sut0, tg1, sut1):
             if not port.ip4:
-                raise ConfigError(f"{self.name} routes IPv4: interface {port.name} needs ip4 in the topology",
-                                  path="nodes.interfaces.ip4")
+                raise ConfigError(
+                    f"{self.name} routes IPv4: interface {port.name} needs ip4 in the topology", path="nodes.interfaces.ip4"
+                )
         assert tg0.ip4 and sut0.ip4 and tg1.ip4 and sut1.ip4  # checked above; tells mypy
         run(["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"], ns=ns)
         for key in ("all", "default", sut0.name, sut1.name):
@@ -105,8 +129,7 @@ class LinuxIp4(EmbeddedSut):
         for tgp, sutp in ((tg0, sut0), (tg1, sut1)):
             assert tgp.ip4 and sutp.ip4
             run(["ip", "addr", "add", sutp.ip4, "dev", sutp.name], ns=ns)
-            run(["ip", "neigh", "replace", tgp.ip4.split("/")[0], "lladdr", tgp.mac, "dev", sutp.name,
-                 "nud", "permanent"], ns=ns)
+            run(["ip", "neigh", "replace", tgp.ip4.split("/")[0], "lladdr", tgp.mac, "dev", sutp.name, "nud", "permanent"], ns=ns)
         n = self.flows or DEFAULT_FLOWS["ip4"]
         gw0, gw1 = tg0.ip4.split("/")[0], tg1.ip4.split("/")[0]
         lines = []

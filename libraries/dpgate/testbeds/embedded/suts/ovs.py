@@ -88,8 +88,7 @@ class OvsXconnect(EmbeddedSut):
         return e
 
     def vsctl(self, *args: str, check: bool = True):
-        return run(["ovs-vsctl", f"--db=unix:{self.db_sock}", "--timeout=10", *args],
-                   ns=self.ns, env=self.env(), check=check)
+        return run(["ovs-vsctl", f"--db=unix:{self.db_sock}", "--timeout=10", *args], ns=self.ns, env=self.env(), check=check)
 
     def appctl(self, *args: str, check: bool = True):
         target = os.path.join(self.dir, "ovs-vswitchd.ctl")
@@ -103,30 +102,56 @@ class OvsXconnect(EmbeddedSut):
         if os.path.exists(db):
             os.unlink(db)
         run(["ovsdb-tool", "create", db, SCHEMA], env=self.env())
-        self.db_proc = spawn([
-            "ovsdb-server", db, f"--remote=punix:{self.db_sock}",
-            f"--unixctl={os.path.join(self.dir, 'ovsdb-server.ctl')}",
-            f"--log-file={os.path.join(self.dir, 'ovsdb-server.log')}",
-        ], ns=self.ns, cpus=self.cpus, env=self.env(), log=os.path.join(self.dir, "ovsdb-server.out"))
+        self.db_proc = spawn(
+            [
+                "ovsdb-server",
+                db,
+                f"--remote=punix:{self.db_sock}",
+                f"--unixctl={os.path.join(self.dir, 'ovsdb-server.ctl')}",
+                f"--log-file={os.path.join(self.dir, 'ovsdb-server.log')}",
+            ],
+            ns=self.ns,
+            cpus=self.cpus,
+            env=self.env(),
+            log=os.path.join(self.dir, "ovsdb-server.out"),
+        )
         self._wait_file(self.db_sock)
         self.vsctl("--no-wait", "init")
-        self.proc = spawn([
-            "ovs-vswitchd", f"unix:{self.db_sock}",
-            f"--unixctl={os.path.join(self.dir, 'ovs-vswitchd.ctl')}",
-            f"--log-file={self.log_path}",
-        ], ns=self.ns, cpus=self.cpus, env=self.env(), log=os.path.join(self.dir, "ovs-vswitchd.out"))
+        self.proc = spawn(
+            [
+                "ovs-vswitchd",
+                f"unix:{self.db_sock}",
+                f"--unixctl={os.path.join(self.dir, 'ovs-vswitchd.ctl')}",
+                f"--log-file={self.log_path}",
+            ],
+            ns=self.ns,
+            cpus=self.cpus,
+            env=self.env(),
+            log=os.path.join(self.dir, "ovs-vswitchd.out"),
+        )
         self._wait_file(os.path.join(self.dir, "ovs-vswitchd.ctl"))
         a, b = self.ports()
         self.vsctl("add-br", self.bridge, "--", "set", "bridge", self.bridge, "datapath_type=netdev")
         self._configure_datapath()
         for ofport, p in ((1, a), (2, b)):
-            self.vsctl("add-port", self.bridge, p.name, "--", "set", "Interface", p.name,
-                       f"ofport_request={ofport}", *self.port_options())
-        run(["ovs-ofctl", "del-flows", f"unix:{os.path.join(self.dir, self.bridge + '.mgmt')}"],
-            ns=self.ns, env=self.env())
+            self.vsctl(
+                "add-port",
+                self.bridge,
+                p.name,
+                "--",
+                "set",
+                "Interface",
+                p.name,
+                f"ofport_request={ofport}",
+                *self.port_options(),
+            )
+        run(["ovs-ofctl", "del-flows", f"unix:{os.path.join(self.dir, self.bridge + '.mgmt')}"], ns=self.ns, env=self.env())
         for flow in ("in_port=1,actions=output:2", "in_port=2,actions=output:1"):
-            run(["ovs-ofctl", "add-flow", f"unix:{os.path.join(self.dir, self.bridge + '.mgmt')}", flow],
-                ns=self.ns, env=self.env())
+            run(
+                ["ovs-ofctl", "add-flow", f"unix:{os.path.join(self.dir, self.bridge + '.mgmt')}", flow],
+                ns=self.ns,
+                env=self.env(),
+            )
 
     def _configure_datapath(self) -> None:
         """Hook: datapath settings before ports are added."""
@@ -149,8 +174,12 @@ class OvsXconnect(EmbeddedSut):
     def ready(self) -> Optional[str]:
         if not self.alive():
             return "ovs-vswitchd is not running"
-        flows = run(["ovs-ofctl", "dump-flows", f"unix:{os.path.join(self.dir, self.bridge + '.mgmt')}"],
-                    ns=self.ns, env=self.env(), check=False).stdout
+        flows = run(
+            ["ovs-ofctl", "dump-flows", f"unix:{os.path.join(self.dir, self.bridge + '.mgmt')}"],
+            ns=self.ns,
+            env=self.env(),
+            check=False,
+        ).stdout
         if flows.count("actions=output") < 2:
             return "cross-connect flows not installed"
         ports = self.vsctl("list-ports", self.bridge, check=False).stdout.split()

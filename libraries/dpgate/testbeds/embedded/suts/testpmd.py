@@ -29,8 +29,12 @@ def parse_forward_stats(text: str) -> Dict[str, float]:
     out: Dict[str, float] = {}
     m = re.search(r"Accumulated forward statistics for all ports\+*\s*(.*?)\+{5,}", text, re.S)
     block = m.group(1) if m else text
-    for key, pat in (("rx_packets", r"RX-packets:\s*(\d+)"), ("rx_dropped", r"RX-dropped:\s*(\d+)"),
-                     ("tx_packets", r"TX-packets:\s*(\d+)"), ("tx_dropped", r"TX-dropped:\s*(\d+)")):
+    for key, pat in (
+        ("rx_packets", r"RX-packets:\s*(\d+)"),
+        ("rx_dropped", r"RX-dropped:\s*(\d+)"),
+        ("tx_packets", r"TX-packets:\s*(\d+)"),
+        ("tx_dropped", r"TX-dropped:\s*(\d+)"),
+    ):
         vals = re.findall(pat, block)
         if vals:
             out[key] = float(vals[-1])
@@ -91,17 +95,21 @@ class _Testpmd(EmbeddedSut):
         a, b = self.ports()
         core = self.cpus[0]
         argv = [
-            "dpdk-testpmd", f"--lcores=0@{core},1@{core}", "--no-huge", "-m", "512", "--no-pci",
-            f"--file-prefix={self.tb.topology.prefix}testpmd", "--log-level=lib.eal:notice",
+            "dpdk-testpmd",
+            f"--lcores=0@{core},1@{core}",
+            "--no-huge",
+            "-m",
+            "512",
+            "--no-pci",
+            f"--file-prefix={self.tb.topology.prefix}testpmd",
+            "--log-level=lib.eal:notice",
         ]
         for i, p in enumerate((a, b)):
             argv.append(f"--vdev=net_af_packet{i},iface={p.name},qpairs=1,qdisc_bypass=1,framecnt=4096")
-        argv += ["--", "-i", "--nb-cores=1", "--rxq=1", "--txq=1", "--record-core-cycles",
-                 "--total-num-mbufs=16384"]
+        argv += ["--", "-i", "--nb-cores=1", "--rxq=1", "--txq=1", "--record-core-cycles", "--total-num-mbufs=16384"]
         if self.noise_reads:
             # DPDK's noisy VNF: io forwarding plus random reads of a lookup table per packet.
-            argv += ["--forward-mode=noisy", f"--noisy-lkup-memory={NOISY_MB}",
-                     f"--noisy-lkup-num-reads={self.noise_reads}"]
+            argv += ["--forward-mode=noisy", f"--noisy-lkup-memory={NOISY_MB}", f"--noisy-lkup-num-reads={self.noise_reads}"]
         else:
             argv.append(f"--forward-mode={self.mode}")
         if self.mode == "mac":
@@ -114,8 +122,11 @@ class _Testpmd(EmbeddedSut):
         require_tool("dpdk-testpmd")
         self._log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
-            ns_argv(["stdbuf", "-oL", "-eL"] + self.argv(), self.ns, self.cpus), stdin=subprocess.PIPE, stdout=self._log,
-            stderr=subprocess.STDOUT, start_new_session=True,
+            ns_argv(["stdbuf", "-oL", "-eL"] + self.argv(), self.ns, self.cpus),
+            stdin=subprocess.PIPE,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         self._wait_log("testpmd>", timeout=30)
         self.command("start")
@@ -145,8 +156,9 @@ class _Testpmd(EmbeddedSut):
             if not self.alive():
                 break
             time.sleep(0.002)
-        raise SutError(f"testpmd: {needle!r} not seen within {timeout:g} s ({self.exit_status()})\n"
-                       f"--- last log lines ---\n{self.last_log()}")
+        raise SutError(
+            f"testpmd: {needle!r} not seen within {timeout:g} s ({self.exit_status()})\n--- last log lines ---\n{self.last_log()}"
+        )
 
     def ready(self) -> Optional[str]:
         if not self.alive():
@@ -177,14 +189,15 @@ class _Testpmd(EmbeddedSut):
         if self.mode != "io":
             from dpgate.model.errors import ConfigError
 
-            raise ConfigError(f"cost injection needs testpmd io forwarding (DPDK 22.11's noisy engine "
-                              f"forwards like io), not {self.mode}", path="inject_cost")
+            raise ConfigError(
+                f"cost injection needs testpmd io forwarding (DPDK 22.11's noisy engine forwards like io), not {self.mode}",
+                path="inject_cost",
+            )
         self.stop()
         self.noise_reads = int(reads)
         self._base = None
         self.start()
-        return {"method": "testpmd noisy forwarding", "lookup_reads_per_packet": self.noise_reads,
-                "lookup_memory_mb": NOISY_MB}
+        return {"method": "testpmd noisy forwarding", "lookup_reads_per_packet": self.noise_reads, "lookup_memory_mb": NOISY_MB}
 
     def version(self) -> str:
         res = run(["dpkg-query", "-W", "-f=${Version}", "dpdk"], check=False)
