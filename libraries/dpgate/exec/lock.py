@@ -21,7 +21,8 @@ A lock is re-entrant inside one process, and a parent hands it to a child proces
 gate's robot) with :func:`inherit`: the child's own acquire of the same testbed then
 succeeds without waiting, and the child keeps the flock alive while it runs.
 
-Append-only files (the history store) are ``dpgate.exec.appendfile``.
+Append-only files (the history store) are ``dpgate.exec.appendfile``; the owner record,
+``Busy`` and the pid helpers are ``dpgate.exec.lockowner`` (re-exported here).
 """
 
 from __future__ import annotations
@@ -32,14 +33,36 @@ import json
 import os
 import random
 import re
-import socket
 import sys
 import time
-import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from typing import Callable, Dict, List, MutableMapping, Optional, Tuple
 
 from dpgate.model.errors import ConfigError, EnvironmentProblem
+
+from .lockowner import Busy, Owner, format_wait, me, parse_wait, pid_alive, pids_holding
+
+__all__ = [
+    "Busy",
+    "Owner",
+    "me",
+    "pid_alive",
+    "pids_holding",
+    "parse_wait",
+    "format_wait",
+    "FileLock",
+    "default_wait",
+    "to_stderr",
+    "hold_testbed",
+    "testbed_lock",
+    "holder",
+    "live_testbeds",
+    "outdir_lock",
+    "inherit",
+    "lock_dir",
+    "testbed_lock_path",
+]
+
 
 LOCK_DIR_ENV = "DPGATE_LOCK_DIR"
 DEFAULT_LOCK_DIR = "/run/dpgate/locks"
@@ -50,121 +73,6 @@ DEFAULT_WAIT_S = 600.0
 PROGRESS_EVERY_S = 30.0
 BUSY_HINT = "use --prefix for a second embedded testbed or wait"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-
-
-class Busy(EnvironmentProblem):
-    """The thing is held by another live process; ``holder`` says who."""
-
-    def __init__(self, message: str, holder: Owner):
-        super().__init__(message)
-        self.holder = holder
-
-
-@dataclass
-class Owner:
-    """Who holds a lock.
-
-    >>> Owner(1234, "dpgate gate", started=0.0).describe().startswith("pid 1234, `dpgate gate`, since ")
-    True
-    """
-
-    pid: int
-    command: str
-    argv: List[str] = field(default_factory=list)
-    started: float = 0.0
-    host: str = ""
-    token: str = ""
-    note: str = ""
-
-    def describe(self) -> str:
-        since = time.strftime("%H:%M:%S", time.localtime(self.started)) if self.started else "an unknown time"
-        text = f"pid {self.pid}, `{self.command}`, since {since}"
-        return f"{text} ({self.note})" if self.note else text
-
-    @classmethod
-    def from_json(cls, text: str) -> Optional[Owner]:
-        try:
-            d = json.loads(text)
-            return cls(
-                int(d["pid"]),
-                str(d.get("command", "?")),
-                [str(a) for a in d.get("argv", [])],
-                float(d.get("started", 0.0)),
-                str(d.get("host", "")),
-                str(d.get("token", "")),
-            )
-        except (ValueError, KeyError, TypeError):
-            return None
-
-
-def me(command: Optional[str] = None) -> Owner:
-    """An owner record for this process (``command`` is the short label, e.g. ``dpgate trial``)."""
-    label = command or _short_command(sys.argv)
-    return Owner(os.getpid(), label, list(sys.argv), time.time(), socket.gethostname(), uuid.uuid4().hex)
-
-
-def _short_command(argv: List[str]) -> str:
-    words = [os.path.basename(a) if i == 0 else a for i, a in enumerate(argv[:4])]
-    return " ".join(words)[:80] or "?"
-
-
-def pid_alive(pid: int) -> bool:
-    """Is ``pid`` a live (non-zombie) process on this machine?"""
-    if pid <= 0:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(") ", 1)[1][0] not in "ZX"
-    except (OSError, IndexError):
-        return False
-
-
-def pids_holding(path: str) -> List[int]:
-    """Live pids that have ``path`` open (to name who keeps an inherited lock alive)."""
-    try:
-        target = os.stat(path)
-    except OSError:
-        return []
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            fds = os.listdir(f"/proc/{pid}/fd")
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                st = os.stat(f"/proc/{pid}/fd/{fd}")
-            except OSError:
-                continue
-            if (st.st_dev, st.st_ino) == (target.st_dev, target.st_ino):
-                found.append(int(pid))
-                break
-    return found
-
-
-def parse_wait(text: str) -> float:
-    """``--wait-testbed`` values: seconds, or a number with s/m/h.
-
-    >>> parse_wait("10m"), parse_wait("90"), parse_wait("1.5h"), parse_wait("0")
-    (600.0, 90.0, 5400.0, 0.0)
-    """
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h)?\s*", str(text))
-    if not m:
-        raise ConfigError(f"expected a duration like 10m, 90s or 0 (do not wait), got {text!r}", path="--wait-testbed")
-    unit = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600}[m.group(2) or "s"]
-    return float(m.group(1)) * unit
-
-
-def format_wait(seconds: float) -> str:
-    """A wait for messages.
-
-    >>> format_wait(600), format_wait(45), format_wait(90)
-    ('10 min', '45 s', '1 min 30 s')
-    """
-    s = int(round(seconds))
-    if s < 60:
-        return f"{s} s"
-    return f"{s // 60} min" + (f" {s % 60} s" if s % 60 else "")
 
 
 def lock_dir() -> str:

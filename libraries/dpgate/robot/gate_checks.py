@@ -1,0 +1,103 @@
+"""The checking machinery under :class:`dpgate.robot.gates.Gates` (no keywords here).
+
+``GateChecks`` records each gate in the test's record and turns a verdict into a pass, a
+``Failure`` that reads like ``NDR 11.2 Mpps < floor 12.0 Mpps (-6.7 %)``, or a skip when
+the verdict cannot be trusted (value at the generator's ceiling, a disturbed machine,
+telemetry the host cannot count under ``telemetry_policy=skip``).
+
+>>> _pct(11.2e6, 12e6)
+'-6.7 %'
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from robot.api import Failure, SkipExecution, logger
+
+from dpgate.config.units import format_pps
+from dpgate.model.ndrpdr import CEILING_MARGIN, NdrPdrResult
+from dpgate.model.record import gate_entry
+from dpgate.robot.base import record
+from dpgate.telemetry.disturbance import inconclusive as disturbed_reason
+
+
+class GateChecks:
+    """Gate recording and verdicts shared by the ``Gates`` keywords."""
+
+    #: ``skip`` or ``fail``: what a telemetry gate does on a host without counters
+    policy: str
+    #: largest foreign core share a failing verdict may rest on (set per case by Check Gates)
+    _dmax: Optional[float]
+
+    def _inconclusive(self, name: str, msg: str, value: Any, limit: Any, result: NdrPdrResult) -> None:
+        """A failed floor/ceiling whose value sits at the generator's ceiling: the SUT kept up
+        with everything the generator could send, so the testbed cannot tell whether the SUT
+        meets the threshold. Skipped with that reason, never a SUT failure."""
+        text = (
+            f"{msg}, but at the generator's ceiling {format_pps(result.generator_max_pps)}: this testbed "
+            "cannot show whether the SUT meets it (the SUT forwarded all the generator sent)"
+        )
+        record(gates=[gate_entry(name, True, text, value, limit, skipped=True)])
+        raise SkipExecution(f"{name} inconclusive: {text}")
+
+    def _if_disturbed(self, name: str, msg: str, value: Any, limit: Any, result: NdrPdrResult) -> None:
+        """A failed gate whose measurements were disturbed (more than ``disturbance_max`` of a
+        TG/SUT core used by other work in the trials the verdict rests on): a neighbour may
+        have caused the miss. Skipped with the figure, never a SUT failure."""
+        reason = disturbed_reason(result.telemetry.get("disturbance"), self._dmax)
+        if reason is None:
+            return
+        text = f"{msg}, but {reason}: measure again on a quieter machine"
+        record(gates=[gate_entry(name, True, text, value, limit, skipped=True)])
+        raise SkipExecution(f"{name} inconclusive: {text}")
+
+    def _gate(self, name: str, ok: bool, msg: str, value: Any, limit: Any) -> None:
+        record(gates=[gate_entry(name, ok, msg, value, limit)])
+        if ok:
+            logger.info(f"gate {name}: {msg}")
+            return
+        raise Failure(msg)
+
+    def _telemetry_gate(
+        self, result: NdrPdrResult, key: str, limit: float, at_least: bool, label: str, fmt: Any, missing: Optional[str] = None
+    ) -> None:
+        value = result.telemetry.get(key)
+        if value is None:
+            value = missing or "not supported (no telemetry captured for this test)"
+        if isinstance(value, str):
+            reason = value
+            record(
+                gates=[gate_entry(key, self.policy == "skip", f"{label} {reason}", reason, limit, skipped=self.policy == "skip")]
+            )
+            text = f"{label} gate: {reason} (telemetry_policy={self.policy})"
+            if self.policy == "skip":
+                raise SkipExecution(text)
+            raise Failure(text)
+        ok = value >= limit if at_least else value <= limit
+        op = (">=" if ok else "<") if at_least else ("<=" if ok else ">")
+        word = "floor" if at_least else "ceiling"
+        show = fmt if callable(fmt) else fmt.format
+        msg = f"{label} {show(value)} {op} {word} {show(limit)} ({_pct(value, limit)})"
+        self._gate(key, ok, msg, value, limit)
+
+
+def _at_ceiling(result: NdrPdrResult, value: float) -> bool:
+    """``value`` (pps) is at the generator's ceiling (within 3 %, as ``limited_by`` uses)."""
+    return bool(result.generator_max_pps) and value >= CEILING_MARGIN * float(result.generator_max_pps or 0.0)
+
+
+def _fine_pct(ratio: float) -> str:
+    """A ratio as a percentage that stays readable when tiny: 8.0%, 0.0086%, 0.0%.
+
+    >>> _fine_pct(0.08), _fine_pct(8.6e-05), _fine_pct(0.0)
+    ('8.0%', '0.0086%', '0.0%')
+    """
+    pct = ratio * 100
+    return f"{pct:.1f}%" if pct == 0 or abs(pct) >= 0.1 else f"{pct:.2g}%"
+
+
+def _pct(value: float, limit: float) -> str:
+    if not limit:
+        return "n/a"
+    return f"{(value - limit) / limit * 100:+.1f} %"
