@@ -54,13 +54,17 @@ def one_run(sut: str, prefix: str, load: float, trials: int, duration: float, in
     )
 
 
-def calibrate(sut: str, prefix: str, load: float, trials: int, duration: float, units: int, runs: int) -> None:
+def calibrate(
+    sut: str, prefix: str, load: float, trials: int, duration: float, units: int, runs: int
+) -> None:
     """Within one bring-up, alternate trials without and with ``units`` injection units, so
     run-to-run drift cancels; prints the cycles one unit adds per packet."""
     from dpgate.testbeds.embedded.suts import cost
 
     for _ in range(runs):
-        with EmbeddedSession("topologies/embedded.yaml", sut, frame_size=64, prefix=prefix, calibrate=False) as s:
+        with EmbeddedSession(
+            "topologies/embedded.yaml", sut, frame_size=64, prefix=prefix, calibrate=False
+        ) as s:
             base = [s.measure(load, duration) for _ in range(trials)]
             if sut.startswith("linux-"):
                 cost.inject_kernel(s.sut, units)
@@ -116,7 +120,9 @@ def main(argv=None) -> int:
         rep = [r[1] for r in rows]
         sp = spread([v for v in own if v])
         print(
-            f"{sut:16s} own cpp " + " ".join(f"{v:7.0f}" if v else "    n/a" for v in own) + f"  spread {sp * 100:5.1f} %"
+            f"{sut:16s} own cpp "
+            + " ".join(f"{v:7.0f}" if v else "    n/a" for v in own)
+            + f"  spread {sp * 100:5.1f} %"
             if sp is not None
             else f"{sut:16s} own cpp n/a"
         )

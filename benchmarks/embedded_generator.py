@@ -120,7 +120,11 @@ def print_generator(ceiling, probes, rows, duration, repeats):
         f"== Generator accuracy: tcpreplay into a non-forwarding sink (no SUT), 64 B, "
         f"{duration:g} s trials, {repeats} repeats (median / worst)"
     )
-    print(f"   calibrated ceiling {ceiling / 1e6:.3f} Mpps (probes: " + ", ".join(f"{p / 1e6:.3f}" for p in probes) + " Mpps)")
+    print(
+        f"   calibrated ceiling {ceiling / 1e6:.3f} Mpps (probes: "
+        + ", ".join(f"{p / 1e6:.3f}" for p in probes)
+        + " Mpps)"
+    )
     print(
         f"   {'requested':>11} {'achieved':>11} {'err med %':>10} {'err worst %':>12} {'ENOBUFS':>8}"
         f"  {'target |err|<=1%':<17} note"
@@ -190,8 +194,12 @@ def print_suts(rows, ceiling, duration):
             f"   {r['sut']:<15} {kpps(r['offered']):>10} {kpps(r['rx']):>10} {r['loss'] * 100:>9.1f}% "
             f"{kpps(r['pdr']):>10} {r['limited']:<20} {cpp:>11}"
         )
-    print("   limited by 'generator': the SUT forwarded what the generator could send; its own maximum is higher.")
-    print("   'SUT (back-pressure)': kernel SUT over veth pushed back (TG shortfall); 'SUT (drops)': dropped inside.")
+    print(
+        "   limited by 'generator': the SUT forwarded what the generator could send; its own maximum is higher."
+    )
+    print(
+        "   'SUT (back-pressure)': kernel SUT over veth pushed back (TG shortfall); 'SUT (drops)': dropped inside."
+    )
     print("   SUT cyc/pkt: as the SUT reports it (testpmd counts total cycles incl. idle polling).")
     print("   Single trials: expect about +-15 % run to run on a shared VM (see the facts note).")
 
@@ -230,15 +238,21 @@ def main(argv=None) -> int:
     if args.wait_quiet and not wait_quiet(topo.prefix, args.wait_quiet):
         print(f"warning: the machine did not become quiet within {args.wait_quiet:g} s")
     busy = cpu_busy()
-    print("other work before start (busy share): " + ", ".join(f"{c} {v * 100:.0f} %" for c, v in busy.items()))
-    ceiling, probes, rows = generator_accuracy(topo, args.duration, args.repeats, args.calibration_runs, args.wait_quiet)
+    print(
+        "other work before start (busy share): " + ", ".join(f"{c} {v * 100:.0f} %" for c, v in busy.items())
+    )
+    ceiling, probes, rows = generator_accuracy(
+        topo, args.duration, args.repeats, args.calibration_runs, args.wait_quiet
+    )
     ok = print_generator(ceiling, probes, rows, args.duration, args.repeats)
     sys.stdout.flush()
     sut_rows = []
     for name in [n for n in args.suts.split(",") if n]:
         if args.wait_quiet:
             wait_quiet(topo.prefix, args.wait_quiet)
-        sut_rows.append(sut_maximum(args.topology, args.prefix, name, ceiling, args.search_duration, args.search_steps))
+        sut_rows.append(
+            sut_maximum(args.topology, args.prefix, name, ceiling, args.search_duration, args.search_steps)
+        )
     print_suts(sut_rows, ceiling, args.search_duration)
     print(
         f"\ngenerator target |rate error| <= {TARGET_ERR_PCT:g} % up to 90 % of the ceiling: "

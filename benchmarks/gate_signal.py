@@ -56,7 +56,10 @@ def read_case(junit: str) -> Dict:
 
 def hogs(cpus: List[int]) -> List[subprocess.Popen]:
     """One ``nice -n 19`` busy loop pinned to each CPU (argv lists, no shell strings of ours)."""
-    return [subprocess.Popen(["taskset", "-c", str(c), "nice", "-n", "19", "sh", "-c", "while :; do :; done"]) for c in cpus]
+    return [
+        subprocess.Popen(["taskset", "-c", str(c), "nice", "-n", "19", "sh", "-c", "while :; do :; done"])
+        for c in cpus
+    ]
 
 
 def run_gate(sut: str, prefix: str, outdir: str, history: str, extra: List[str]) -> Dict:
@@ -125,7 +128,10 @@ def main(argv=None) -> int:
             res["hog"] = hogged
             healthy.append(res)
         injected = {
-            s: run_gate(sut, a.prefix, os.path.join(base, f"inject-{s:g}"), history, ["--inject-cost", f"{s:g}"]) for s in steps
+            s: run_gate(
+                sut, a.prefix, os.path.join(base, f"inject-{s:g}"), history, ["--inject-cost", f"{s:g}"]
+            )
+            for s in steps
         }
         print(
             f"== {sut} 64B: {a.k} healthy runs ({a.k // 2} with nice -n 19 hogs on CPUs {a.hog_cpus}), "
@@ -156,7 +162,9 @@ def main(argv=None) -> int:
                 f"  inject +{s:g} %: {r['verdict']} ({'detected' if r['verdict'] == 'FAIL' else 'not detected'})"
                 + (f" [{r['message'][:140]}]" if r["message"] else "")
             )
-    print(f"total: {totals['healthy']} healthy runs, {totals['false_fail']} false FAIL, {totals['inconclusive']} inconclusive")
+    print(
+        f"total: {totals['healthy']} healthy runs, {totals['false_fail']} false FAIL, {totals['inconclusive']} inconclusive"
+    )
     return 0
 
 

@@ -106,7 +106,11 @@ def overhead(args: argparse.Namespace) -> List[Dict[str, Any]]:
         topo = os.path.join(os.path.dirname(HERE), "topologies", "embedded.yaml")
         with EmbeddedSession(topo, "linux-xconnect", prefix="txe-", calibrate=False) as s:
             s.measure(rate, 1.0)
-            rows.append(_overhead_row("tcpreplay 64B (embedded)", lambda: s.measure(rate, args.duration), args.duration, n))
+            rows.append(
+                _overhead_row(
+                    "tcpreplay 64B (embedded)", lambda: s.measure(rate, args.duration), args.duration, n
+                )
+            )
     return rows
 
 
@@ -122,7 +126,9 @@ def loop_ndrpdr(args: argparse.Namespace) -> List[Dict[str, Any]]:
             gen = loop.generator(make_profile("ip4", 64, bidirectional=True), latency_pps=1000)
             gen.measure(10_000, 1.0)
             t0 = time.monotonic()
-            res = find_ndr_pdr(gen.measure, 10_000, 1_000_000, ndr_loss=0.0, pdr_loss=0.005, profile="per-commit")
+            res = find_ndr_pdr(
+                gen.measure, 10_000, 1_000_000, ndr_loss=0.0, pdr_loss=0.005, profile="per-commit"
+            )
             search_s = time.monotonic() - t0
             row: Dict[str, Any] = {
                 "loop": mode,
@@ -138,9 +144,12 @@ def loop_ndrpdr(args: argparse.Namespace) -> List[Dict[str, Any]]:
                     duration=args.duration,
                 ):
                     tag = f"{round(100 * load / res.pdr)}%"
-                    worst = max((v for v in lat.values() if "p99_us" in v), key=lambda v: v["p99_us"], default={})
+                    worst = max(
+                        (v for v in lat.values() if "p99_us" in v), key=lambda v: v["p99_us"], default={}
+                    )
                     row[f"lat{tag}_min/avg/p50/p99/max_us"] = "/".join(
-                        str(round(worst.get(k) or 0)) for k in ("min_us", "avg_us", "p50_us", "p99_us", "max_us")
+                        str(round(worst.get(k) or 0))
+                        for k in ("min_us", "avg_us", "p50_us", "p99_us", "max_us")
                     )
             gen.disconnect()
             row["load"] = load_avg()

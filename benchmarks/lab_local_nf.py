@@ -55,7 +55,17 @@ def nf_rows(args: argparse.Namespace) -> List[Dict[str, Any]]:
                 sut.start()
                 try:
                     for size in getattr(args, "sizes", "64B").split(","):
-                        rows.append(_one(nf, size, topo, srv, search_ndr_pdr, TrexGenerator, getattr(args, "search_limit", 90.0)))
+                        rows.append(
+                            _one(
+                                nf,
+                                size,
+                                topo,
+                                srv,
+                                search_ndr_pdr,
+                                TrexGenerator,
+                                getattr(args, "search_limit", 90.0),
+                            )
+                        )
                 finally:
                     sut.stop()
         finally:
@@ -66,7 +76,9 @@ def nf_rows(args: argparse.Namespace) -> List[Dict[str, Any]]:
 
 def _one(nf: str, size: str, topo: Any, srv: Any, search: Any, gen_cls: Any, limit: float) -> Dict[str, Any]:
     t0 = time.monotonic()
-    gen = gen_cls(topo, make_profile(lab_nf(nf).traffic, size, bidirectional=True), latency_pps=1000, trex_server=srv)
+    gen = gen_cls(
+        topo, make_profile(lab_nf(nf).traffic, size, bidirectional=True), latency_pps=1000, trex_server=srv
+    )
     try:
         run = search(gen.measure, 10_000, gen.max_pps, "0", "0.5%", "per-commit", {}, limit)
         lat: Dict[str, Any] = {}
@@ -85,9 +97,13 @@ def _one(nf: str, size: str, topo: Any, srv: Any, search: Any, gen_cls: Any, lim
         }
         for d, v in sorted(lat.items()) if isinstance(lat, dict) else []:
             if isinstance(v, dict):  # per direction
-                row[f"lat50_{d}"] = "/".join(f"{v.get(k, '-')}" for k in ("min_us", "avg_us", "p99_us", "max_us"))
+                row[f"lat50_{d}"] = "/".join(
+                    f"{v.get(k, '-')}" for k in ("min_us", "avg_us", "p99_us", "max_us")
+                )
         if isinstance(lat, dict) and "avg_us" in lat:
-            row["lat50_min/avg/p99/max_us"] = "/".join(f"{lat.get(k, '-')}" for k in ("min_us", "avg_us", "p99_us", "max_us"))
+            row["lat50_min/avg/p99/max_us"] = "/".join(
+                f"{lat.get(k, '-')}" for k in ("min_us", "avg_us", "p99_us", "max_us")
+            )
         row["wall_s"] = round(time.monotonic() - t0)
         print("  ".join(f"{k}={v}" for k, v in row.items()), flush=True)
         return row

@@ -47,7 +47,13 @@ def _run(rng: random.Random, level: float, samples: int, noise: float, drift: fl
 
 
 def flag_rates(
-    checks: int, runs: int, samples: int, noise: float, declared: Optional[float], seed: int = 7, drift: float = 0.0
+    checks: int,
+    runs: int,
+    samples: int,
+    noise: float,
+    declared: Optional[float],
+    seed: int = 7,
+    drift: float = 0.0,
 ) -> List[Tuple[float, float]]:
     rng = random.Random(seed)
     rows = []
@@ -68,7 +74,9 @@ def main() -> int:
     ap.add_argument("--checks", type=int, default=1000)
     a = ap.parse_args()
     t0 = time.time()
-    print(f"regression gate: {a.checks} checks per cell; share flagged as regression per step; min change 3 %")
+    print(
+        f"regression gate: {a.checks} checks per cell; share flagged as regression per step; min change 3 %"
+    )
     print(
         f"{'':3s}{'history':>8s} {'samples':>8s} {'noise':>6s} {'drift':>6s} {'declared':>9s}  "
         + "  ".join(f"{s:+6.0%}" for s in STEPS)

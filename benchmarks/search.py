@@ -88,7 +88,9 @@ def run_kind(kind: str, reps: int, seed0: int) -> dict[str, list[Run]]:
             r = find_ndr_pdr(sut.measure, MIN_RATE, MAX_RATE, profile=profile, **overrides)
             full = sum(1 for _, d, _ in r.trials if d >= 60.0)
             p_pass = _pass_probability(sut, r.ndr or 0.0) if kind == FAMILY else 0.5
-            out[name].append((r.ndr or 0.0, r.pdr or 0.0, r.trial_count, r.total_time_s, full, t60, t1, p_pass))
+            out[name].append(
+                (r.ndr or 0.0, r.pdr or 0.0, r.trial_count, r.total_time_s, full, t60, t1, p_pass)
+            )
     return out
 
 
@@ -143,7 +145,9 @@ def _row(label: str, kind: str, runs: list[Run], which: int = 5) -> list[str]:
 def main(argv: Sequence[str] = ()) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--reps", type=int, default=100, help="seeded repetitions per kind (default 100)")
-    ap.add_argument("--kinds", default=",".join(ALL_KINDS), help=f"comma-separated, from {','.join(ALL_KINDS)}")
+    ap.add_argument(
+        "--kinds", default=",".join(ALL_KINDS), help=f"comma-separated, from {','.join(ALL_KINDS)}"
+    )
     ap.add_argument("--seed", type=int, default=1, help="first seed (default 1)")
     args = ap.parse_args(list(argv) or None)
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
@@ -152,7 +156,18 @@ def main(argv: Sequence[str] = ()) -> int:
         ap.error(f"unknown kind(s) {', '.join(unknown)}; accepted: {', '.join(ALL_KINDS)}")
 
     started = time.monotonic()
-    header = ["kind", "search", "NDR med%", "NDR p10-90", "PDR med%", "PDR p10-90", "trials", "full", "time s", "x floor"]
+    header = [
+        "kind",
+        "search",
+        "NDR med%",
+        "NDR p10-90",
+        "PDR med%",
+        "PDR p10-90",
+        "trials",
+        "full",
+        "time s",
+        "x floor",
+    ]
     rows: list[list[str]] = []
     total_time: dict[str, float] = {name: 0.0 for name in SEARCHES}
     truth_lines: list[str] = []
@@ -223,7 +238,9 @@ def main(argv: Sequence[str] = ()) -> int:
         print(f"{FAMILY} (truth per draw; x floor is the median):")
         print("\n".join(family_lines))
     print()
-    print(f"mean simulated time summed over the five kinds (floor: one 60 s trial per bound = {floor:.0f} s):")
+    print(
+        f"mean simulated time summed over the five kinds (floor: one 60 s trial per bound = {floor:.0f} s):"
+    )
     for name, t in total_time.items():
         print(f"  {name:<15} {t:8.0f} s  = {t / max(floor, 1e-9):.2f} x floor")
     if floor and total_time["sign-off"] > 1.5 * floor:

@@ -77,7 +77,9 @@ def main(argv=None) -> int:
         for k, v in (r.details.get("phases_ms") or {}).items():
             phases.setdefault(k, []).append(v)
     if phases:
-        print("  phase medians (ms): " + ", ".join(f"{k} {statistics.median(v):.1f}" for k, v in phases.items()))
+        print(
+            "  phase medians (ms): " + ", ".join(f"{k} {statistics.median(v):.1f}" for k, v in phases.items())
+        )
     settle = [r.details["settle_ms"] for r in results if r.details.get("settle_ms") is not None]
     if settle:
         print(

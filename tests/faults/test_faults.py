@@ -22,7 +22,11 @@ def namespaces(prefix):
 
 def our_processes(prefix):
     out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if f"dpgate-{prefix.rstrip('-')}" in line or f"{prefix}testpmd" in line]
+    return [
+        line
+        for line in out.splitlines()
+        if f"dpgate-{prefix.rstrip('-')}" in line or f"{prefix}testpmd" in line
+    ]
 
 
 def env():
@@ -36,7 +40,9 @@ def test_generator_killed_mid_trial_fails_that_trial_only():
     from dpgate.testbeds.embedded.session import EmbeddedSession
 
     prefix = "ft1-"
-    with EmbeddedSession(os.path.join(ROOT, "topologies/embedded.yaml"), "linux-xconnect", prefix=prefix, calibrate=False) as s:
+    with EmbeddedSession(
+        os.path.join(ROOT, "topologies/embedded.yaml"), "linux-xconnect", prefix=prefix, calibrate=False
+    ) as s:
 
         def killer():
             time.sleep(1.0)
@@ -55,7 +61,9 @@ def test_sut_killed_mid_suite_names_the_sut_and_its_log():
 
     prefix = "ft2-"
     with pytest.raises(SutError) as err:
-        with EmbeddedSession(os.path.join(ROOT, "topologies/embedded.yaml"), "testpmd-io", prefix=prefix, calibrate=False) as s:
+        with EmbeddedSession(
+            os.path.join(ROOT, "topologies/embedded.yaml"), "testpmd-io", prefix=prefix, calibrate=False
+        ) as s:
             assert s.measure(20_000, 1.0).loss_packets == 0
             os.kill(s.sut.proc.pid, signal.SIGKILL)
             time.sleep(0.5)
@@ -68,7 +76,9 @@ def test_sut_killed_mid_suite_names_the_sut_and_its_log():
 def test_corrupt_topology_is_exit_2_with_the_file_and_nothing_created(tmp_path):
     bad = tmp_path / "topo.yaml"
     bad.write_text(
-        open(os.path.join(ROOT, "topologies/embedded.yaml")).read().replace('mac: "02:00:00:00:00:11"', 'mac: "02:00:00:00:00"')
+        open(os.path.join(ROOT, "topologies/embedded.yaml"))
+        .read()
+        .replace('mac: "02:00:00:00:00:11"', 'mac: "02:00:00:00:00"')
     )
     res = subprocess.run(
         [

@@ -134,7 +134,9 @@ def test_dut_ssh_dropped_mid_test(tmp_path):
     def drop_ssh(out: str) -> None:
         # the controller's SSH session to the DUT: sshd's per-connection child in the DUT namespace
         def session():
-            pids = subprocess.run(["ip", "netns", "pids", f"{PREFIX}dut"], capture_output=True, text=True).stdout.split()
+            pids = subprocess.run(
+                ["ip", "netns", "pids", f"{PREFIX}dut"], capture_output=True, text=True
+            ).stdout.split()
             for p in pids:
                 try:
                     with open(f"/proc/{p}/cmdline") as fh:

@@ -56,12 +56,16 @@ def test_trex_killed_mid_trial_and_port_held_by_another_client(tmp_path):
     cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
     ok = cases["64B-trex-loop-ndrpdr"]
     props = {p.get("name"): p.get("value") for p in ok.iter("property")}
-    assert ok.find("failure") is None and float(props["ndr_pps"]) > 0 and props["tg"] == "TRex v3.08", res.stdout
+    assert ok.find("failure") is None and float(props["ndr_pps"]) > 0 and props["tg"] == "TRex v3.08", (
+        res.stdout
+    )
     busy = cases["64B-trex-port-held-by-another-client"].find("failure").get("message")
     assert "TRex port busy on 198.19.255.14: port 0 is held by 'alice'" in busy, busy
     assert "another client acquired it" in busy and "lost its ports" not in busy  # never taken by force
     killed = cases["64B-trex-killed-mid-trial"].find("failure").get("message")
-    assert "TRex server 198.19.255.14 died during the trial" in killed and "killed by signal 9" in killed, killed
+    assert "TRex server 198.19.255.14 died during the trial" in killed and "killed by signal 9" in killed, (
+        killed
+    )
     assert "search aborted after" in killed and "trial(s)" in killed
     assert res.returncode == 2, (res.returncode, res.stdout, res.stderr[-2000:])  # two failed tests
     assert _ours("txf-") == []

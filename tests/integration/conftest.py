@@ -27,7 +27,16 @@ TOPOLOGY = os.path.join(ROOT_DIR, "topologies", "embedded.yaml")
 LIBRARIES = os.path.join(ROOT_DIR, "libraries")
 NETNS_DIR = "/run/netns"
 #: Programs dpgate starts; any of them mentioning our prefix or scratch dir is a leftover.
-OUR_PROGRAMS = ("tcpreplay", "ovs-vswitchd", "ovsdb-server", "dpdk-testpmd", "sleep", "stdbuf", "taskset", "ip")
+OUR_PROGRAMS = (
+    "tcpreplay",
+    "ovs-vswitchd",
+    "ovsdb-server",
+    "dpdk-testpmd",
+    "sleep",
+    "stdbuf",
+    "taskset",
+    "ip",
+)
 OUR_MACS = ("02:00:00:00:00:01", "02:00:00:00:00:02", "02:00:00:00:00:11", "02:00:00:00:00:12")
 
 
@@ -38,7 +47,9 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.root)
             if os.geteuid() != 0:
                 item.add_marker(
-                    pytest.mark.skip(reason="needs root and network namespaces (creates netns/veth, runs tcpreplay/OVS/testpmd)")
+                    pytest.mark.skip(
+                        reason="needs root and network namespaces (creates netns/veth, runs tcpreplay/OVS/testpmd)"
+                    )
                 )
 
 
@@ -83,7 +94,9 @@ class Leftovers:
 
     def namespaces(self) -> List[str]:
         out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-        return [ln.split()[0] for ln in out.splitlines() if ln.split() and ln.split()[0].startswith(self.prefix)]
+        return [
+            ln.split()[0] for ln in out.splitlines() if ln.split() and ln.split()[0].startswith(self.prefix)
+        ]
 
     def processes(self) -> Dict[int, str]:
         marks = (self.prefix + "tg", self.prefix + "sut", self.workdir, f"--file-prefix={self.prefix}")
@@ -116,7 +129,9 @@ class Leftovers:
             pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
             problems.append(f"namespace {ns} remains (pids {pids})")
         if os.path.isdir(NETNS_DIR):
-            problems += [f"{NETNS_DIR}/{n} remains" for n in os.listdir(NETNS_DIR) if n.startswith(self.prefix)]
+            problems += [
+                f"{NETNS_DIR}/{n} remains" for n in os.listdir(NETNS_DIR) if n.startswith(self.prefix)
+            ]
         problems += [f"process {pid}: {line}" for pid, line in sorted(self.processes().items())]
         problems += [f"veth in root namespace: {v}" for v in self.root_ns_veths()]
         if os.path.exists(self.workdir):

@@ -45,7 +45,18 @@ def dpgate(dpgate_cmd, topology_path, leftovers):
 
 
 def test_trial_json_low_rate(dpgate):
-    res = dpgate("--sut", "linux-ip4", "--rate", "20kpps", "--duration", "2", "--frame-size", "64", "--json", "--no-calibrate")
+    res = dpgate(
+        "--sut",
+        "linux-ip4",
+        "--rate",
+        "20kpps",
+        "--duration",
+        "2",
+        "--frame-size",
+        "64",
+        "--json",
+        "--no-calibrate",
+    )
     assert res.returncode == 0, res.stderr
     out = res.stdout.strip()
     assert out.count("\n") == 0, "exactly one JSON object on one line"
@@ -142,6 +153,10 @@ def _sending(prefix: str) -> bool:
                     argv = fh.read().split(b"\0")
             except OSError:
                 continue
-            if argv and os.path.basename(argv[0]) == b"tcpreplay" and f"dpgate-{prefix.rstrip('-')}".encode() in b" ".join(argv):
+            if (
+                argv
+                and os.path.basename(argv[0]) == b"tcpreplay"
+                and f"dpgate-{prefix.rstrip('-')}".encode() in b" ".join(argv)
+            ):
                 return True
     return False

@@ -35,7 +35,11 @@ def _tcpreplay_running(prefix: str) -> bool:
                     argv = fh.read().split(b"\0")
             except OSError:
                 continue
-            if argv and os.path.basename(argv[0]) == b"tcpreplay" and run_dir(prefix).encode() in b" ".join(argv):
+            if (
+                argv
+                and os.path.basename(argv[0]) == b"tcpreplay"
+                and run_dir(prefix).encode() in b" ".join(argv)
+            ):
                 return True
     return False
 
@@ -88,9 +92,12 @@ def test_crashed_run_leftovers_removed_by_next_up(topology_path, leftovers):
         for ns in (tg, sut):
             subprocess.run(["ip", "netns", "add", ns], check=True)
         subprocess.run(
-            ["ip", "link", "add", "tg0", "netns", tg, "type", "veth", "peer", "name", "sut0", "netns", sut], check=True
+            ["ip", "link", "add", "tg0", "netns", tg, "type", "veth", "peer", "name", "sut0", "netns", sut],
+            check=True,
         )
-        subprocess.run(["ip", "-n", sut, "link", "add", "crash0", "type", "veth", "peer", "name", "crash1"], check=True)
+        subprocess.run(
+            ["ip", "-n", sut, "link", "add", "crash0", "type", "veth", "peer", "name", "crash1"], check=True
+        )
         sleeper = subprocess.Popen(["ip", "netns", "exec", sut, "sleep", "600"], start_new_session=True)
         os.makedirs(run_dir(CRASH_PREFIX), exist_ok=True)
         stale = os.path.join(run_dir(CRASH_PREFIX), "stale.pcap")

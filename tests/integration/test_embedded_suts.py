@@ -50,7 +50,14 @@ def session(sut_name, topology_path, leftovers):
 
 
 def test_sut_set_is_complete():
-    assert {"linux-xconnect", "linux-bridge", "linux-ip4", "ovs-xconnect", "testpmd-io", "testpmd-mac"} <= set(ALL)
+    assert {
+        "linux-xconnect",
+        "linux-bridge",
+        "linux-ip4",
+        "ovs-xconnect",
+        "testpmd-io",
+        "testpmd-mac",
+    } <= set(ALL)
     assert {"ovs-xconnect", "testpmd-io", "testpmd-mac"} <= set(WITH_PROCESS)
 
 
@@ -127,7 +134,10 @@ def test_sut_killed_mid_trial(session, sut_name):
 
 def test_teardown_leaves_nothing(session, sut_name):
     left = session.leftovers
-    assert left.namespaces() == [PREFIX + "sut", PREFIX + "tg"] or sorted(left.namespaces()) == [PREFIX + "sut", PREFIX + "tg"]
+    assert left.namespaces() == [PREFIX + "sut", PREFIX + "tg"] or sorted(left.namespaces()) == [
+        PREFIX + "sut",
+        PREFIX + "tg",
+    ]
     session.down()
     left.assert_clean()
     session.down()  # idempotent

@@ -99,5 +99,7 @@ def test_gate_keeps_history_compares_and_never_adds_injected_runs(gate, tmp_path
     assert rec["metrics"]["injected_sut_cpu_steal"] == pytest.approx(0.10)
     assert "runs with injected faults are never added" in r3.stdout
     assert [h["commit"] for h in history_lines(hist)] == ["c1", "c2"]
-    stealers = subprocess.run(["pgrep", "-f", "dpgate.testbeds.embedded.handicap"], capture_output=True, text=True).stdout.split()
+    stealers = subprocess.run(
+        ["pgrep", "-f", "dpgate.testbeds.embedded.handicap"], capture_output=True, text=True
+    ).stdout.split()
     assert stealers == [], "CPU stealer left running"

@@ -48,7 +48,9 @@ def local_topology(tmp_path, tg_addr: str, dut_addr: str) -> str:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    topo = load_topology(local_topology(tmp_path_factory.mktemp("topo"), "198.19.255.66", "198.19.255.70"), prefix=PREFIX)
+    topo = load_topology(
+        local_topology(tmp_path_factory.mktemp("topo"), "198.19.255.66", "198.19.255.70"), prefix=PREFIX
+    )
     lab = LocalLab(topo)
     lab.up()
     node = SshNode(topo.dut.ssh)
@@ -122,7 +124,10 @@ def test_nf_forwards_each_direction_to_the_other_port(lab, nf, tmp_path):
         allowed = node.run(["taskset", "-pc", pid]).stdout
         assert allowed.strip().endswith(": 1"), allowed  # the SUT runs on the DUT CPU only
         time.sleep(1)
-        for a_tg, a_d, b_tg, src, dst in ((tg0, d0, tg1, "198.18.0.", "198.19.0."), (tg1, d1, tg0, "198.19.0.", "198.18.0.")):
+        for a_tg, a_d, b_tg, src, dst in (
+            (tg0, d0, tg1, "198.18.0.", "198.19.0."),
+            (tg1, d1, tg0, "198.19.0.", "198.18.0."),
+        ):
             dmac = b_tg.mac if spec.traffic == "l2" else a_d.mac
             frames = [build_frame(a_tg.mac, dmac, f"{src}{i + 1}", f"{dst}{i + 1}", 64) for i in range(16)]
             before_b, before_a = _rx(topo, b_tg.name), _rx(topo, a_tg.name)

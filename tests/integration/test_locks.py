@@ -28,7 +28,9 @@ def dpgate(dpgate_cmd):
     argv0, env = dpgate_cmd
 
     def start(*args: str) -> subprocess.Popen:
-        return subprocess.Popen(argv0 + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+        return subprocess.Popen(
+            argv0 + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT
+        )
 
     return start
 
@@ -135,10 +137,14 @@ def test_cleanup_force_removes_a_live_owners_testbed(dpgate_cmd):
     try:
         assert owner.stdout.readline().strip() == "held"
         subprocess.run(["ip", "netns", "add", "lk1-tg"], check=True)
-        refused = subprocess.run(argv0 + ["cleanup", "--prefix", "lk1-"], capture_output=True, text=True, env=env)
+        refused = subprocess.run(
+            argv0 + ["cleanup", "--prefix", "lk1-"], capture_output=True, text=True, env=env
+        )
         assert refused.returncode == 3 and f"in use by pid {owner.pid}, `dpgate gate`" in refused.stderr
         assert netns("lk1-") == ["lk1-tg"]
-        forced = subprocess.run(argv0 + ["cleanup", "--prefix", "lk1-", "--force"], capture_output=True, text=True, env=env)
+        forced = subprocess.run(
+            argv0 + ["cleanup", "--prefix", "lk1-", "--force"], capture_output=True, text=True, env=env
+        )
         assert forced.returncode == 0, forced.stderr
         assert f"--force: removing testbed lk1- of the live run pid {owner.pid}" in forced.stderr
         assert "removed: lk1-tg" in forced.stdout and netns("lk1-") == []

@@ -51,7 +51,10 @@ def test_two_embedded_testbeds_in_parallel(tmp_path):
         text=True,
         timeout=600,
     )
-    recs = [json.load(open(f)) for f in glob.glob(str(out / "pabot_results" / "*" / "dpgate" / "tests" / "*.json"))]
+    recs = [
+        json.load(open(f))
+        for f in glob.glob(str(out / "pabot_results" / "*" / "dpgate" / "tests" / "*.json"))
+    ]
     assert len(recs) == 2, res.stdout[-2000:]
     assert {r["prefix"] for r in recs} == {"dpg1-", "dpg2-"}  # one testbed each
     # two testbeds share the 2 cores, so a generator's ceiling can fall below a floor: that

@@ -73,7 +73,9 @@ class Sshd:
                 pytest.fail(f"{tool} missing: run 'bash .ci/install' (installs openssh-server and sudo)")
         subprocess.run(["useradd", "-m", "-s", "/bin/bash", self.user], check=True, capture_output=True)
         self.user_created = True
-        subprocess.run(["chpasswd"], input=f"{self.user}:{self.password}\n", text=True, check=True, capture_output=True)
+        subprocess.run(
+            ["chpasswd"], input=f"{self.user}:{self.password}\n", text=True, check=True, capture_output=True
+        )
         with open(self.sudoers, "w") as fh:
             fh.write(f"{self.user} ALL=(root) NOPASSWD: /usr/bin/id\n")
         os.chmod(self.sudoers, 0o440)
@@ -114,12 +116,16 @@ class Sshd:
             self.made_run_sshd = True
         subprocess.run([SSHD, "-t", "-f", self.config], check=True, capture_output=True)
         self.log = os.path.join(self.tmp, "sshd.log")
-        self.proc = subprocess.Popen([SSHD, "-D", "-e", "-f", self.config], stdout=open(self.log, "w"), stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            [SSHD, "-D", "-e", "-f", self.config], stdout=open(self.log, "w"), stderr=subprocess.STDOUT
+        )
         _wait_listening(self.port, self.proc, self.log)
         os.makedirs(os.path.join(self.home, ".ssh"), exist_ok=True)
         self.known_hosts = os.path.join(self.home, ".ssh", "known_hosts")
         open(self.known_hosts, "w").close()
-        self.host_line = f"[127.0.0.1]:{self.port} " + " ".join(open(hostkey + ".pub").read().split()[:2]) + "\n"
+        self.host_line = (
+            f"[127.0.0.1]:{self.port} " + " ".join(open(hostkey + ".pub").read().split()[:2]) + "\n"
+        )
         return self
 
     def trust_host_key(self) -> None:
@@ -159,7 +165,9 @@ def sshd(tmp_path_factory):
         yield server.start()
     finally:
         server.close()
-    assert subprocess.run(["id", server.user], capture_output=True).returncode != 0, "throwaway user left behind"
+    assert subprocess.run(["id", server.user], capture_output=True).returncode != 0, (
+        "throwaway user left behind"
+    )
     assert not os.path.exists(server.sudoers)
 
 
@@ -247,7 +255,9 @@ def test_timeout_is_enforced_and_named(sshd, env):
         n.run(["sleep", "5"], timeout=1)
     elapsed = time.monotonic() - t0
     assert elapsed < 4.0, elapsed
-    assert "DUT1" in str(err.value) and "sleep 5" in str(err.value) and "timed out after 1 s" in str(err.value)
+    assert (
+        "DUT1" in str(err.value) and "sleep 5" in str(err.value) and "timed out after 1 s" in str(err.value)
+    )
     n.close()
 
 
@@ -337,7 +347,13 @@ def _topology(sshd, path: str) -> str:
                 "main_cpu": 0,
                 "cpus": [1],
                 "numa": 0,
-                "ssh": {"host": "127.0.0.1", "port": sshd.port, "user": sshd.user, "password_env": PW_ENV, "timeout_s": 10},
+                "ssh": {
+                    "host": "127.0.0.1",
+                    "port": sshd.port,
+                    "user": sshd.user,
+                    "password_env": PW_ENV,
+                    "timeout_s": 10,
+                },
                 "interfaces": {
                     "port0": iface("eth0", "02:00:00:00:09:11", "0000:18:00.0", "l1"),
                     "port1": iface("eth1", "02:00:00:00:09:12", "0000:18:00.1", "l2"),
@@ -474,7 +490,9 @@ def test_dut_lock_over_real_ssh_between_two_pipelines(sshd, env):
     first = NodeLock(a, "DUT DUT1", path, lease_s=2.0, owner=first_owner).acquire()
     try:
         time.sleep(3.0)  # past the lease: the heartbeat keeps it
-        with pytest.raises(Busy, match=r"^DUT DUT1 is in use by pid \d+, `dpgate gate`, since .* on ci-runner-1; "):
+        with pytest.raises(
+            Busy, match=r"^DUT DUT1 is in use by pid \d+, `dpgate gate`, since .* on ci-runner-1; "
+        ):
             NodeLock(b, "DUT DUT1", path).acquire(wait=0)
         first._stop.set()  # the first pipeline dies: no more renewals
         first._beat.join(5)

@@ -19,8 +19,18 @@ GOOD_TOPO = {
             "namespace": "{prefix}tg",
             "cpus": [0],
             "interfaces": {
-                "port0": {"name": "tg0", "mac": "02:00:00:00:00:01", "ip4": "198.18.255.1/24", "link": "link1"},
-                "port1": {"name": "tg1", "mac": "02:00:00:00:00:02", "ip4": "198.19.255.1/24", "link": "link2"},
+                "port0": {
+                    "name": "tg0",
+                    "mac": "02:00:00:00:00:01",
+                    "ip4": "198.18.255.1/24",
+                    "link": "link1",
+                },
+                "port1": {
+                    "name": "tg1",
+                    "mac": "02:00:00:00:00:02",
+                    "ip4": "198.19.255.1/24",
+                    "link": "link2",
+                },
             },
         },
         "DUT1": {
@@ -29,8 +39,18 @@ GOOD_TOPO = {
             "cpus": [1],
             "cpu_freq": {"source": "detected"},
             "interfaces": {
-                "port0": {"name": "sut0", "mac": "02:00:00:00:00:11", "ip4": "198.18.255.2/24", "link": "link1"},
-                "port1": {"name": "sut1", "mac": "02:00:00:00:00:12", "ip4": "198.19.255.2/24", "link": "link2"},
+                "port0": {
+                    "name": "sut0",
+                    "mac": "02:00:00:00:00:11",
+                    "ip4": "198.18.255.2/24",
+                    "link": "link1",
+                },
+                "port1": {
+                    "name": "sut1",
+                    "mac": "02:00:00:00:00:12",
+                    "ip4": "198.19.255.2/24",
+                    "link": "link2",
+                },
             },
         },
     },
@@ -67,15 +87,35 @@ TOPOLOGY_CASES = [
     (setv(P0 + ["mac"], "zz:zz"), "nodes.TG.interfaces.port0.mac", ["'zz:zz'", "MAC address like"]),
     (setv(P0 + ["mac"], 12), "nodes.TG.interfaces.port0.mac", ["12", "MAC address"]),
     (setv(P0 + ["ip4"], "198.18.0.1"), "nodes.TG.interfaces.port0.ip4", ["IPv4 address with prefix"]),
-    (setv(P0 + ["ip4"], "300.1.1.1/24"), "nodes.TG.interfaces.port0.ip4", ["'300.1.1.1/24'", "prefix length"]),
+    (
+        setv(P0 + ["ip4"], "300.1.1.1/24"),
+        "nodes.TG.interfaces.port0.ip4",
+        ["'300.1.1.1/24'", "prefix length"],
+    ),
     (setv(P0 + ["ip4"], "10.0.0.1/24"), "nodes.TG.interfaces.port0.ip4", ["'10.0.0.1/24'", "198.18.0.0/15"]),
-    (setv(P0 + ["ip4"], "198.20.0.1/24"), "nodes.TG.interfaces.port0.ip4", ["198.20.0.1/24", "198.18.0.0/15"]),
-    (setv(P0 + ["name"], "a-very-long-interface-name"), "nodes.TG.interfaces.port0.name", ["1..15 characters"]),
-    (setv(P0 + ["name"], "x; rm -rf /"), "nodes.TG.interfaces.port0.name", ["'x; rm -rf /'", "[A-Za-z0-9_.-]"]),
+    (
+        setv(P0 + ["ip4"], "198.20.0.1/24"),
+        "nodes.TG.interfaces.port0.ip4",
+        ["198.20.0.1/24", "198.18.0.0/15"],
+    ),
+    (
+        setv(P0 + ["name"], "a-very-long-interface-name"),
+        "nodes.TG.interfaces.port0.name",
+        ["1..15 characters"],
+    ),
+    (
+        setv(P0 + ["name"], "x; rm -rf /"),
+        "nodes.TG.interfaces.port0.name",
+        ["'x; rm -rf /'", "[A-Za-z0-9_.-]"],
+    ),
     (delete(P0 + ["link"]), "nodes.TG.interfaces.port0.link", ["missing required field", "link name"]),
     (delete(P0 + ["mac"]), "nodes.TG.interfaces.port0.mac", ["missing required field", "MAC"]),
     (setv(P0 + ["link"], "linkX"), "link", ["exactly two interfaces", "found 1"]),
-    (setv(P0 + ["speed2"], "10G"), "nodes.TG.interfaces.port0.speed2", ["unknown key 'speed2'", "accepted keys"]),
+    (
+        setv(P0 + ["speed2"], "10G"),
+        "nodes.TG.interfaces.port0.speed2",
+        ["unknown key 'speed2'", "accepted keys"],
+    ),
     (setv(P0 + ["numa"], -1), "nodes.TG.interfaces.port0.numa", ["-1", ">= 0"]),
     (setv(P0 + ["pps_limit"], 0), "nodes.TG.interfaces.port0.pps_limit", ["0", "> 0"]),
     (setv(P0 + ["pci"], "18:00"), "nodes.TG.interfaces.port0.pci", ["'18:00'", "PCI address like"]),
@@ -86,13 +126,21 @@ TOPOLOGY_CASES = [
     (setv(["nodes", "TG", "type"], "GEN"), "nodes.TG.type", ["'GEN'", "'TG', 'DUT'"]),
     (setv(["nodes", "TG", "generator"], "pktgen"), "nodes.TG.generator", ["'pktgen'", "'tcpreplay', 'trex'"]),
     (delete(["nodes", "TG", "namespace"]), "nodes.TG.namespace", ["namespace", "{prefix}tg"]),
-    (setv(["nodes", "DUT1", "cpu_freq"], {"source": "declared"}), "nodes.DUT1.cpu_freq.hz", ["hz is missing", "hz: 2.5e9"]),
+    (
+        setv(["nodes", "DUT1", "cpu_freq"], {"source": "declared"}),
+        "nodes.DUT1.cpu_freq.hz",
+        ["hz is missing", "hz: 2.5e9"],
+    ),
     (
         setv(["nodes", "DUT1", "cpu_freq"], {"source": "guess"}),
         "nodes.DUT1.cpu_freq.source",
         ["'guess'", "'declared', 'detected'"],
     ),
-    (setv(["nodes", "DUT1", "cpu_freq"], {"source": "declared", "hz": -5}), "nodes.DUT1.cpu_freq.hz", ["-5", "> 0"]),
+    (
+        setv(["nodes", "DUT1", "cpu_freq"], {"source": "declared", "hz": -5}),
+        "nodes.DUT1.cpu_freq.hz",
+        ["-5", "> 0"],
+    ),
     (setv(["nodes", "DUT1", "type"], "TG"), "nodes", ["exactly one node of type TG", "found 2"]),
     (setv(["kind"], "lab-9node"), "kind", ["'lab-9node'", "'embedded', 'lab-2node', 'lab-3node'"]),
     (setv(["prefix"], "Bad Prefix!"), "prefix", ["'Bad Prefix!'", "[a-z0-9-]"]),
@@ -190,7 +238,24 @@ def _bad_goal():
     from dpgate.robotlib import Gates, NdrPdrResult
 
     r = NdrPdrResult(
-        "nf", "64B", 1e5, 1e5, None, None, 0.0, 0.005, "per-commit", 1, 1.0, 1, 2e9, "declared", 2e4, 2e4, None, None
+        "nf",
+        "64B",
+        1e5,
+        1e5,
+        None,
+        None,
+        0.0,
+        0.005,
+        "per-commit",
+        1,
+        1.0,
+        1,
+        2e9,
+        "declared",
+        2e4,
+        2e4,
+        None,
+        None,
     )
     Gates().throughput_should_be_at_least(r, parse_rate("1Mpps"), goal="MRR")
 
@@ -236,7 +301,10 @@ CLI_CASES = [
     (["trial", "--sut", "linux-ip4", "--rate", "fast"], ["--rate", "'fast'"]),
     (["trial", "--sut", "linux-ip4", "--rate", "1kpps", "--duration", "0"], ["--duration", "> 0"]),
     (["trial", "--sut", "linux-ip4", "--rate", "1kpps", "--duration", "soon"], ["--duration", "'soon'"]),
-    (["trial", "--sut", "linux-ip4", "--rate", "1kpps", "--frame-size", "32"], ["--frame-size", "32", "64..9216"]),
+    (
+        ["trial", "--sut", "linux-ip4", "--rate", "1kpps", "--frame-size", "32"],
+        ["--frame-size", "32", "64..9216"],
+    ),
     (["trial", "--rate", "1kpps"], ["--sut"]),
     (["gate", "--profile", "fastest"], ["--profile", "'fastest'", "per-commit"]),
     (["gate", "--telemetry-policy", "maybe"], ["--telemetry-policy", "'maybe'", "skip"]),

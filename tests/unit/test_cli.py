@@ -110,7 +110,14 @@ def test_suts_lists_every_sut(capsys):
     assert code == 0
     listed = [ln.split()[0] for ln in cap.out.splitlines() if ln.strip()]
     assert listed == sut_names()
-    assert {"linux-xconnect", "linux-bridge", "linux-ip4", "ovs-xconnect", "testpmd-io", "testpmd-mac"} <= set(listed)
+    assert {
+        "linux-xconnect",
+        "linux-bridge",
+        "linux-ip4",
+        "ovs-xconnect",
+        "testpmd-io",
+        "testpmd-mac",
+    } <= set(listed)
 
 
 def test_parser_accepts_good_values():

@@ -89,7 +89,11 @@ def test_openmetrics_and_csv(tmp_path):
     assert 'dpgate_passed{test="64B-1c-x-ndrpdr",suite="S"} 0' in text
     assert "ipc" not in text  # not-supported values are not numbers
     rows = list(csv.reader(open(write_csv(recs, str(tmp_path / "r.csv")))))
-    assert rows[0][:3] == ["test", "status", "ndr_pps"] and rows[1][:3] == ["64B-1c-x-ndrpdr", "FAIL", "250000.0"]
+    assert rows[0][:3] == ["test", "status", "ndr_pps"] and rows[1][:3] == [
+        "64B-1c-x-ndrpdr",
+        "FAIL",
+        "250000.0",
+    ]
 
 
 def test_a_drop_at_the_generator_ceiling_is_not_a_sut_regression(tmp_path):
@@ -145,14 +149,20 @@ def test_history_keeps_mrr_samples_and_jumpavg_gets_them_as_lists(tmp_path):
     verdicts = {v.metric: v for v in compare(mrr_run(tmp_path, "ok", 4.01e5), store)}
     assert set(verdicts) == {"ndr_pps", "pdr_pps", "mrr_pps"} and verdicts["mrr_pps"].verdict == "normal"
     slow = {v.metric: v for v in compare(mrr_run(tmp_path, "slow", 3.6e5), store)}
-    assert slow["mrr_pps"].verdict == "regression" and slow["mrr_pps"].change_pct == pytest.approx(-10.3, abs=0.5)
+    assert slow["mrr_pps"].verdict == "regression" and slow["mrr_pps"].change_pct == pytest.approx(
+        -10.3, abs=0.5
+    )
 
 
 def test_short_history_uses_declared_noise_then_its_own_spread():
     assert classify_current([1.0e6], [0.94e6]).verdict == "regression"  # no noise known: jumpavg + 3 %
     assert classify_current([1.0e6], [0.92e6], noise=0.15).verdict == "normal"
     v = classify_current([1.0e6], [0.80e6], noise=0.15)
-    assert v.verdict == "regression" and v.noise_source == "declared noise" and v.allowance_pct == pytest.approx(15)
+    assert (
+        v.verdict == "regression"
+        and v.noise_source == "declared noise"
+        and v.allowance_pct == pytest.approx(15)
+    )
     # two healthy runs 20 % apart: a third inside that spread is not a regression
     v = classify_current([1.0e6, 0.8e6], [0.82e6], noise=0.05)
     assert v.verdict == "normal" and v.noise_source == "history spread (2 runs)"
@@ -220,7 +230,10 @@ def test_mrr_has_its_own_declared_noise(tmp_path):
 def test_a_rise_over_a_history_at_the_generator_ceiling_is_not_a_sut_progression(tmp_path):
     store = str(tmp_path / "h")
     add_to_history(mrr_run(tmp_path, "low-ceiling", 4.68e5, limited="generator"), store)
-    v = {x.metric: x.verdict for x in compare(mrr_run(tmp_path, "high-ceiling", 6.4e5, limited="generator"), store)}
+    v = {
+        x.metric: x.verdict
+        for x in compare(mrr_run(tmp_path, "high-ceiling", 6.4e5, limited="generator"), store)
+    }
     assert v["mrr_pps"] == "generator-limited"
     assert read_history(store, "embedded", "S.64B-1c-x-ndrpdr")[0]["mrr_limited_by"] == "generator"
     # over a SUT-limited history the same rise is a progression

@@ -173,7 +173,9 @@ def make_records(tmp_path):
         started=1,
         metrics={"ndr_pps": 212000.0, "pdr_pps": 230000.0, "cpp": 12264.2, "ipc": "not supported (no PMU)"},
     )
-    store.update("S.t1", gates=[{"name": "ndr_min", "passed": True, "message": "NDR ok", "value": 1, "threshold": 1}])
+    store.update(
+        "S.t1", gates=[{"name": "ndr_min", "passed": True, "message": "NDR ok", "value": 1, "threshold": 1}]
+    )
     store.update(
         "S.t2",
         suite="S",
@@ -242,7 +244,10 @@ def test_time_limited_search_falls_back_to_bounds_of_measured_trials():
     for load, _, tr in err.value.partial.trials:
         if load <= b.ndr:
             assert tr.loss_ratio == 0.0
-    assert any(load == pytest.approx(b.ndr_upper, abs=0.1) and tr.loss_ratio > 0 for load, _, tr in err.value.partial.trials)
+    assert any(
+        load == pytest.approx(b.ndr_upper, abs=0.1) and tr.loss_ratio > 0
+        for load, _, tr in err.value.partial.trials
+    )
 
 
 def test_partial_bounds_majority_rule_on_noisy_loads():
@@ -250,7 +255,11 @@ def test_partial_bounds_majority_rule_on_noisy_loads():
     from dpgate.search.bounded import _bounds_from_trials
 
     def t(load, lost):
-        return (load, 1.0, TrialResult.from_counts(load, 1.0, tx_packets=int(load), rx_packets=int(load) - lost))
+        return (
+            load,
+            1.0,
+            TrialResult.from_counts(load, 1.0, tx_packets=int(load), rx_packets=int(load) - lost),
+        )
 
     class P:
         trials = (t(100, 0), t(200, 0), t(200, 5), t(200, 0), t(300, 9), t(300, 9), t(250, 0))
@@ -282,7 +291,19 @@ def test_gate_robot_argv_carries_profile_listener_and_modifier(tmp_path):
     from dpgate.cli.main import build_parser
 
     args = build_parser().parse_args(
-        ["gate", "--outdir", str(tmp_path), "--profile", "sign-off", "--include", "64B", "--prefix", "dpg7-", "--variable", "X:1"]
+        [
+            "gate",
+            "--outdir",
+            str(tmp_path),
+            "--profile",
+            "sign-off",
+            "--include",
+            "64B",
+            "--prefix",
+            "dpg7-",
+            "--variable",
+            "X:1",
+        ]
     )
     argv = robot_argv(args)
     assert argv[1:3] == ["-m", "robot"]
@@ -308,7 +329,9 @@ def test_check_gates_skips_only_the_unsupported_telemetry_gate():
     Gates(telemetry_policy="skip").check_gates(r, t)  # throughput passed: the test passes
     with pytest.raises(SkipExecution, match="IPC gate: not supported"):
         Gates(telemetry_policy="skip").check_gates(r, CaseThresholds(ipc_min=1.5))  # nothing else to check
-    with pytest.raises(Failure, match="IPC gate: not supported \\(perf: no PMU\\) \\(telemetry_policy=fail\\)"):
+    with pytest.raises(
+        Failure, match="IPC gate: not supported \\(perf: no PMU\\) \\(telemetry_policy=fail\\)"
+    ):
         Gates(telemetry_policy="fail").check_gates(r, t)
 
 
@@ -318,7 +341,14 @@ def test_junit_shows_skipped_gate(tmp_path):
     store.update(
         "S.t",
         gates=[
-            {"name": "ipc", "passed": True, "skipped": True, "message": "IPC not supported (x)", "value": "x", "threshold": 1.5}
+            {
+                "name": "ipc",
+                "passed": True,
+                "skipped": True,
+                "message": "IPC not supported (x)",
+                "value": "x",
+                "threshold": 1.5,
+            }
         ],
     )
     path = write_junit(load_records(str(tmp_path)), str(tmp_path / "j.xml"))
@@ -347,7 +377,9 @@ def test_a_failed_floor_at_the_generator_ceiling_is_inconclusive_not_a_sut_failu
 
 def test_check_gates_skips_a_case_whose_every_failure_is_the_generators(tmp_path):
     th = load_thresholds(
-        write(tmp_path, "nfs: {linux-bridge: {1518B: {ndr_min: 0.325 Mpps, pdr_min: 0.33 Mpps, cpp_max: 7700}}}")
+        write(
+            tmp_path, "nfs: {linux-bridge: {1518B: {ndr_min: 0.325 Mpps, pdr_min: 0.33 Mpps, cpp_max: 7700}}}"
+        )
     ).lookup("linux-bridge", "1518B")
     with pytest.raises(SkipExecution, match="inconclusive"):
         Gates().check_gates(result(ndr=277_252.0, pdr=277_252.0, max_pps=277_252.0), th)

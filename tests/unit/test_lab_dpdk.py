@@ -61,7 +61,9 @@ def test_l3fwd_lpm_routes_config_and_eth_dest():
     assert config_tuples(C2) == "(0,0,2),(1,0,3)"
     assert config_tuples(dataclasses.replace(C2, workers=(2,))) == "(0,0,2),(1,0,2)"
     node = RecordingNode()
-    l3 = L3fwd(node, load_topology(TOPO).dut, C2, routes=[("20.0.0.0/8", 1)], eth_dest={1: "3c:fd:fe:00:00:02"})
+    l3 = L3fwd(
+        node, load_topology(TOPO).dut, C2, routes=[("20.0.0.0/8", 1)], eth_dest={1: "3c:fd:fe:00:00:02"}
+    )
     argv = l3.argv()
     assert "--lookup=lpm" in argv and "--config=(0,0,2),(1,0,3)" in argv and "-p" in argv
     assert argv[argv.index("-p") + 1] == "0x3" and "--eth-dest=1,3c:fd:fe:00:00:02" in argv

@@ -48,7 +48,9 @@ def err_of(data) -> ConfigError:
 def test_lab_local_expands_prefix_and_run_dir():
     topo = load_topology(LOCAL, prefix="zz-")
     assert (topo.tg.namespace, topo.dut.namespace) == ("zz-tg", "zz-dut")
-    assert [p.name for p in topo.dut.ports] == ["zz-d0", "zz-d1"] and topo.dut.ports[0].port_kind == "af_packet"
+    assert [p.name for p in topo.dut.ports] == ["zz-d0", "zz-d1"] and topo.dut.ports[
+        0
+    ].port_kind == "af_packet"
     assert topo.dut.ssh.key_file == "/tmp/dpgate-zz/ssh/id_ed25519" == topo.run_dir + "/ssh/id_ed25519"
     assert topo.dut.ssh.known_hosts == "/tmp/dpgate-zz/ssh/known_hosts"
     # traffic and link addresses stay in the RFC 2544 range, away from the profiles' flows
@@ -64,8 +66,16 @@ def test_lab_local_expands_prefix_and_run_dir():
         (lambda p: p.update(kind="pci"), "pci", "kind pci needs a PCI address"),
         (lambda p: p.update(pci="0000:18:00.0"), "pci", "has no PCI address"),
         (lambda p: p.update(kind="vhost"), "kind", "one of 'pci', 'af_packet', 'memif'"),
-        (lambda p: p.update(kind="memif", memif={"socket": "rel.sock"}), "memif.socket", "absolute socket path"),
-        (lambda p: p.update(kind="memif", memif={"socket": "/s", "role": "master"}), "memif.role", "'server', 'client'"),
+        (
+            lambda p: p.update(kind="memif", memif={"socket": "rel.sock"}),
+            "memif.socket",
+            "absolute socket path",
+        ),
+        (
+            lambda p: p.update(kind="memif", memif={"socket": "/s", "role": "master"}),
+            "memif.role",
+            "'server', 'client'",
+        ),
     ],
 )
 def test_bad_port_kinds_name_the_field(edit, path, words):
@@ -77,7 +87,9 @@ def test_bad_port_kinds_name_the_field(edit, path, words):
 
 def test_memif_port_loads():
     d = local_data()
-    d["nodes"]["DUT1"]["interfaces"]["port0"].update(kind="memif", memif={"socket": "{run_dir}/memif/l1.sock", "id": 2})
+    d["nodes"]["DUT1"]["interfaces"]["port0"].update(
+        kind="memif", memif={"socket": "{run_dir}/memif/l1.sock", "id": 2}
+    )
     port = topology_from_data(d, prefix="zz-").dut.ports[0]
     assert port.memif == Memif("/tmp/dpgate-zz/memif/l1.sock", 2, "client")
 
@@ -89,7 +101,10 @@ def test_eal_for_af_packet_ports_without_pci_or_hugepages():
     topo = load_topology(LOCAL, prefix="zz-")
     argv = ports.eal_args(ONE_CPU, topo.dut.ports, "zz-testpmd")
     assert argv[:3] == ["--lcores=0@1,1@1", "--main-lcore", "0"]  # testpmd never forwards on its main lcore
-    assert "--no-pci" in argv and argv[argv.index("--no-huge") + 1 : argv.index("--no-huge") + 3] == ["-m", "1024"]
+    assert "--no-pci" in argv and argv[argv.index("--no-huge") + 1 : argv.index("--no-huge") + 3] == [
+        "-m",
+        "1024",
+    ]
     assert "--vdev=net_af_packet0,iface=zz-d0,blocksz=4096,framesz=2048,framecnt=4096,qdisc_bypass=1" in argv
     assert not any(a == "-a" for a in argv)
 
@@ -97,7 +112,11 @@ def test_eal_for_af_packet_ports_without_pci_or_hugepages():
 def test_eal_for_pci_ports_is_unchanged():
     topo = load_topology(EXAMPLE)
     argv = ports.eal_args(CoreAllocation(1, (2, 3), 2, 1, 0), topo.dut.ports, "p")
-    assert argv[:4] == ["-l", "1,2,3", "--main-lcore", "1"] and "--no-huge" not in argv and "--no-pci" not in argv
+    assert (
+        argv[:4] == ["-l", "1,2,3", "--main-lcore", "1"]
+        and "--no-huge" not in argv
+        and "--no-pci" not in argv
+    )
     assert argv[-4:] == ["-a", "0000:18:00.0", "-a", "0000:18:00.1"]
 
 
@@ -245,16 +264,25 @@ def test_ovs_private_instance_for_virtual_ports():
     ovs = OvsDpdk(None, topo.dut, ONE_CPU, state_dir="/tmp/dpgate-zz/dut/ovs")
     cfg = ovs.configure_commands()
     # --no-huge implies legacy memory; without --legacy-mem OVS adds --in-memory, which EAL refuses with it
-    assert cfg[-1][-1] == "other_config:dpdk-extra=--no-huge --legacy-mem -m 1024 --no-pci --file-prefix dpgate-ovs"
+    assert (
+        cfg[-1][-1]
+        == "other_config:dpdk-extra=--no-huge --legacy-mem -m 1024 --no-pci --file-prefix dpgate-ovs"
+    )
     assert all(c[1] == "--db=unix:/tmp/dpgate-zz/dut/ovs/db.sock" for c in cfg)
     start = ovs.start_commands()
     assert not any(c[0] == "systemctl" for c in start)  # the shared host's OVS service is never touched
     add = [c for c in start if "add-port" in c]
     assert (
-        "options:dpdk-devargs=net_af_packet0,iface=zz-d0,blocksz=4096,framesz=2048,framecnt=4096,qdisc_bypass=1" in add[0]
+        "options:dpdk-devargs=net_af_packet0,iface=zz-d0,blocksz=4096,framesz=2048,framecnt=4096,qdisc_bypass=1"
+        in add[0]
         and "options:dpdk-devargs=net_af_packet1,iface=zz-d1" in add[1][add[1].index("type=dpdk") + 1]
     )
-    assert start[-1] == ["ovs-ofctl", "add-flow", "unix:/tmp/dpgate-zz/dut/ovs/dpgbr0.mgmt", "in_port=dpdk1,actions=output:dpdk0"]
+    assert start[-1] == [
+        "ovs-ofctl",
+        "add-flow",
+        "unix:/tmp/dpgate-zz/dut/ovs/dpgbr0.mgmt",
+        "in_port=dpdk1,actions=output:dpdk0",
+    ]
 
 
 def test_ovs_service_stop_turns_dpdk_off_and_restarts():
@@ -262,7 +290,14 @@ def test_ovs_service_stop_turns_dpdk_off_and_restarts():
 
     node = RecordingNode()
     OvsDpdk(node, load_topology(EXAMPLE).dut, CoreAllocation(1, (2,), 1, 1, 0)).stop()
-    assert ["ovs-vsctl", "--no-wait", "set", "Open_vSwitch", ".", "other_config:dpdk-init=false"] in node.calls
+    assert [
+        "ovs-vsctl",
+        "--no-wait",
+        "set",
+        "Open_vSwitch",
+        ".",
+        "other_config:dpdk-init=false",
+    ] in node.calls
     assert node.calls[-1] == ["systemctl", "restart", "openvswitch-switch"]
 
 

@@ -56,7 +56,9 @@ def dry_run(tmp_path, *options, suites=SUITES):
 def test_dry_run_has_108_cases_with_names_and_tags(tmp_path):
     tests = dry_run(tmp_path)
     assert len(tests) == 108
-    assert all(t.status == "PASS" for _, t in tests), [(t.name, t.message) for _, t in tests if t.status != "PASS"]
+    assert all(t.status == "PASS" for _, t in tests), [
+        (t.name, t.message) for _, t in tests if t.status != "PASS"
+    ]
     names = [t.name for _, t in tests]
     assert len(set(names)) == 108
     by_nf = {}

@@ -49,7 +49,9 @@ def test_without_cores_tagged_entries_do_not_apply(th):
 
 def test_embedded_file_still_loads_and_looks_up_the_same_way():
     f = load_thresholds(os.path.join(ROOT, "variables", "embedded.yaml"))
-    assert f.lookup("linux-ip4", "64B").rate("ndr_min") == f.lookup("linux-ip4", "64B", "1T1C").rate("ndr_min")
+    assert f.lookup("linux-ip4", "64B").rate("ndr_min") == f.lookup("linux-ip4", "64B", "1T1C").rate(
+        "ndr_min"
+    )
     assert f.lookup("linux-ip4", "64B").rate("ndr_min") > 0
 
 

@@ -65,7 +65,9 @@ l2-patch                         active           23810        1000000          
 
 
 def test_startup_conf_has_cores_devices_queues_and_buffers():
-    text = startup_conf(CORES, [("0000:18:00.0", "eth0"), ("0000:18:00.1", "eth1")], rx_queues=2, buffers_per_numa=100000)
+    text = startup_conf(
+        CORES, [("0000:18:00.0", "eth0"), ("0000:18:00.1", "eth1")], rx_queues=2, buffers_per_numa=100000
+    )
     assert "main-core 1" in text and "corelist-workers 2,30" in text
     assert "dev 0000:18:00.0 { name eth0 num-rx-queues 2 }" in text
     assert "dev 0000:18:00.1 { name eth1 num-rx-queues 2 }" in text
@@ -118,7 +120,15 @@ def test_driver_writes_conf_starts_unit_waits_and_configures_through_node():
     vpp.configure()
     assert node.calls[0] == ["tee", "/etc/vpp/dpgate-startup.conf"] and "main-core 1" in node.inputs[0]
     vpp.start()
-    assert ["systemd-run", "--unit=dpgate-vpp", "--collect", "--", "vpp", "-c", "/etc/vpp/dpgate-startup.conf"] in node.calls
+    assert [
+        "systemd-run",
+        "--unit=dpgate-vpp",
+        "--collect",
+        "--",
+        "vpp",
+        "-c",
+        "/etc/vpp/dpgate-startup.conf",
+    ] in node.calls
     cli = [c[3:] for c in node.calls if c[:1] == ["vppctl"]]
     assert ["test", "l2patch", "rx", "eth0", "tx", "eth1"] in cli
     assert vpp.version() == "v24.02-release"
@@ -144,6 +154,9 @@ def test_ip4_routing_from_topology_matches_the_traffic_profile():
 
     neighbors, routes = ip4_routing(load_topology(TOPO), 62500)
     assert Neighbor("eth1", "20.20.20.2", "3c:fd:fe:00:00:02") in neighbors
-    assert routes == [Route("198.19.0.1", 62500, "eth1", "20.20.20.2"), Route("198.18.0.1", 62500, "eth0", "10.10.10.2")]
+    assert routes == [
+        Route("198.19.0.1", 62500, "eth1", "20.20.20.2"),
+        Route("198.18.0.1", 62500, "eth0", "10.10.10.2"),
+    ]
     lines = cli_lines("ip4", ["eth0", "eth1"], ["10.10.10.1/24", "20.20.20.1/24"], neighbors, routes)
     assert "ip route add 198.19.0.1/32 count 62500 via 20.20.20.2 eth1" in lines

@@ -31,9 +31,13 @@ from dpgate.traffic.trex.driver import TrexGenerator
 TOPO = "topologies/lab-2node.example.yaml"
 
 # 2 sockets x 28 cores, HT: CPUs 0-27 socket 0, 28-55 socket 1, siblings +56 (Xeon enumeration).
-LSCPU = "# CPU,Core,Socket,Node\n" + "".join(f"{cpu},{cpu % 56},{(cpu % 56) // 28},{(cpu % 56) // 28}\n" for cpu in range(112))
+LSCPU = "# CPU,Core,Socket,Node\n" + "".join(
+    f"{cpu},{cpu % 56},{(cpu % 56) // 28},{(cpu % 56) // 28}\n" for cpu in range(112)
+)
 # perf stat -x, -a -C ... CSV (stderr) built from the documented format (tests/fixtures/telemetry/README.md)
-PERF_CSV = "4000000000,,cycles,2000000000,100.00,,\n8000000000,,instructions,2000000000,100.00,2.00,insn per cycle\n"
+PERF_CSV = (
+    "4000000000,,cycles,2000000000,100.00,,\n8000000000,,instructions,2000000000,100.00,2.00,insn per cycle\n"
+)
 PCM_UNSUPPORTED = open(
     os.path.join(os.path.dirname(__file__), "..", "fixtures", "telemetry", "pcm-pcie-vm-unsupported.txt")
 ).read()
@@ -59,7 +63,11 @@ class RecordingDutNode:
                 "",
             ),  # ovs-vsctl get Open_vSwitch . dpdk_initialized  # systemctl show -p InvocationID --value
             "journalctl -u dpgate-testpmd": (0, TESTPMD_LOG, ""),
-            "journalctl -u dpgate-l3fwd": (0, "EAL: RTE Version: 'DPDK 23.11.0'\nL3FWD: entering main loop on lcore 2\n", ""),
+            "journalctl -u dpgate-l3fwd": (
+                0,
+                "EAL: RTE Version: 'DPDK 23.11.0'\nL3FWD: entering main loop on lcore 2\n",
+                "",
+            ),
             **(answers or {}),
         }
 
@@ -103,7 +111,9 @@ class FakeLab(LabTestbed):
     def _make_generator(self, profile):
         client = CapacityTrexClient(self.capacity)
         self.clients.append(client)
-        return TrexGenerator(self._topo(), profile, client=client, api=fake_api(), settle_s=0.0, rx_delay_ms=0)
+        return TrexGenerator(
+            self._topo(), profile, client=client, api=fake_api(), settle_s=0.0, rx_delay_ms=0
+        )
 
 
 @pytest.fixture
@@ -121,7 +131,9 @@ def in_test(tmp_path, monkeypatch):
     monkeypatch.setattr(robotlib, "_current_test", lambda: ("Lab.Vpp-Ip4", name["test"]))
     monkeypatch.setattr(robotlib, "_store", lambda: ResultStore(str(tmp_path)))
     # what DpgateListener.start_test writes before the test body runs
-    ResultStore(str(tmp_path)).update(f"Lab.Vpp-Ip4.{name['test']}", suite="Lab.Vpp-Ip4", name=name["test"], status="RUNNING")
+    ResultStore(str(tmp_path)).update(
+        f"Lab.Vpp-Ip4.{name['test']}", suite="Lab.Vpp-Ip4", name=name["test"], status="RUNNING"
+    )
     return name
 
 
@@ -141,7 +153,15 @@ def test_vpp_ip4_ht_two_cores_end_to_end(in_test, tmp_path):
     conf = node.inputs[node.calls.index(["tee", "/etc/vpp/dpgate-startup.conf"])]
     assert "main-core 1" in conf and "corelist-workers 2,58,3,59" in conf
     assert "dev 0000:18:00.0 { name eth0 num-rx-queues 2 }" in conf  # 4 workers over 2 ports
-    assert ["systemd-run", "--unit=dpgate-vpp", "--collect", "--", "vpp", "-c", "/etc/vpp/dpgate-startup.conf"] in node.calls
+    assert [
+        "systemd-run",
+        "--unit=dpgate-vpp",
+        "--collect",
+        "--",
+        "vpp",
+        "-c",
+        "/etc/vpp/dpgate-startup.conf",
+    ] in node.calls
     vppctl = [c[3:] for c in node.calls if c[:1] == ["vppctl"]]
     assert ["ip", "route", "add", "198.19.0.1/32", "count", "62500", "via", "20.20.20.2", "eth1"] in vppctl
     assert lab.sut_version() == "v23.10-release"
@@ -172,7 +192,9 @@ def test_vpp_ip4_ht_two_cores_end_to_end(in_test, tmp_path):
     assert rec["dut_cores"] == {"tag": "4T2C", "main": 1, "workers": [2, 58, 3, 59], "numa": 0}
     trials = open(os.path.join(str(tmp_path), "dpgate", "trials.jsonl")).read().splitlines()
     assert len(trials) == res.trials
-    store.update("Lab.Vpp-Ip4.64B-4t2c-ethip4-ip4base-ndrpdr", status="PASS")  # what the listener adds at test end
+    store.update(
+        "Lab.Vpp-Ip4.64B-4t2c-ethip4-ip4base-ndrpdr", status="PASS"
+    )  # what the listener adds at test end
     junit = write_junit(load_records(str(tmp_path)), str(tmp_path / "junit.xml"))
     text = open(junit).read()
     assert "64B-4t2c-ethip4-ip4base-ndrpdr" in text and 'name="core_tag" value="4T2C"' in text
@@ -222,7 +244,14 @@ def test_testpmd_l3fwd_and_ovs_are_pinned_to_the_allocation(in_test):
     assert rules == "R198.19.0.0/16 1\nR198.18.0.0/16 0\n"
     lab.bring_up_lab_testbed("ovsdpdk-xconnect", "64B", cores=4, ht="on")
     mask = hex(sum(1 << c for c in (2, 58, 3, 59, 4, 60, 5, 61)))
-    assert ["ovs-vsctl", "--no-wait", "set", "Open_vSwitch", ".", f"other_config:pmd-cpu-mask={mask}"] in lab.fake_node.calls
+    assert [
+        "ovs-vsctl",
+        "--no-wait",
+        "set",
+        "Open_vSwitch",
+        ".",
+        f"other_config:pmd-cpu-mask={mask}",
+    ] in lab.fake_node.calls
     _no_shell(lab.fake_node.calls)
     lab.tear_down_lab_testbed()
 
@@ -244,7 +273,9 @@ def test_teardown_closes_ssh_even_when_stopping_fails(in_test):
 
 def test_detected_frequency_is_read_on_the_dut(in_test, tmp_path):
     topo = tmp_path / "lab.yaml"
-    text = open(TOPO).read().replace("cpu_freq: {source: declared, hz: 2.5e9}", "cpu_freq: {source: detected}")
+    text = (
+        open(TOPO).read().replace("cpu_freq: {source: declared, hz: 2.5e9}", "cpu_freq: {source: detected}")
+    )
     topo.write_text(text)
     lab = FakeLab(node=RecordingDutNode({"base_frequency": (0, "2300000\n", "")}), telemetry=False)
     lab.topology_path = str(topo)
@@ -260,7 +291,10 @@ def test_detected_frequency_is_read_on_the_dut(in_test, tmp_path):
         (lambda lab: lab.bring_up_lab_testbed("vpp-xyz", cores=1), "unknown lab NF 'vpp-xyz'"),
         (lambda lab: lab.bring_up_lab_testbed("vpp-ip4", cores=0), "cores must be a whole number"),
         (lambda lab: lab.bring_up_lab_testbed("vpp-ip4", cores=1, ht="maybe"), "ht must be on or off"),
-        (lambda lab: lab.bring_up_lab_testbed("vpp-ip4", cores=5, ht="on"), "5 worker cores requested on NUMA node 0"),
+        (
+            lambda lab: lab.bring_up_lab_testbed("vpp-ip4", cores=5, ht="on"),
+            "5 worker cores requested on NUMA node 0",
+        ),
         (lambda lab: lab.find_ndr_and_pdr("64B"), "lab testbed is not up"),
         (lambda lab: lab.run_on_dut(), "Run On DUT needs a command"),
     ],
@@ -324,7 +358,13 @@ class LatencyLab(FakeLab):
         client = LatencyCapacityClient(self.capacity)
         self.clients.append(client)
         return TrexGenerator(
-            self._topo(), profile, client=client, api=fake_api(), settle_s=0.0, rx_delay_ms=0, latency_pps=self.latency_pps
+            self._topo(),
+            profile,
+            client=client,
+            api=fake_api(),
+            settle_s=0.0,
+            rx_delay_ms=0,
+            latency_pps=self.latency_pps,
         )
 
 
@@ -332,7 +372,9 @@ def test_latency_trials_at_fractions_of_pdr_and_telemetry_at_pdr(in_test, tmp_pa
     lab = LatencyLab(capacity_pps=10e6, latency_pps=1000)
     lab.bring_up_lab_testbed("vpp-ip4", "64B", cores=2, ht="on")
     res = lab.find_ndr_and_pdr("64B", profile="per-commit")
-    rec = json.load(open(ResultStore(str(tmp_path)).record_path("Lab.Vpp-Ip4.64B-4t2c-ethip4-ip4base-ndrpdr")))
+    rec = json.load(
+        open(ResultStore(str(tmp_path)).record_path("Lab.Vpp-Ip4.64B-4t2c-ethip4-ip4base-ndrpdr"))
+    )
     assert sorted(rec["latency"]) == ["10% PDR", "50% PDR", "90% PDR"]
     assert rec["latency"]["90% PDR"]["load_pps"] == pytest.approx(0.9 * res.pdr_pps, rel=1e-6)
     assert rec["latency"]["10% PDR"]["directions"]["1->0"]["p99_us"] == 8  # hdrh decoded per direction
@@ -342,7 +384,9 @@ def test_latency_trials_at_fractions_of_pdr_and_telemetry_at_pdr(in_test, tmp_pa
     junit = write_junit(load_records(str(tmp_path)), str(tmp_path / "junit.xml"))
     props = {p.get("name"): p.get("value") for p in ET.parse(junit).getroot().iter("property")}
     assert props["tg"] == "TRex v3.08" and props["latency_90pdr_0to1_min_us"] == "5"
-    assert {"latency_50pdr_1to0_avg_us", "latency_10pdr_0to1_p999_us", "latency_90pdr_1to0_max_us"} <= set(props)
+    assert {"latency_50pdr_1to0_avg_us", "latency_10pdr_0to1_p999_us", "latency_90pdr_1to0_max_us"} <= set(
+        props
+    )
     assert rec["profile"] == "per-commit" and len(rec["trials"]) == res.trials
     # telemetry: a 2 s counting window inside the trial, and PDR captured too (or noted = NDR)
     perf = [c for c in lab.fake_node.calls if c[:4] == ["env", "LC_ALL=C", "perf", "stat"] and "-C" in c]
@@ -355,6 +399,8 @@ def test_without_latency_streams_the_record_says_why(in_test, tmp_path):
     lab = FakeLab(capacity_pps=10e6, telemetry=False)
     lab.bring_up_lab_testbed("vpp-ip4", "64B", cores=1, ht="off")
     lab.find_ndr_and_pdr("64B", profile="per-commit")
-    rec = json.load(open(ResultStore(str(tmp_path)).record_path("Lab.Vpp-Ip4.64B-4t2c-ethip4-ip4base-ndrpdr")))
+    rec = json.load(
+        open(ResultStore(str(tmp_path)).record_path("Lab.Vpp-Ip4.64B-4t2c-ethip4-ip4base-ndrpdr"))
+    )
     assert rec["latency"] is None and "latency_pps" in rec["latency_note"]
     lab.tear_down_lab_testbed()

@@ -40,7 +40,9 @@ def lock_dir(tmp_path, monkeypatch):
 def holder_process(prefix: str, seconds: float = 30.0, env=None) -> subprocess.Popen:
     e = dict(os.environ if env is None else env)
     e["PYTHONPATH"] = os.path.abspath(LIBRARIES)
-    p = subprocess.Popen([sys.executable, "-c", HOLD, prefix, str(seconds)], stdout=subprocess.PIPE, env=e, text=True)
+    p = subprocess.Popen(
+        [sys.executable, "-c", HOLD, prefix, str(seconds)], stdout=subprocess.PIPE, env=e, text=True
+    )
     assert p.stdout.readline().strip() == "held"
     return p
 
@@ -128,7 +130,9 @@ def test_child_given_the_lock_takes_it_without_waiting_and_keeps_it_alive():
     env = dict(os.environ)
     fds = lock.inherit(env, lk)
     env["PYTHONPATH"] = os.path.abspath(LIBRARIES)
-    child = subprocess.Popen([sys.executable, "-c", HOLD, "lk9-", "30"], stdout=subprocess.PIPE, env=env, text=True, pass_fds=fds)
+    child = subprocess.Popen(
+        [sys.executable, "-c", HOLD, "lk9-", "30"], stdout=subprocess.PIPE, env=env, text=True, pass_fds=fds
+    )
     try:
         assert child.stdout.readline().strip() == "held"  # no wait, no deadlock
         lk.release()  # the parent lets go (or dies) first: the child still holds the testbed
@@ -164,7 +168,9 @@ def test_outdir_lock_refuses_a_second_run_into_the_same_directory(tmp_path):
         "lock.outdir_lock(sys.argv[1]).acquire(command='dpgate gate')\n"
         "print('held', flush=True); time.sleep(30)"
     )
-    p = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "res")], stdout=subprocess.PIPE, env=env, text=True)
+    p = subprocess.Popen(
+        [sys.executable, "-c", code, str(tmp_path / "res")], stdout=subprocess.PIPE, env=env, text=True
+    )
     try:
         assert p.stdout.readline().strip() == "held"
         with pytest.raises(
@@ -243,7 +249,10 @@ def test_gate_takes_outdir_then_testbed_and_gives_the_outdir_back_when_the_testb
     assert env[lock.INHERIT_ENV] == f"lk9-.lock={locks[1].owner.token}" and fds == (locks[1].fd,)
     for lk in reversed(locks):
         lk.release()
-    lab = take_ownership(args, SimpleNamespace(kind="lab-2node", prefix="dpg0-", nodes={"DUT1": SimpleNamespace(namespace=None)}))
+    lab = take_ownership(
+        args,
+        SimpleNamespace(kind="lab-2node", prefix="dpg0-", nodes={"DUT1": SimpleNamespace(namespace=None)}),
+    )
     assert len(lab) == 1  # a lab topology: the DUT/TRex locks are the lab keywords' business
     lab[0].release()
 
@@ -288,7 +297,9 @@ os._exit(0)  # the gate dies without releasing anything (like SIGKILL)
 
 def test_a_dead_gate_whose_robot_still_runs_keeps_the_testbed_and_says_so():
     env = dict(os.environ, PYTHONPATH=os.path.abspath(LIBRARIES))
-    parent = subprocess.run([sys.executable, "-c", PARENT, HOLD], env=env, capture_output=True, text=True, timeout=60)
+    parent = subprocess.run(
+        [sys.executable, "-c", PARENT, HOLD], env=env, capture_output=True, text=True, timeout=60
+    )
     child = int(parent.stdout.strip())
     try:
         with pytest.raises(lock.Busy) as err:

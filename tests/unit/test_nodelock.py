@@ -54,7 +54,9 @@ def test_second_run_is_refused_naming_the_holder_and_gets_it_after_release(path)
     assert not os.path.exists(path)
     b = NodeLock(LocalNode(), "DUT DUT1", path).acquire(wait=0)
     b.release()
-    assert all(c[0] in ("mkdir", "tee", "cat", "stat", "date", "touch", "rm", "mv", "rmdir") for c in a.node.calls)
+    assert all(
+        c[0] in ("mkdir", "tee", "cat", "stat", "date", "touch", "rm", "mv", "rmdir") for c in a.node.calls
+    )
 
 
 def test_heartbeat_keeps_a_live_run_past_its_lease(path):
@@ -83,7 +85,9 @@ def test_a_run_that_stopped_renewing_is_dead_after_its_lease(path):
 
 
 def test_holder_on_this_machine_whose_pid_is_gone_is_dead_at_once(path):
-    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True).stdout.strip()
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    ).stdout.strip()
     dead = me("dpgate trial")
     dead.pid = int(gone)
     a = NodeLock(LocalNode(), "DUT", path, owner=dead).acquire()

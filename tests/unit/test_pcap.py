@@ -104,7 +104,11 @@ def test_frame_length_is_size_minus_fcs(size):
 
 @pytest.mark.parametrize(
     "sip, dip, ident",
-    [("198.18.0.1", "198.19.0.1", 0), ("198.19.255.254", "198.18.0.255", 65535), ("198.18.12.34", "198.19.56.78", 70000)],
+    [
+        ("198.18.0.1", "198.19.0.1", 0),
+        ("198.19.255.254", "198.18.0.255", 65535),
+        ("198.18.12.34", "198.19.56.78", 70000),
+    ],
 )
 def test_checksums_verify_for_various_fields(sip, dip, ident):
     f = build_frame("02:01:00:00:00:00", "02:02:00:00:0c:34", sip, dip, 64, ident=ident)
@@ -278,7 +282,10 @@ def test_bidirectional_second_direction_is_reverse(topo, tmp_path):
 
 def test_pcap_file_format(tmp_path):
     path = str(tmp_path / "x.pcap")
-    pkts = [build_frame("02:00:00:00:00:01", "02:00:00:00:00:11", "198.18.0.1", "198.19.0.1", 64, i) for i in range(3)]
+    pkts = [
+        build_frame("02:00:00:00:00:01", "02:00:00:00:00:11", "198.18.0.1", "198.19.0.1", 64, i)
+        for i in range(3)
+    ]
     assert write_pcap(path, pkts) == 3
     raw = open(path, "rb").read()
     magic, vmaj, vmin, _, _, snap, link = struct.unpack("<IHHiIII", raw[:24])
@@ -299,7 +306,9 @@ def test_tcpdump_decodes_frames_with_good_checksums(topo, tmp_path):
     d = directions_for(topo, prof)[0]
     path = str(tmp_path / "imix.pcap")
     write_pcap(path, frames(prof, d))
-    out = subprocess.run(["tcpdump", "-nn", "-vv", "-e", "-r", path], capture_output=True, text=True, timeout=30)
+    out = subprocess.run(
+        ["tcpdump", "-nn", "-vv", "-e", "-r", path], capture_output=True, text=True, timeout=30
+    )
     assert out.returncode == 0, out.stderr
     lines = [ln for ln in out.stdout.splitlines() if "ethertype IPv4" in ln]
     assert len(lines) == 48

@@ -75,7 +75,10 @@ def test_password_comes_from_env_and_never_appears_in_logs_or_errors():
     logs = []
     fake = FakeSshClient(fail_connect=RuntimeError(f"Authentication failed for password {SECRET}"))
     node = SshNode(
-        Ssh(host="h", user="u", password_env="DUT_PW"), env={"DUT_PW": SECRET}, client_factory=lambda: fake, log=logs.append
+        Ssh(host="h", user="u", password_env="DUT_PW"),
+        env={"DUT_PW": SECRET},
+        client_factory=lambda: fake,
+        log=logs.append,
     )
     with pytest.raises(EnvironmentProblem) as exc:
         node.run(["true"])

@@ -62,7 +62,9 @@ def lab_run(tmp_path, name):
     for i, (tag, ndr) in enumerate(LAB.items()):
         test = f"64B-{tag}-eth-l2patch-ndrpdr"
         lat = {
-            "directions": {"0->1": {"min_us": 5, "avg_us": 6.5, "p50_us": 5, "p99_us": 8, "p99.9_us": 300, "max_us": 300}},
+            "directions": {
+                "0->1": {"min_us": 5, "avg_us": 6.5, "p50_us": 5, "p99_us": 8, "p99.9_us": 300, "max_us": 300}
+            },
             "load_pps": 0.9 * ndr,
         }
         s.update(
@@ -107,7 +109,11 @@ def test_case_names_parse_like_csit():
 
 
 def test_embedded_report_has_plots_baseline_and_reasons(tmp_path):
-    path = build_report(embedded_run(tmp_path, "cur"), str(tmp_path / "rep"), baseline=embedded_run(tmp_path, "base", scale=1.1))
+    path = build_report(
+        embedded_run(tmp_path, "cur"),
+        str(tmp_path / "rep"),
+        baseline=embedded_run(tmp_path, "base", scale=1.1),
+    )
     text, pngs = pngs_of(path)
     assert pngs == ["efficiency.png", "nf-linux-ip4.png"]
     assert "0.560" in text and text.count("-9.1 %") >= 2  # NDR and PDR vs baseline
@@ -122,7 +128,13 @@ def test_embedded_report_has_plots_baseline_and_reasons(tmp_path):
 def test_lab_report_has_speedups_tmam_and_efficiency(tmp_path):
     path = build_report(lab_run(tmp_path, "lab"), str(tmp_path / "rep"))
     text, pngs = pngs_of(path)
-    assert set(pngs) == {"efficiency.png", "nf-vpp-l2patch.png", "ht-speedup.png", "multicore-vpp-l2patch-64B.png", "tmam.png"}
+    assert set(pngs) == {
+        "efficiency.png",
+        "nf-vpp-l2patch.png",
+        "ht-speedup.png",
+        "multicore-vpp-l2patch-64B.png",
+        "tmam.png",
+    }
     assert "1.20x" in text  # HT speedup at 1 core: 13.2 / 11.0
     cells = re.sub(r"<td[^>]*>", "<td>", text)
     assert "no HT 4C</td><td>3.64x</td><td>4x</td><td>-9.1 %" in cells  # 40 / 11 vs perfect 4
@@ -156,7 +168,9 @@ def test_report_without_results_is_a_clear_error(tmp_path):
 
 
 def _artifacts() -> str:
-    d = os.environ.get("DPGATE_TEST_ARTIFACTS") or os.path.join(os.path.dirname(__file__), "..", "..", "test-artifacts")
+    d = os.environ.get("DPGATE_TEST_ARTIFACTS") or os.path.join(
+        os.path.dirname(__file__), "..", "..", "test-artifacts"
+    )
     os.makedirs(d, exist_ok=True)
     return os.path.abspath(d)
 
@@ -194,7 +208,9 @@ def _plot_blue_pixels(png: str) -> int:
     return int((np.abs(img - np.array([31, 119, 180])).sum(axis=2) < 30).sum())
 
 
-@pytest.mark.skipif(not shutil.which("chromium"), reason="Debian chromium not installed (.ci/install installs it)")
+@pytest.mark.skipif(
+    not shutil.which("chromium"), reason="Debian chromium not installed (.ci/install installs it)"
+)
 def test_report_renders_headless_with_its_plots(tmp_path):
     path = build_report(lab_run(tmp_path, "lab"), str(tmp_path / "rep"))
     shot = os.path.join(_artifacts(), "signoff-report.png")

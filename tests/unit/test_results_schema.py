@@ -15,10 +15,17 @@ TRIAL = TrialResult.from_counts(100_000, 1.0, tx_packets=100_000, rx_packets=99_
 
 def full_record(store: ResultStore, name="64B-1c-linux-ip4-ndrpdr"):
     longname = f"Embedded.Linux-Ip4.{name}"
-    store.update(longname, suite="Embedded.Linux-Ip4", name=name, status="RUNNING", started=1.0, tags=["64B", "1C"])
+    store.update(
+        longname, suite="Embedded.Linux-Ip4", name=name, status="RUNNING", started=1.0, tags=["64B", "1C"]
+    )
     store.update(
         longname,
-        metrics={"ndr_pps": 541312.0, "pdr_pps": 541312.0, "ipc": "not supported (x)", "search_complete": False},
+        metrics={
+            "ndr_pps": 541312.0,
+            "pdr_pps": 541312.0,
+            "ipc": "not supported (x)",
+            "search_complete": False,
+        },
         nf="linux-ip4",
         sut_version="Linux 6.1",
         testbed="embedded",
@@ -29,7 +36,9 @@ def full_record(store: ResultStore, name="64B-1c-linux-ip4-ndrpdr"):
         latency_note="not measured",
         samples={"mrr_pps": [1.0, 2.0]},
     )
-    store.update(longname, gates=[{"name": "ndr_min", "passed": True, "message": "NDR ok", "value": 1, "threshold": 0}])
+    store.update(
+        longname, gates=[{"name": "ndr_min", "passed": True, "message": "NDR ok", "value": 1, "threshold": 0}]
+    )
     store.update(longname, status="PASS", message="", elapsed_s=12.5)
     return store.record_path(longname)
 
@@ -114,7 +123,10 @@ def test_records_are_valid_from_their_first_write_without_a_listener(tmp_path):
     store.update("Suite.Sub.64B-1c-x-ndrpdr", metrics={"ndr_pps": 1.0})
     rec = store.update("Suite.Sub.64B-1c-x-ndrpdr", metrics={"pdr_pps": 2.0})
     assert (rec["status"], rec["name"], rec["suite"]) == ("RUNNING", "64B-1c-x-ndrpdr", "Suite.Sub")
-    assert load_record(store.record_path("Suite.Sub.64B-1c-x-ndrpdr"))["metrics"] == {"ndr_pps": 1.0, "pdr_pps": 2.0}
+    assert load_record(store.record_path("Suite.Sub.64B-1c-x-ndrpdr"))["metrics"] == {
+        "ndr_pps": 1.0,
+        "pdr_pps": 2.0,
+    }
 
 
 def test_typed_record_matches_the_schema():

@@ -111,7 +111,9 @@ def test_measure_failure_raises_with_partial_trials(profile):
 
 def test_progress_called_per_trial():
     seen = []
-    r = find_ndr_pdr(make_sut("hard").measure, 1e5, 1.5e6, progress=lambda i, load, res: seen.append((i, load, res)))
+    r = find_ndr_pdr(
+        make_sut("hard").measure, 1e5, 1.5e6, progress=lambda i, load, res: seen.append((i, load, res))
+    )
     assert [i for i, _, _ in seen] == list(range(1, r.trial_count + 1))
     assert [(load, res) for _, load, res in seen] == [(t[0], t[2]) for t in r.trials]
 
@@ -165,7 +167,13 @@ def test_latency_trials_at_fractions_of_pdr():
 
 @pytest.mark.parametrize(
     "module",
-    [dpgate.search.api, dpgate.search.latency, dpgate.search.result, dpgate.search.signoff, dpgate.search.simulated],
+    [
+        dpgate.search.api,
+        dpgate.search.latency,
+        dpgate.search.result,
+        dpgate.search.signoff,
+        dpgate.search.simulated,
+    ],
 )
 def test_doctests(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)

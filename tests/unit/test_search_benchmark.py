@@ -36,7 +36,13 @@ def test_benchmark_stall_family_row(capsys):
     assert bench.main(["--reps", "3", "--kinds", "stall-family"]) == 0
     out = capsys.readouterr().out
     rows = [line.split() for line in out.splitlines() if line.startswith("stall-family  ")]
-    assert {r[1] for r in rows} == {"per-commit", "mlr-rfc2544", "rfc2544-binary", "sign-off", "per-commit@1s"}
+    assert {r[1] for r in rows} == {
+        "per-commit",
+        "mlr-rfc2544",
+        "rfc2544-binary",
+        "sign-off",
+        "per-commit@1s",
+    }
     assert "P(60 s pass at its NDR)" in out and "oracle" in out
 
 

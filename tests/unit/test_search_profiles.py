@@ -117,12 +117,21 @@ def test_sign_off_finds_60s_ndr_on_stalls():
 
 
 def test_sign_off_respects_long_trial_budget():
-    r = find_ndr_pdr(make_sut("stalls", seed=2003).measure, MIN_RATE, MAX_RATE, profile="sign-off", max_long_trials=3)
+    r = find_ndr_pdr(
+        make_sut("stalls", seed=2003).measure, MIN_RATE, MAX_RATE, profile="sign-off", max_long_trials=3
+    )
     assert sum(1 for _, d, _ in r.trials if d == 60.0) <= 3
 
 
 def test_sign_off_trial_duration_override():
-    r = find_ndr_pdr(make_sut("hard").measure, MIN_RATE, MAX_RATE, profile="sign-off", trial_duration=30.0, probe_duration=0.5)
+    r = find_ndr_pdr(
+        make_sut("hard").measure,
+        MIN_RATE,
+        MAX_RATE,
+        profile="sign-off",
+        trial_duration=30.0,
+        probe_duration=0.5,
+    )
     assert {d for _, d, _ in r.trials} == {0.5, 30.0}
     assert r.settings["trial_duration"] == 30.0
 
@@ -141,7 +150,8 @@ def test_sut_slower_than_min_rate_gives_none(profile, overrides):
 def test_sign_off_on_bimodal_reports_the_majority_mode():
     ndr60, pdr60 = truths("bimodal")  # fast mode 70 % of trials -> P(pass) >= 0.5 at C
     results = [
-        find_ndr_pdr(make_sut("bimodal", seed=s).measure, MIN_RATE, MAX_RATE, profile="sign-off") for s in range(5001, 5011)
+        find_ndr_pdr(make_sut("bimodal", seed=s).measure, MIN_RATE, MAX_RATE, profile="sign-off")
+        for s in range(5001, 5011)
     ]
     assert sum(abs(r.ndr / ndr60 - 1) <= 0.01 for r in results) >= 8
     assert sum(abs(r.pdr / pdr60 - 1) <= 0.005 for r in results) >= 8

@@ -35,7 +35,9 @@ def test_overrides_build_a_new_object_and_the_dict_view_matches():
 
 
 def test_one_error_per_bad_key_or_value():
-    with pytest.raises(ConfigError, match=r"'probe' is not known to profile 'sign-off'; accepted: .*probe_duration"):
+    with pytest.raises(
+        ConfigError, match=r"'probe' is not known to profile 'sign-off'; accepted: .*probe_duration"
+    ):
         search_settings("sign-off", probe=2)
     with pytest.raises(ConfigError, match=r"long_step=1.5 must be in \(0, 1\)"):
         search_settings("sign-off", long_step=1.5)

@@ -51,19 +51,25 @@ def embedded(ip_tg="198.18.255.1/24", ip_sut="198.18.255.2/24"):
                 "type": "TG",
                 "namespace": "{prefix}tg",
                 "cpus": [0],
-                "interfaces": {"port0": {"name": "tg0", "mac": "02:00:00:00:00:01", "ip4": ip_tg, "link": "l1"}},
+                "interfaces": {
+                    "port0": {"name": "tg0", "mac": "02:00:00:00:00:01", "ip4": ip_tg, "link": "l1"}
+                },
             },
             "DUT1": {
                 "type": "DUT",
                 "namespace": "{prefix}sut",
                 "cpus": [1],
-                "interfaces": {"port0": {"name": "sut0", "mac": "02:00:00:00:00:11", "ip4": ip_sut, "link": "l1"}},
+                "interfaces": {
+                    "port0": {"name": "sut0", "mac": "02:00:00:00:00:11", "ip4": ip_sut, "link": "l1"}
+                },
             },
         },
     }
 
 
-@pytest.mark.parametrize("addr", ["10.0.0.1/24", "192.168.1.1/24", "8.8.8.8/24", "198.20.0.1/24", "127.0.0.1/8"])
+@pytest.mark.parametrize(
+    "addr", ["10.0.0.1/24", "192.168.1.1/24", "8.8.8.8/24", "198.20.0.1/24", "127.0.0.1/8"]
+)
 def test_embedded_refuses_addresses_outside_the_benchmarking_range(addr):
     with pytest.raises(ConfigError, match=r"198\.18\.0\.0/15"):
         topology_from_data(embedded(ip_tg=addr), source="t.yaml")

@@ -200,7 +200,9 @@ class _Stub:
             from dpgate.model.trial import TrialResult
 
             d, lost = next(seq)
-            return TrialResult.from_counts(load, dur, tx_packets=1000, rx_packets=1000 - lost, disturbance=d, details={})
+            return TrialResult.from_counts(
+                load, dur, tx_packets=1000, rx_packets=1000 - lost, disturbance=d, details={}
+            )
 
         gen._measure_once = once
         gen.seen = seen

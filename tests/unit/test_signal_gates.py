@@ -46,10 +46,14 @@ def test_a_failed_floor_on_disturbed_measurements_is_inconclusive_with_the_figur
         match=r"ndr_min inconclusive: NDR 0.212 Mpps < floor 0.325 Mpps .*"
         r"31.0 % of a TG/SUT core was used by other work \(> 10 %\)",
     ):
-        Gates().throughput_should_be_at_least(result(telemetry={"disturbance": 0.31}), parse_rate("0.325 Mpps"))
+        Gates().throughput_should_be_at_least(
+            result(telemetry={"disturbance": 0.31}), parse_rate("0.325 Mpps")
+        )
     # clean (or unmeasured) measurements fail as before; passing gates pass whatever the figure
     with pytest.raises(Failure, match=r"NDR 0.212 Mpps < floor 0.325 Mpps"):
-        Gates().throughput_should_be_at_least(result(telemetry={"disturbance": 0.04}), parse_rate("0.325 Mpps"))
+        Gates().throughput_should_be_at_least(
+            result(telemetry={"disturbance": 0.04}), parse_rate("0.325 Mpps")
+        )
     Gates().throughput_should_be_at_least(result(telemetry={"disturbance": 0.9}), parse_rate("0.2 Mpps"))
 
 
@@ -61,12 +65,16 @@ def test_cpp_at_load_gate_fails_passes_and_skips_when_unmeasured():
     with pytest.raises(SkipExecution, match="cpp_at_load not measured"):
         g.cycles_per_packet_at_load_should_be_at_most(result(), 6000)
     with pytest.raises(SkipExecution, match="cpp_at_load_max inconclusive"):
-        g.cycles_per_packet_at_load_should_be_at_most(result(telemetry={"cpp_at_load": 6600.0, "disturbance": 0.5}), 6000)
+        g.cycles_per_packet_at_load_should_be_at_most(
+            result(telemetry={"cpp_at_load": 6600.0, "disturbance": 0.5}), 6000
+        )
 
 
 def test_check_gates_reads_cpp_at_load_max_and_the_case_disturbance_threshold(tmp_path):
     p = tmp_path / "t.yaml"
-    p.write_text("nfs: {linux-ip4: {64B: {ndr_min: 0.325 Mpps, cpp_at_load_max: 6000, disturbance_max: 40%}}}")
+    p.write_text(
+        "nfs: {linux-ip4: {64B: {ndr_min: 0.325 Mpps, cpp_at_load_max: 6000, disturbance_max: 40%}}}"
+    )
     th = load_thresholds(str(p)).lookup("linux-ip4", "64B")
     assert th.cpp_at_load_max == 6000 and th.ratio("disturbance_max") == pytest.approx(0.4)
     # 31 % foreign is within this case's 40 %: the failures are the SUT's
@@ -114,4 +122,6 @@ def test_gate_cli_marks_inject_cost_as_a_robot_variable():
     assert args.inject_cost == 10.0
     with pytest.raises(SystemExit):
         build_parser().parse_args(["gate", "--inject-cost", "-5"])
-    assert os.path.exists(os.path.join(os.path.dirname(__file__), "..", "..", "resources", "embedded.resource"))
+    assert os.path.exists(
+        os.path.join(os.path.dirname(__file__), "..", "..", "resources", "embedded.resource")
+    )

@@ -27,7 +27,9 @@ MODULES = {_name(p): p for p in sorted(PKG.rglob("*.py"))}
 
 def _is_type_checking(node: ast.If) -> bool:
     t = node.test
-    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
+    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (
+        isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING"
+    )
 
 
 def _imports(name: str) -> Set[str]:
@@ -36,7 +38,12 @@ def _imports(name: str) -> Set[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     is_pkg = path.name == "__init__.py"
     out: Set[str] = set()
-    skip = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and _is_type_checking(node) for n in ast.walk(node)}
+    skip = {
+        id(n)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and _is_type_checking(node)
+        for n in ast.walk(node)
+    }
     for node in ast.walk(tree):
         if id(node) in skip:
             continue
@@ -108,7 +115,9 @@ def test_the_cycle_check_can_fail():
 
 
 def test_no_module_over_400_lines():
-    long = {m: n for m, p in MODULES.items() if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    long = {
+        m: n for m, p in MODULES.items() if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
     assert not long, long
 
 

@@ -79,7 +79,11 @@ def test_perf_malformed_is_a_clear_error(text, words):
 
 def test_perf_argv_is_a_list_on_the_sut_cpus():
     argv = perf_stat_argv([1, 3], ["cycles", "instructions"], 2)
-    assert argv[:4] == ["env", "LC_ALL=C", "perf", "stat"] and "-C" in argv and argv[argv.index("-C") + 1] == "1,3"
+    assert (
+        argv[:4] == ["env", "LC_ALL=C", "perf", "stat"]
+        and "-C" in argv
+        and argv[argv.index("-C") + 1] == "1,3"
+    )
     assert argv[-2:] == ["sleep", "2"]
 
 
@@ -104,7 +108,9 @@ def test_probe_perf_on_this_host_or_a_missing_tool():
     from dpgate.model.errors import EnvironmentProblem
 
     missing = CannedNode(
-        raises=EnvironmentProblem("required tool 'perf' not found: install it with 'apt-get install linux-perf'")
+        raises=EnvironmentProblem(
+            "required tool 'perf' not found: install it with 'apt-get install linux-perf'"
+        )
     )
     assert "install linux-perf" in probe_perf(missing).reason
     assert "install linux-perf" in probe_perf(CannedNode(127, "", "sh: 1: perf: not found")).reason
@@ -112,7 +118,10 @@ def test_probe_perf_on_this_host_or_a_missing_tool():
     pmu = CannedNode(0, "", "100,,cycles,1,100.00,,\n90,,instructions,1,100.00,,\n")
     assert probe_perf(pmu, cpus=[2, 3]) is None
     assert pmu.calls[0][:9] == ["env", "LC_ALL=C", "perf", "stat", "-x,", "-a", "-C", "2,3", "-e"]
-    assert "install linux-perf" in probe_perf(CannedNode(127, "", "env: 'perf': No such file or directory")).reason
+    assert (
+        "install linux-perf"
+        in probe_perf(CannedNode(127, "", "env: 'perf': No such file or directory")).reason
+    )
 
 
 # -- pcm-pcie ---------------------------------------------------------------------------
@@ -174,7 +183,9 @@ def test_pcm_unsupported_reason_from_this_vm():
     assert "unsupported processor" in r2.reason
 
     assert "install pcm" in probe_pcm(CannedNode(raises=FileNotFoundError("pcm-pcie"))).reason
-    assert "unsupported processor" in probe_pcm(CannedNode(1, "", fixture("pcm-pcie-vm-csv-stderr.txt"))).reason
+    assert (
+        "unsupported processor" in probe_pcm(CannedNode(1, "", fixture("pcm-pcie-vm-csv-stderr.txt"))).reason
+    )
 
 
 def test_pcm_memory_bytes_per_packet():
@@ -209,14 +220,23 @@ def test_tmam_level1_sums_to_100_percent():
 def test_tmam_missing_event_and_topdown_metrics():
     with pytest.raises(TelemetryError, match="IDQ_UOPS_NOT_DELIVERED.CORE"):
         tmam_from_events(
-            {"CPU_CLK_UNHALTED.THREAD": 1, "UOPS_RETIRED.RETIRE_SLOTS": 1, "UOPS_ISSUED.ANY": 1, "INT_MISC.RECOVERY_CYCLES": 0}
+            {
+                "CPU_CLK_UNHALTED.THREAD": 1,
+                "UOPS_RETIRED.RETIRE_SLOTS": 1,
+                "UOPS_ISSUED.ANY": 1,
+                "INT_MISC.RECOVERY_CYCLES": 0,
+            }
         )
-    t = tmam_from_topdown_metrics({"retiring": 41.2, "bad speculation": 3.1, "frontend bound": 15.6, "backend bound": 40.1})
+    t = tmam_from_topdown_metrics(
+        {"retiring": 41.2, "bad speculation": 3.1, "frontend bound": 15.6, "backend bound": 40.1}
+    )
     assert t.retiring == pytest.approx(0.412) and t.total == pytest.approx(1.0)
 
 
 def test_tmam_plot_writes_png(tmp_path):
-    t = tmam_from_topdown_metrics({"retiring": 40, "bad speculation": 5, "frontend bound": 15, "backend bound": 40})
+    t = tmam_from_topdown_metrics(
+        {"retiring": 40, "bad speculation": 5, "frontend bound": 15, "backend bound": 40}
+    )
     path = plot_tmam_bars({"64B-1c-a": t, "64B-1c-b": t}, str(tmp_path / "tmam.png"))
     with open(path, "rb") as fh:
         assert fh.read(8) == b"\x89PNG\r\n\x1a\n"
@@ -224,7 +244,9 @@ def test_tmam_plot_writes_png(tmp_path):
 
 # -- records and the collector ----------------------------------------------------------------
 def test_unsupported_record_metrics_carry_the_reason():
-    rec = TelemetryRecord.unsupported(NotSupported("perf: no PMU"), NotSupported("pcm: unsupported processor"))
+    rec = TelemetryRecord.unsupported(
+        NotSupported("perf: no PMU"), NotSupported("pcm: unsupported processor")
+    )
     m = rec.to_metrics()
     assert m["ipc"] == "not supported (perf: no PMU)"
     assert m["ddio_miss_rate_itom"] == "not supported (pcm: unsupported processor)"

@@ -94,7 +94,11 @@ def pmu_host(topdown="metric", toplev=False):
                     if topdown == "raw"
                     else (129, "", fixture("perf-stat-vm-raw-tmam-events.txt"))
                 )
-            return 0, "", fixture("perf-stat-skx-raw-tmam.csv") if "sleep" in argv and argv[-1] != "0.01" else PERF_OK
+            return (
+                0,
+                "",
+                fixture("perf-stat-skx-raw-tmam.csv") if "sleep" in argv and argv[-1] != "0.01" else PERF_OK,
+            )
         if tool == "which":
             return (0, "/opt/pmu-tools/toplev\n", "") if toplev else (1, "", "")
         if tool == "cat":
@@ -160,7 +164,9 @@ def test_metric_group_host_builds_the_argv_and_derives_everything():
         v[k] for k in ("tmam_retiring", "tmam_bad_speculation", "tmam_frontend_bound", "tmam_backend_bound")
     ) == pytest.approx(1.0, abs=0.002)
     # pcm-pcie counted over the 2 s window: per-second rates / 29.8 Mpps
-    assert v["ddio_miss_rate_itom"] == 0.0 and v["ddio_miss_rate_drd"] == pytest.approx((6552 + 11064) / (204e6 + 132e3))
+    assert v["ddio_miss_rate_itom"] == 0.0 and v["ddio_miss_rate_drd"] == pytest.approx(
+        (6552 + 11064) / (204e6 + 132e3)
+    )
     assert v["pcie_rd_bytes_per_packet"] == pytest.approx(1.5 * 64)
     assert v["wil_per_packet"] == pytest.approx(2 / 32)
     assert isinstance(v["ddio_miss_rate_itomcachenear"], NotSupported)  # not on Skylake-SP
@@ -194,7 +200,9 @@ def test_legacy_topdown_then_raw_events_then_toplev_order():
     argv = raw.commands(2)["perf"]
     assert argv[argv.index("-e") + 1] == ",".join(PERF_EVENTS + TMAM_RAW_EVENTS) and "-M" not in argv
     v = raw.measure(2, 1e6).values
-    assert (v["tmam_retiring"], v["tmam_bad_speculation"], v["tmam_frontend_bound"]) == pytest.approx((0.4, 0.095, 0.1))
+    assert (v["tmam_retiring"], v["tmam_bad_speculation"], v["tmam_frontend_bound"]) == pytest.approx(
+        (0.4, 0.095, 0.1)
+    )
 
     node = pmu_host("none", toplev=True)
     tl = TelemetryCollector([2, 3], node)
@@ -223,7 +231,9 @@ def test_legacy_topdown_then_raw_events_then_toplev_order():
 def test_no_tmam_method_says_what_was_tried():
     c = TelemetryCollector([2], pmu_host("none"))
     reason = c.plan().tmam
-    assert "Cannot find metric or group" in reason.reason and "System does not support topdown" in reason.reason
+    assert (
+        "Cannot find metric or group" in reason.reason and "System does not support topdown" in reason.reason
+    )
     assert "toplev: not installed" in reason.reason and "event syntax error" in reason.reason
     v = c.measure(1, 1e6).values
     assert v["tmam_retiring"] is reason and isinstance(v["ipc"], float)
@@ -246,7 +256,11 @@ def test_vm_host_runs_no_capture_and_reports_each_tools_reason():
 def test_pcm_failing_during_the_window_marks_only_its_values():
     def script(argv):
         if argv[0] == "pcm-pcie" and "-B" in argv:
-            return 1, "", "Access to Intel(r) Performance Counter Monitor has denied (no MSR or PCI CFG space access)."
+            return (
+                1,
+                "",
+                "Access to Intel(r) Performance Counter Monitor has denied (no MSR or PCI CFG space access).",
+            )
         if argv[0] == "pcm-memory" and "-nc" in argv:
             return 0, fixture("pcm-memory-skx-csv.csv")[:120], ""  # cut short
         return pmu_host("metric").script(argv)
@@ -305,11 +319,15 @@ class ScriptedSshClient:
 
 def test_collector_over_ssh_on_a_lab_dut():
     inner = pmu_host("metric")
-    fake = ScriptedSshClient(lambda argv: inner.script(without_c_locale(argv[2:] if argv[:2] == ["sudo", "-n"] else argv)))
+    fake = ScriptedSshClient(
+        lambda argv: inner.script(without_c_locale(argv[2:] if argv[:2] == ["sudo", "-n"] else argv))
+    )
     node = SshNode(Ssh(host="192.0.2.10", user="lab", sudo=True), client_factory=lambda: fake, env={})
     c = TelemetryCollector([4, 5], node)
     rec = c.measure(2.0, 2 * 29.8e6)
-    assert rec.values["ipc"] == pytest.approx(2.5, rel=1e-4) and rec.values["pcie_rd_bytes_per_packet"] == pytest.approx(96.0)
+    assert rec.values["ipc"] == pytest.approx(2.5, rel=1e-4) and rec.values[
+        "pcie_rd_bytes_per_packet"
+    ] == pytest.approx(96.0)
     sent = [shlex.split(cmd) for cmd in fake.commands]
     assert ["sudo", "-n", "pcm-pcie", "-csv", "-e", "-B", "-i=1", "2"] in sent
     perf = next(a for a in sent if "perf" in a and "TopdownL1" in a and a[-1] == "2")

@@ -75,10 +75,15 @@ def test_icelake_event_set_has_no_rfo_and_itomcachenear_has_a_split():
     for name in ("pcm-pcie-icx-table-e.txt", "pcm-pcie-icx-csv-e-B.csv"):
         s = parse_pcie(fixture(name))
         assert s.events == ("PCIRdCur", "ItoM", "ItoMCacheNear", "UCRdF", "WiL")
-        assert s.miss_rate("ItoM") == pytest.approx(0.04) and s.miss_rate("ItoMCacheNear") == pytest.approx(0.04)
+        assert s.miss_rate("ItoM") == pytest.approx(0.04) and s.miss_rate("ItoMCacheNear") == pytest.approx(
+            0.04
+        )
         assert s.hit("WiL") == 0 and s.miss("WiL") == s.total("WiL")  # MMIO: pcm counts misses only
         pp = pcie_per_packet(s, 10e6)
-        assert isinstance(pp["ddio_miss_rate_rfo"], NotSupported) and "no RFO event" in pp["ddio_miss_rate_rfo"].reason
+        assert (
+            isinstance(pp["ddio_miss_rate_rfo"], NotSupported)
+            and "no RFO event" in pp["ddio_miss_rate_rfo"].reason
+        )
         assert pp["wil_per_packet"] == pytest.approx(625_000 / 10e6)
         # writes = ItoM + ItoMCacheNear lines (WhitleyPlatform::getWriteBw)
         assert pp["pcie_wr_bytes_per_packet"] == pytest.approx((10e6 + 2.5e6) * 64 / 10e6)
@@ -108,7 +113,11 @@ def test_csv_without_e_has_totals_only_and_says_so():
     [
         ("pcm-pcie-skx-csv-e-B.csv", lambda t: t[: t.index("0,89400000")], "header but no socket rows"),
         ("pcm-pcie-skx-csv-e-B.csv", lambda t: t[: t.rindex(",0(Hit)")], "truncated"),
-        ("pcm-pcie-skx-table-e-B.txt", lambda t: t[: t.index("6552")], "line 3: 3 values for 9 columns.*truncated"),
+        (
+            "pcm-pcie-skx-table-e-B.txt",
+            lambda t: t[: t.index("6552")],
+            "line 3: 3 values for 9 columns.*truncated",
+        ),
         ("pcm-pcie-vm-csv-stdout.txt", lambda t: t, "no 'Skt' header"),
     ],
 )
@@ -120,7 +129,9 @@ def test_truncated_pcie_outputs_are_clear_errors(name, cut, words):
 def test_pcm_reasons_from_this_vm_csv_runs():
     r = reason_from_output(fixture("pcm-pcie-vm-csv-stdout.txt") + fixture("pcm-pcie-vm-csv-stderr.txt"), 1)
     assert "unsupported processor" in r.reason
-    assert "unsupported processor" in reason_from_output(fixture("pcm-memory-vm-csv-unsupported.txt"), 1).reason
+    assert (
+        "unsupported processor" in reason_from_output(fixture("pcm-memory-vm-csv-unsupported.txt"), 1).reason
+    )
     assert reason_from_output("Skt,ItoM\n0,1\n", 0) is None
     assert "exited with code 3: boom" in reason_from_output("boom\n", 3).reason
 
@@ -154,7 +165,10 @@ def test_pcm_memory_table_nodes_and_hbm_layout():
         ("Date,Time,Mem Read (MB/s),Mem Write (MB/s)\n2024-1-1,1:2:3,1,2\n", "first header row"),
         (",,SKT0,SKT0\nDate,Time,Mem Read (MB/s),Mem Write (MB/s)\n", "no data rows"),
         (",,SKT0,SKT0\nDate,Time,Mem Read (MB/s),Mem Write (MB/s)\n2024-1-1,1:2:3,12.5\n", "truncated"),
-        (",,SKT0,SKT0\nDate,Time,Mem Read (MB/s),Mem Write (MB/s)\n2024-1-1,1:2:3,x,1\n", "'x' is not a number"),
+        (
+            ",,SKT0,SKT0\nDate,Time,Mem Read (MB/s),Mem Write (MB/s)\n2024-1-1,1:2:3,x,1\n",
+            "'x' is not a number",
+        ),
         ("|-- NODE 0 Mem Read (MB/s) :  1200.00 --|\n", "Read without Write .* 0"),
     ],
 )
@@ -174,7 +188,9 @@ def test_perf_metric_group_topdownl1_csv():
     s = parse_perf_stat(fixture("perf-stat-icx-metric-topdownl1.csv"))
     assert s.metrics["%  tma_bad_speculation"] == 3.1  # from a continuation line
     t = tmam_from_perf_metrics(s.metrics)
-    assert (t.retiring, t.bad_speculation, t.frontend_bound, t.backend_bound) == pytest.approx((0.412, 0.031, 0.156, 0.401))
+    assert (t.retiring, t.bad_speculation, t.frontend_bound, t.backend_bound) == pytest.approx(
+        (0.412, 0.031, 0.156, 0.401)
+    )
     assert t.total == pytest.approx(1.0, abs=0.002)
     d = derive(s, packets=20e6)
     assert d["ipc"] == pytest.approx(2.5, rel=1e-4) and d["cache_misses_per_packet"] == pytest.approx(0.065)
@@ -224,13 +240,17 @@ def test_perf_aggregation_prefixes_and_interval_continuations():
 
 def test_tmam_sum_check_and_percent_or_ratio():
     with pytest.raises(TelemetryError, match="add up to 90.0 %"):
-        tmam_from_topdown_metrics({"Retiring": 40, "Bad_Speculation": 5, "Frontend_Bound": 15, "Backend_Bound": 30})
+        tmam_from_topdown_metrics(
+            {"Retiring": 40, "Bad_Speculation": 5, "Frontend_Bound": 15, "Backend_Bound": 30}
+        )
     r = tmam_from_topdown_metrics(
         {"Retiring": 0.4, "Bad_Speculation": 0.05, "Frontend_Bound": 0.15, "Backend_Bound": 0.4}
     )  # old metric JSON: ratios
     assert r.retiring == 0.4 and r.total == pytest.approx(1.0)
     small = tmam_checked(
-        {"retiring": 0.5, "bad_speculation": 0.3, "frontend_bound": 0.2, "backend_bound": 99.0}, "x", percent=True
+        {"retiring": 0.5, "bad_speculation": 0.3, "frontend_bound": 0.2, "backend_bound": 99.0},
+        "x",
+        percent=True,
     )  # 0.5 % is not a ratio of 0.5
     assert small.retiring == pytest.approx(0.005)
 
@@ -264,7 +284,10 @@ def test_toplev_interval_summary_rows_win():
         (lambda t: "", "empty"),
         (lambda t: t.split("\n", 1)[1], "no header row with 'Area'"),
         (lambda t: t[: t.index("S0-C2,Backend_Bound")], "lacks TMAM level-1 retiring, backend_bound"),
-        (lambda t: t[: t.index("S0-C2,Bad_Speculation") + len("S0-C2,Bad_Spec")], "shorter than its header .truncated"),
+        (
+            lambda t: t[: t.index("S0-C2,Bad_Speculation") + len("S0-C2,Bad_Spec")],
+            "shorter than its header .truncated",
+        ),
         (lambda t: t.replace("15.63", "n/a"), "'n/a' is not a number"),
     ],
 )

@@ -17,7 +17,25 @@ from dpgate.telemetry.perf import parse_perf_stat
 from dpgate.telemetry.tmam import parse_toplev_csv
 
 HERE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "telemetry")
-INSERTS = [",", ";", "#", " ", "nan", "%", "<not counted>", "\n", "(", "1e5", "-", "{", "}", '"', " K", "|", "(Miss)"]
+INSERTS = [
+    ",",
+    ";",
+    "#",
+    " ",
+    "nan",
+    "%",
+    "<not counted>",
+    "\n",
+    "(",
+    "1e5",
+    "-",
+    "{",
+    "}",
+    '"',
+    " K",
+    "|",
+    "(Miss)",
+]
 
 
 def mutations(base, count, seed):
@@ -53,7 +71,12 @@ def _pcie(text):
     return [s.miss_rate(e) for e in s.events] if s.has_split else s.events
 
 
-PARSERS = [("perf-stat-*", _perf), ("pcm-pcie-*", _pcie), ("pcm-memory-*", parse_memory), ("toplev-*", parse_toplev_csv)]
+PARSERS = [
+    ("perf-stat-*", _perf),
+    ("pcm-pcie-*", _pcie),
+    ("pcm-memory-*", parse_memory),
+    ("toplev-*", parse_toplev_csv),
+]
 
 
 @pytest.mark.parametrize("pattern, parse", PARSERS, ids=[p for p, _ in PARSERS])

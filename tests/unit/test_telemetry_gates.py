@@ -153,6 +153,7 @@ def test_report_rows_for_the_lead():
     pdr = report_rows([{"name": "x", "metrics": {"ipc_pdr": 1.5, "cpp_pdr": 90.0}}], suffix="_pdr")
     assert pdr[0].ipc == 1.5 and pdr[0].cpp == 90.0
     vm_pdr = report_rows(
-        [{"name": "y", "metrics": {"telemetry_pdr": "not supported (same reasons as the NDR values)"}}], suffix="_pdr"
+        [{"name": "y", "metrics": {"telemetry_pdr": "not supported (same reasons as the NDR values)"}}],
+        suffix="_pdr",
     )[0]
     assert vm_pdr.ipc is None and vm_pdr.reasons["tmam_retiring"].startswith("not supported (same reasons")

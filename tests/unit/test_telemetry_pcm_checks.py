@@ -75,7 +75,9 @@ def test_pcie_wrapped_counters_are_refused(text):
 
 def test_toplev_public_csv_and_range_checks():
     t = parse_toplev_csv(fixture("toplev-pmt-public.csv"))
-    assert (t.frontend_bound, t.bad_speculation, t.backend_bound, t.retiring) == pytest.approx((0.284, 0, 0.217, 0.499))
+    assert (t.frontend_bound, t.bad_speculation, t.backend_bound, t.retiring) == pytest.approx(
+        (0.284, 0, 0.217, 0.499)
+    )
     head = "Area,Value,Unit,Description,Sample,Stddev,Multiplex,Bottleneck,Idle\n"
     rows = (
         "Frontend_Bound,{},% Slots,,,0,3,,\nBad_Speculation,0,% Slots,,,0,3,,\n"

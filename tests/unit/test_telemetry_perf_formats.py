@@ -71,7 +71,8 @@ def test_csv_4x_per_cpu_semicolon_separator_and_padding():
     assert s.format == "csv"
     assert s.count("LLC-load-misses") == 80288 + 56689 + 91863 + 106638 + 134118 + 79837  # CPU2..7 summed
     assert (
-        s.count("dTLB-loads") == sum((12105259, 12264999, 7955745, 6283968, 13540296, 8901754, 15059405, 12781753))
+        s.count("dTLB-loads")
+        == sum((12105259, 12264999, 7955745, 6283968, 13540296, 8901754, 15059405, 12781753))
         and s.running["L1-icache-load-misses"] == 30.69
     )
     assert parse_perf_stat(fixture("perf-stat-4.x-per-cpu-semicolon.csv"), sep=";").counts == s.counts
@@ -186,8 +187,14 @@ def test_human_metric_only_header_wider_than_its_columns():
         ('{"counter-value" : "lots", "event" : "cycles"}\n', "line 1: counter-value 'lots' is not a number"),
         ("0,51,msec,task-clock,505872,100.00,0,101,CPUs utilized\n", "line 1: a decimal comma.*LC_ALL=C"),
         ("1200,,cycles,1000,100.00,,\nGARBAGE 12 34\n", "line 2"),
-        ("1200,,cycles,1000,100.00,,\n3000,,instructions,1000,100.00,2.5,insn per cycle,extra,more\n", "line 2"),
-        ("1.000000001,1200,,cycles,1000,100.00,,\n3000,,instructions,1000,100.00,,\n", "line 2: no -I timestamp"),
+        (
+            "1200,,cycles,1000,100.00,,\n3000,,instructions,1000,100.00,2.5,insn per cycle,extra,more\n",
+            "line 2",
+        ),
+        (
+            "1.000000001,1200,,cycles,1000,100.00,,\n3000,,instructions,1000,100.00,,\n",
+            "line 2: no -I timestamp",
+        ),
         ("        2,000      cycles   junk junk  # 1.0 GHz\n", "line 1"),
     ],
 )

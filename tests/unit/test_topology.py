@@ -48,7 +48,13 @@ def lab_data():
                         "speed": "25Gbps",
                         "numa": 0,
                     },
-                    "port1": {"name": "ens1f1", "mac": "3c:fd:fe:00:00:02", "link": "l2", "pci": "18:00.1", "speed": "25Gbps"},
+                    "port1": {
+                        "name": "ens1f1",
+                        "mac": "3c:fd:fe:00:00:02",
+                        "link": "l2",
+                        "pci": "18:00.1",
+                        "speed": "25Gbps",
+                    },
                 },
             },
             "DUT1": {
@@ -57,7 +63,12 @@ def lab_data():
                 "cpus": [2],
                 "cpu_freq": {"source": "declared", "hz": 2.5e9},
                 "interfaces": {
-                    "port0": {"name": "ens2f0", "mac": "3c:fd:fe:00:01:01", "link": "l1", "ip4": "10.10.0.1/24"},
+                    "port0": {
+                        "name": "ens2f0",
+                        "mac": "3c:fd:fe:00:01:01",
+                        "link": "l1",
+                        "ip4": "10.10.0.1/24",
+                    },
                     "port1": {"name": "ens2f1", "mac": "3c:fd:fe:00:01:02", "link": "l2"},
                 },
             },
@@ -155,7 +166,9 @@ def test_top_level_not_a_mapping():
     assert err.path == "(top)"
 
 
-@pytest.mark.parametrize("mac", ["02:00:00:00:00", "02-00-00-00-00-01", "zz:00:00:00:00:01", "0200.0000.0001", ""])
+@pytest.mark.parametrize(
+    "mac", ["02:00:00:00:00", "02-00-00-00-00-01", "zz:00:00:00:00:01", "0200.0000.0001", ""]
+)
 def test_bad_mac(data, mac):
     data["nodes"]["TG"]["interfaces"]["port1"]["mac"] = mac
     err = load_err(data)
@@ -208,7 +221,13 @@ def test_overlapping_cpu_lists(data):
 
 
 @pytest.mark.parametrize(
-    "cpus, needle", [("0", "expected a list"), ([-1], ">= 0"), (["a"], "expected an integer"), ([1.5], "expected an integer")]
+    "cpus, needle",
+    [
+        ("0", "expected a list"),
+        ([-1], ">= 0"),
+        (["a"], "expected an integer"),
+        ([1.5], "expected an integer"),
+    ],
 )
 def test_bad_cpus(data, cpus, needle):
     data["nodes"]["TG"]["cpus"] = cpus
@@ -238,7 +257,11 @@ def test_link_with_one_end(data):
 
 
 def test_link_with_three_ends(data):
-    data["nodes"]["DUT1"]["interfaces"]["port2"] = {"name": "sut2", "mac": "02:00:00:00:00:13", "link": "link1"}
+    data["nodes"]["DUT1"]["interfaces"]["port2"] = {
+        "name": "sut2",
+        "mac": "02:00:00:00:00:13",
+        "link": "link1",
+    }
     err = load_err(data)
     assert "'link1'" in err.reason and "found 3" in err.reason
 
@@ -266,28 +289,48 @@ def test_unknown_key(data, where, key, path):
     "mutate, path, needle",
     [
         (lambda d: d.__setitem__("kind", "cloud"), "kind", "expected one of 'embedded'"),
-        (lambda d: d["nodes"]["TG"].__setitem__("type", "tg"), "nodes.TG.type", "expected one of 'TG', 'DUT'"),
+        (
+            lambda d: d["nodes"]["TG"].__setitem__("type", "tg"),
+            "nodes.TG.type",
+            "expected one of 'TG', 'DUT'",
+        ),
         (lambda d: d["nodes"]["TG"].__setitem__("generator", "pktgen"), "nodes.TG.generator", "'tcpreplay'"),
         (
             lambda d: d["nodes"]["TG"]["interfaces"]["port0"].__setitem__("name", "a-very-long-ifname0"),
             "nodes.TG.interfaces.port0.name",
             "1..15 characters",
         ),
-        (lambda d: d["nodes"]["DUT1"].__setitem__("cpu_freq", {"source": "declared"}), "nodes.DUT1.cpu_freq.hz", "hz is missing"),
-        (lambda d: d["nodes"]["DUT1"].__setitem__("cpu_freq", {"source": "declared", "hz": -1}), "nodes.DUT1.cpu_freq.hz", "> 0"),
+        (
+            lambda d: d["nodes"]["DUT1"].__setitem__("cpu_freq", {"source": "declared"}),
+            "nodes.DUT1.cpu_freq.hz",
+            "hz is missing",
+        ),
+        (
+            lambda d: d["nodes"]["DUT1"].__setitem__("cpu_freq", {"source": "declared", "hz": -1}),
+            "nodes.DUT1.cpu_freq.hz",
+            "> 0",
+        ),
         (
             lambda d: d["nodes"]["DUT1"].__setitem__("cpu_freq", {"source": "guessed"}),
             "nodes.DUT1.cpu_freq.source",
             "'declared', 'detected'",
         ),
-        (lambda d: d["nodes"]["DUT1"].__setitem__("type", "TG"), "nodes", "exactly one node of type TG, found 2"),
+        (
+            lambda d: d["nodes"]["DUT1"].__setitem__("type", "TG"),
+            "nodes",
+            "exactly one node of type TG, found 2",
+        ),
         (lambda d: d["nodes"].pop("DUT1"), "nodes", "at least one node of type DUT"),
         (
             lambda d: d["nodes"]["TG"]["interfaces"]["port0"].__setitem__("mac", 2),
             "nodes.TG.interfaces.port0.mac",
             "expected a MAC",
         ),
-        (lambda d: d["nodes"]["TG"].__setitem__("interfaces", None), "nodes.TG.interfaces", "expected a mapping"),
+        (
+            lambda d: d["nodes"]["TG"].__setitem__("interfaces", None),
+            "nodes.TG.interfaces",
+            "expected a mapping",
+        ),
         (lambda d: d.__setitem__("prefix", ["a-"]), "prefix", "expected a string"),
     ],
 )

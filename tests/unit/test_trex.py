@@ -15,7 +15,13 @@ TOPO = "topologies/lab-2node.example.yaml"
 def gen(client, kind="ip4", size=64, bidir=False, **kw):
     topo = load_topology(TOPO)
     return TrexGenerator(
-        topo, make_profile(kind, size, bidirectional=bidir), client=client, api=fake_api(), settle_s=0.0, rx_delay_ms=0, **kw
+        topo,
+        make_profile(kind, size, bidirectional=bidir),
+        client=client,
+        api=fake_api(),
+        settle_s=0.0,
+        rx_delay_ms=0,
+        **kw,
     )
 
 
@@ -94,10 +100,18 @@ def test_ip4_imix_streams_weights_and_checksum_fix():
 @pytest.mark.parametrize(
     "text, cls, words",
     [
-        ("*** [RPC] - Failed to get server response from tcp://10.0.0.9:4501", EnvironmentProblem, "unreachable"),
+        (
+            "*** [RPC] - Failed to get server response from tcp://10.0.0.9:4501",
+            EnvironmentProblem,
+            "unreachable",
+        ),
         ("Port 0 : *** port is already taken by 'alice'", EnvironmentProblem, "port 0 is held by 'alice'"),
         ("port(s) [0]: must be acquired", EnvironmentProblem, "port busy"),
-        ("port(s) [1]: link is DOWN - check the connection or specify 'force'", EnvironmentProblem, "link down"),
+        (
+            "port(s) [1]: link is DOWN - check the connection or specify 'force'",
+            EnvironmentProblem,
+            "link down",
+        ),
         ("Mismatch between client and server versions", EnvironmentProblem, "API mismatch"),
         ("something else", TrialError, "TRex error"),
     ],
@@ -192,7 +206,11 @@ def test_the_fake_refuses_an_unsigned_add_val_like_the_server():
         (),
         {
             "mode": ("STLTXCont", (), {"pps": 1}),
-            "packet": ("STLPktBuilder", (), {"vm": ("STLScVmRaw", [("STLVmWrFlowVar", (), {"add_val": 3323068417})])}),
+            "packet": (
+                "STLPktBuilder",
+                (),
+                {"vm": ("STLScVmRaw", [("STLVmWrFlowVar", (), {"add_val": 3323068417})])},
+            ),
         },
     )
     with pytest.raises(RuntimeError, match="'add_value' is 'uint', expecting 'int'"):
@@ -210,7 +228,12 @@ def test_frames_coming_back_on_the_sending_port_are_lost_not_delivered():
 
 def test_rx_delay_is_asked_only_with_flow_stat_streams():
     g = TrexGenerator(
-        load_topology(TOPO), make_profile("ip4", 64), client=FakeTrexClient(), api=fake_api(), settle_s=0.0, rx_delay_ms=100
+        load_topology(TOPO),
+        make_profile("ip4", 64),
+        client=FakeTrexClient(),
+        api=fake_api(),
+        settle_s=0.0,
+        rx_delay_ms=100,
     )
     g.measure(1e5, 1.0)
     assert dict(next(k for n, k in g.client.calls if n == "wait_on_traffic"))["rx_delay_ms"] is None
@@ -278,8 +301,16 @@ def test_a_dead_server_ends_the_trial_and_the_session_without_talking_to_it():
 
     c = FakeTrexClient(stretch_s=5.0)  # traffic "active" until the death is noticed
     g = TrexGenerator(
-        load_topology(TOPO), make_profile("ip4", 64), client=c, api=fake_api(), settle_s=0.0, rx_delay_ms=0, trex_server=Dead()
+        load_topology(TOPO),
+        make_profile("ip4", 64),
+        client=c,
+        api=fake_api(),
+        settle_s=0.0,
+        rx_delay_ms=0,
+        trex_server=Dead(),
     )
-    with pytest.raises(TrialError, match=r"TRex server 10.30.51.20 died during the trial at 100000 pps \(pid 7 killed"):
+    with pytest.raises(
+        TrialError, match=r"TRex server 10.30.51.20 died during the trial at 100000 pps \(pid 7 killed"
+    ):
         g.measure(1e5, 1.0)
     assert ("disconnect", {"stop_traffic": False, "release_ports": False}) in c.calls and not g.connected

@@ -16,7 +16,10 @@ from dpgate.traffic.trex.driver import explain_trex_error
         ("Mismatch between client and server versions", "API mismatch"),
         ("*** [RPC] - Failed to get server response from tcp://10.0.0.1:4501", "unreachable"),
         ("start - port is not owned", "port busy"),
-        ("Port 0 : *** port is already taken by 'bob'\nPort 1 : *** port is already taken by 'bob'", "held by 'bob'"),
+        (
+            "Port 0 : *** port is already taken by 'bob'\nPort 1 : *** port is already taken by 'bob'",
+            "held by 'bob'",
+        ),
         ("port(s) [0]: link is DOWN - check the connection or specify 'force'", "link down"),
     ],
 )

@@ -23,7 +23,10 @@ def _hdrh():
 
 def latency_stats(**errors):
     """TRex-shaped ``stats["latency"]`` for pg_ids 1 and 2 (min 5, avg 6.5, max 300 us, hdrh)."""
-    lat = {"latency": {"total_min": 5, "average": 6.5, "total_max": 300, "hdrh": _hdrh()}, "err_cntrs": {"dropped": 0, **errors}}
+    lat = {
+        "latency": {"total_min": 5, "average": 6.5, "total_max": 300, "hdrh": _hdrh()},
+        "err_cntrs": {"dropped": 0, **errors},
+    }
     return {1: lat, 2: lat}
 
 

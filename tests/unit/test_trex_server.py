@@ -64,7 +64,9 @@ def test_argv_is_a_list_in_the_namespace_with_hdrh():
 
 
 def test_missing_trex_says_how_to_provide_it(tmp_path):
-    with pytest.raises(EnvironmentProblem, match=r"TRex not found at .*: set DPGATE_TREX=<dir> or run .ci/install"):
+    with pytest.raises(
+        EnvironmentProblem, match=r"TRex not found at .*: set DPGATE_TREX=<dir> or run .ci/install"
+    ):
         trex_dir({"DPGATE_TREX": str(tmp_path)})
     (tmp_path / "trex-sw-server").write_text("#!/bin/sh\n")
     assert trex_dir({"DPGATE_TREX": str(tmp_path)}) == tmp_path

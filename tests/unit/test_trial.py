@@ -64,7 +64,15 @@ def test_from_counts_basic():
         (20_000, 2.0, 40_000, 40_000, 40_000, 0, 0),  # clean
         (20_000, 2.0, 40_000, 39_990, 40_000, 10, 0),  # SUT loss only
         (2e6, 1.0, 757_301, 757_301, 2_000_000, 1_242_699, 1_242_699),  # generator/back-pressure shortfall
-        (2e6, 1.0, 401_904, 110_481, 2_000_000, 1_889_519, 1_598_096),  # both (recorded ovs-xconnect overload)
+        (
+            2e6,
+            1.0,
+            401_904,
+            110_481,
+            2_000_000,
+            1_889_519,
+            1_598_096,
+        ),  # both (recorded ovs-xconnect overload)
         (333.3, 3.0, 1000, 1000, 1000, 0, 0),  # rounding of rate x duration: 999.9 -> 1000
         (1_000, 0.5, 500, 501, 500, 0, 0),  # a stray extra frame never makes negative loss
         (1_000, 1.0, 1_200, 1_000, 1_000, 0, 0),  # tx above intended: no negative shortfall

@@ -159,7 +159,9 @@ def test_format_pps():
     assert format_pps(50_000, digits=2) == "0.05 Mpps"
 
 
-@pytest.mark.parametrize("text, bps", [("10Gbps", 10e9), ("25 Gbps", 25e9), ("100M", 100e6), ("1e9", 1e9), ("10Gb/s", 10e9)])
+@pytest.mark.parametrize(
+    "text, bps", [("10Gbps", 10e9), ("25 Gbps", 25e9), ("100M", 100e6), ("1e9", 1e9), ("10Gb/s", 10e9)]
+)
 def test_parse_bps(text, bps):
     assert parse_bps(text) == pytest.approx(bps)
 

@@ -134,7 +134,9 @@ class FakeTrexClient:
         self._rec("acquire", ports=ports, force=force)
         taken = [p for p in ports if p in self.holders and p not in self.acquired and not force]
         if taken:
-            raise RuntimeError("\n".join(f"Port {p} : *** port is already taken by '{self.holders[p]}'" for p in taken))
+            raise RuntimeError(
+                "\n".join(f"Port {p} : *** port is already taken by '{self.holders[p]}'" for p in taken)
+            )
         self.acquired.update(ports)
         self.holders.update({p: self.username for p in ports})
 
@@ -170,7 +172,9 @@ class FakeTrexClient:
         facts = [_stream_facts(s) for s in streams]
         for f in facts:
             if any(not -(2**31) <= v < 2**31 for v in f["add_vals"]):
-                raise RuntimeError(f"Port {ports[0]} : *** error at offset: 719 - 'add_value' is 'uint', expecting 'int'")
+                raise RuntimeError(
+                    f"Port {ports[0]} : *** error at offset: 719 - 'add_value' is 'uint', expecting 'int'"
+                )
         for p in ports:
             self.streams[p] = self.streams.get(p, []) + facts
 
@@ -239,7 +243,11 @@ class FakeTrexClient:
     def disconnect(self, stop_traffic=True, release_ports=True):
         self._rec(
             "disconnect",
-            **({} if stop_traffic and release_ports else {"stop_traffic": stop_traffic, "release_ports": release_ports}),
+            **(
+                {}
+                if stop_traffic and release_ports
+                else {"stop_traffic": stop_traffic, "release_ports": release_ports}
+            ),
         )
         for p in self.acquired:  # the real disconnect releases the ports it holds
             if self.holders.get(p) == self.username:

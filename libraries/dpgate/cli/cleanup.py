@@ -16,7 +16,9 @@ from dpgate.testbeds.embedded.testbed import check_environment, cleanup_prefix
 def add_parser(sub) -> None:
     c = sub.add_parser("cleanup", help="remove namespaces/processes left by a killed run")
     c.add_argument("--prefix", default="dpg")
-    c.add_argument("--force", action="store_true", help="also remove testbeds a live run owns (that run will fail)")
+    c.add_argument(
+        "--force", action="store_true", help="also remove testbeds a live run owns (that run will fail)"
+    )
     c.set_defaults(func=cmd_cleanup)
 
 

@@ -21,7 +21,10 @@ def add_parser(sub) -> None:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     if not os.path.isdir(os.path.join(args.outdir, "dpgate", "tests")):
-        raise ConfigError(f"{args.outdir!r} has no dpgate/tests/ results: pass the --outdir of a dpgate gate run", path="outdir")
+        raise ConfigError(
+            f"{args.outdir!r} has no dpgate/tests/ results: pass the --outdir of a dpgate gate run",
+            path="outdir",
+        )
     verdicts = compare(args.outdir, args.history, args.min_change / 100.0)
     for v in verdicts:
         print(v.line())

@@ -56,28 +56,40 @@ PROFILES = ("per-commit", "sign-off", "rfc2544-binary")
 
 def add_parser(sub) -> None:
     g = sub.add_parser("gate", help="run the gate suites and exit non-zero iff a gate failed")
-    g.add_argument("suites", nargs="*", default=["suites/embedded"], help="suite files/dirs (default suites/embedded)")
+    g.add_argument(
+        "suites", nargs="*", default=["suites/embedded"], help="suite files/dirs (default suites/embedded)"
+    )
     g.add_argument("--outdir", default="results", help="output directory (default results/)")
     g.add_argument("--profile", default="per-commit", choices=PROFILES, help="search profile")
     g.add_argument("--thresholds", default=None, help="thresholds file (default variables/embedded.yaml)")
     g.add_argument("--topology", default=None, help="topology file (default topologies/embedded.yaml)")
-    g.add_argument("--prefix", default=None, help="namespace prefix of the embedded testbed or lab on one machine")
+    g.add_argument(
+        "--prefix", default=None, help="namespace prefix of the embedded testbed or lab on one machine"
+    )
     g.add_argument("--telemetry-policy", default="skip", choices=("skip", "fail"))
     g.add_argument("--include", action="append", default=[], help="only tests with this tag (repeatable)")
     g.add_argument("--exclude", action="append", default=[], help="skip tests with this tag (repeatable)")
     g.add_argument("--variable", action="append", default=[], help="extra Robot variable NAME:VALUE")
     g.add_argument("--junit", default=None, help="JUnit path (default <outdir>/junit.xml)")
-    g.add_argument("--history", default=None, help="history store for the regression check (default <outdir>/history)")
+    g.add_argument(
+        "--history", default=None, help="history store for the regression check (default <outdir>/history)"
+    )
     g.add_argument("--no-history", action="store_true", help="no regression check against history")
-    g.add_argument("--no-history-add", action="store_true", help="check against history but do not add this run")
+    g.add_argument(
+        "--no-history-add", action="store_true", help="check against history but do not add this run"
+    )
     g.add_argument(
         "--min-change",
         type=_percent("--min-change"),
         default=3.0,
         help="smallest change in %% the regression check reports (default 3)",
     )
-    g.add_argument("--commit", default=None, help="commit under test (default: CI_COMMIT_SHA / GIT_COMMIT / GITHUB_SHA)")
-    g.add_argument("--mrr-trials", type=int, default=None, help="MRR trials after each search (default 3; 0 = none)")
+    g.add_argument(
+        "--commit", default=None, help="commit under test (default: CI_COMMIT_SHA / GIT_COMMIT / GITHUB_SHA)"
+    )
+    g.add_argument(
+        "--mrr-trials", type=int, default=None, help="MRR trials after each search (default 3; 0 = none)"
+    )
     g.add_argument(
         "--inject-cost",
         type=_percent("--inject-cost"),
@@ -100,7 +112,9 @@ def _percent(option: str):
         try:
             v = float(str(text).rstrip("%"))
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{option} must be a percentage like 3 or 3%, got {text!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"{option} must be a percentage like 3 or 3%, got {text!r}"
+            ) from None
         if not 0 <= v < 90:
             raise argparse.ArgumentTypeError(f"{option} must be in [0, 90) %, got {text!r}")
         return v
@@ -168,7 +182,9 @@ def preflight(args) -> Topology:
         if not os.path.exists(s):
             raise ConfigError(f"suite path {s!r} does not exist", path="suites")
     var_prefix = [v.split(":", 1)[1] for v in args.variable if v.startswith("PREFIX:")]
-    topo = load_topology(args.topology or "topologies/embedded.yaml", args.prefix or (var_prefix or [None])[-1])
+    topo = load_topology(
+        args.topology or "topologies/embedded.yaml", args.prefix or (var_prefix or [None])[-1]
+    )
     if args.thresholds is None and topo.kind != "embedded":
         args.thresholds = "variables/lab-local.yaml" if is_local_lab(topo) else "variables/lab-2n-skx.yaml"
     load_thresholds(args.thresholds or "variables/embedded.yaml")
@@ -222,7 +238,9 @@ def _run_gate(args, locks: List[FileLock]) -> int:
     # is forwarded as the user's insistence. If we die, the kernel sends Robot SIGTERM.
     env = dict(os.environ)
     fds = inherit(env, *locks[1:])  # Robot's testbed set-up must not wait for its own parent
-    proc = subprocess.Popen(robot_argv(args), start_new_session=True, preexec_fn=_die_with_parent, env=env, pass_fds=fds)
+    proc = subprocess.Popen(
+        robot_argv(args), start_new_session=True, preexec_fn=_die_with_parent, env=env, pass_fds=fds
+    )
     interrupted: Optional[int] = None
     received = 0
 
@@ -276,7 +294,9 @@ def _run_gate(args, locks: List[FileLock]) -> int:
         f"{os.path.join(out, 'results.csv')}\nresults: {os.path.join(out, 'dpgate')}"
     )
     if interrupted:
-        print(f"dpgate: interrupted by signal {interrupted}: finished tests kept, teardown ran", file=sys.stderr)
+        print(
+            f"dpgate: interrupted by signal {interrupted}: finished tests kept, teardown ran", file=sys.stderr
+        )
         return 128 + interrupted
     failed = [r for r in records if r.get(F.STATUS) not in ("PASS", "SKIP")]
     if rc == 252:

@@ -75,7 +75,9 @@ def add_parser(sub) -> None:
     t.add_argument("--rate", required=True, type=_rate, help="e.g. 50kpps, 0.2Mpps, 200000, 50%% (of max)")
     t.add_argument("--duration", type=_positive_float("--duration"), default=2.0, help="seconds (default 2)")
     t.add_argument("--frame-size", type=_frame_size, default=64, help="64..9216 or IMIX (default 64)")
-    t.add_argument("--flows", type=int, default=None, help="flows per direction (default 3125 L2 / 62500 IPv4)")
+    t.add_argument(
+        "--flows", type=int, default=None, help="flows per direction (default 3125 L2 / 62500 IPv4)"
+    )
     t.add_argument("--bidirectional", action="store_true")
     t.add_argument("--prefix", default=None, help="namespace prefix (default: the topology's)")
     t.add_argument("--no-calibrate", action="store_true", help="skip measuring the generator ceiling")

@@ -125,7 +125,9 @@ def render(cases, runs: int, min_runs: int, min_margin: float) -> str:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m dpgate.config.rebaseline", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m dpgate.config.rebaseline", description=__doc__.split("\n")[0]
+    )
     ap.add_argument("runs", nargs="+", help="output directories of healthy 'dpgate gate' runs")
     ap.add_argument("--min-runs", type=int, default=5)
     ap.add_argument("--min-margin", type=float, default=0.03)

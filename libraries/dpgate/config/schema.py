@@ -112,7 +112,10 @@ def _convert(tp: Any, value: Any, source: str, path: str) -> Any:
         if not isinstance(value, dict):
             raise bad()
         key_tp, val_tp = args if args else (Any, Any)
-        return {_convert(key_tp, k, source, f"{path}.{k}"): _convert(val_tp, v, source, _join(path, k)) for k, v in value.items()}
+        return {
+            _convert(key_tp, k, source, f"{path}.{k}"): _convert(val_tp, v, source, _join(path, k))
+            for k, v in value.items()
+        }
     if dataclasses.is_dataclass(tp):
         return load(cast(type, tp), value, source, path)
     raise TypeError(f"schema: unsupported type {tp!r} at {path}")

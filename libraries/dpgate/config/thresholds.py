@@ -48,7 +48,9 @@ def core_tag(value: str, path: str = "cores") -> str:
     """Normalised core tag: ``2t1c`` -> ``2T1C``; anything else is a ConfigError."""
     m = _CORE_TAG.match(str(value).strip())
     if not m or int(m.group(2)) < 1 or int(m.group(1)) < int(m.group(2)):
-        raise ConfigError(f"core tag {value!r} is not like 1T1C or 2T1C (threads T physical cores C)", path=path)
+        raise ConfigError(
+            f"core tag {value!r} is not like 1T1C or 2T1C (threads T physical cores C)", path=path
+        )
     return f"{int(m.group(1))}T{int(m.group(2))}C"
 
 
@@ -105,7 +107,8 @@ class CaseThresholds:
 
     def merged(self, other: CaseThresholds) -> CaseThresholds:
         vals = {
-            f.name: getattr(other, f.name) if getattr(other, f.name) is not None else getattr(self, f.name) for f in fields(self)
+            f.name: getattr(other, f.name) if getattr(other, f.name) is not None else getattr(self, f.name)
+            for f in fields(self)
         }
         return CaseThresholds(**vals)
 
@@ -147,7 +150,9 @@ class ThresholdFile:
         (a core tag like ``2T1C``) then < 'all-<tag>' < '<frame size>-<tag>'."""
         if nf not in self.nfs:
             raise ConfigError(
-                f"no thresholds for NF {nf!r}; known: {', '.join(sorted(self.nfs))}. Add it under nfs:", self.source, f"nfs.{nf}"
+                f"no thresholds for NF {nf!r}; known: {', '.join(sorted(self.nfs))}. Add it under nfs:",
+                self.source,
+                f"nfs.{nf}",
             )
         tag = frame_size_tag(parse_frame_size(frame_size))
         cases = {}

@@ -54,7 +54,9 @@ def _pci(v: str) -> Optional[str]:
 
 
 def _socket_path(v: str) -> Optional[str]:
-    return None if v.startswith("/") and len(v) < 108 else "expected an absolute socket path of < 108 characters"
+    return (
+        None if v.startswith("/") and len(v) < 108 else "expected an absolute socket path of < 108 characters"
+    )
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,9 @@ class Memif:
     """A memif port: the socket (a file path both ends see), the interface id on it, and
     which end creates the socket (``server``) or connects to it (``client``)."""
 
-    socket: str = field(metadata={"check": _socket_path, "doc": "socket path, like /run/dpgate/memif/link1.sock"})
+    socket: str = field(
+        metadata={"check": _socket_path, "doc": "socket path, like /run/dpgate/memif/link1.sock"}
+    )
     id: int = field(default=0, metadata={"check": non_negative})
     role: Literal["server", "client"] = "client"
 
@@ -142,7 +146,9 @@ class Ssh:
     user: str = "root"
     port: int = field(default=22, metadata={"check": positive})
     key_file: Optional[str] = None
-    password_env: Optional[str] = field(default=None, metadata={"doc": "name of the environment variable holding the password"})
+    password_env: Optional[str] = field(
+        default=None, metadata={"doc": "name of the environment variable holding the password"}
+    )
     sudo: bool = False
     known_hosts: Optional[str] = field(
         default=None, metadata={"doc": "known_hosts file with the host's key (else ~/.ssh/known_hosts)"}
@@ -203,7 +209,11 @@ class Topology:
     prefix: str = field(
         default="dpg0-",
         metadata={
-            "check": lambda v: None if _PREFIX.match(v) else "expected 1..10 characters [a-z0-9-] starting with a letter or digit"
+            "check": lambda v: (
+                None
+                if _PREFIX.match(v)
+                else "expected 1..10 characters [a-z0-9-] starting with a letter or digit"
+            )
         },
     )
     source: str = ""
@@ -227,19 +237,28 @@ class Topology:
                 ends.setdefault(iface.link, []).append(f"nodes.{nname}.interfaces.{pname}")
         for link, where in sorted(ends.items()):
             if len(where) != 2:
-                return (where[0] + ".link", f"link {link!r} must join exactly two interfaces, found {len(where)}")
+                return (
+                    where[0] + ".link",
+                    f"link {link!r} must join exactly two interfaces, found {len(where)}",
+                )
         for nname, node in self.nodes.items():
             for pname, iface in node.interfaces.items():
                 p = f"nodes.{nname}.interfaces.{pname}"
                 if self.kind == "embedded" and iface.ip4:
                     addr = ipaddress.ip_interface(iface.ip4)
                     if not isinstance(addr, ipaddress.IPv4Interface) or not addr.network.subnet_of(BENCH_NET):
-                        return (p + ".ip4", f"embedded traffic may use only {BENCH_NET} (RFC 2544), got {iface.ip4!r}")
+                        return (
+                            p + ".ip4",
+                            f"embedded traffic may use only {BENCH_NET} (RFC 2544), got {iface.ip4!r}",
+                        )
             if self.kind == "embedded":
                 if not node.namespace:
                     return (f"nodes.{nname}.namespace", "embedded nodes need a namespace, like '{prefix}tg'")
                 if not node.cpus:
-                    return (f"nodes.{nname}.cpus", "embedded nodes need cpus: [N] (generator and SUT on different cores)")
+                    return (
+                        f"nodes.{nname}.cpus",
+                        "embedded nodes need cpus: [N] (generator and SUT on different cores)",
+                    )
             else:
                 if node.type == "DUT" and node.ssh is None:
                     return (f"nodes.{nname}.ssh", "lab DUT nodes need ssh: {host: ..., user: ...}")
@@ -319,7 +338,9 @@ def topology_from_data(data: object, source: str = "<data>", prefix: Optional[st
         prefix_now = data.get("prefix", "dpg0-")
         if isinstance(prefix_now, str) and _PREFIX.match(prefix_now) and data.get("kind") != "embedded":
             # Lab files may name interfaces and paths after the prefix (a lab on one machine).
-            nodes = _expand_strings(data.get("nodes"), {"prefix": prefix_now, "run_dir": run_dir_for(prefix_now)})
+            nodes = _expand_strings(
+                data.get("nodes"), {"prefix": prefix_now, "run_dir": run_dir_for(prefix_now)}
+            )
             data["nodes"] = nodes
     topo = schema.load(Topology, data, source=source)
     return _expand(topo)

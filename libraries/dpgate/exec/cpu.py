@@ -21,7 +21,9 @@ def detect_cpu_hz(node: Node, cpu: int = 0) -> float:
     """Nominal frequency of ``cpu`` on the node: cpufreq ``base_frequency`` (kHz), else
     ``cpuinfo_max_freq`` (kHz, nominal only with turbo off), else ``cpu MHz`` of /proc/cpuinfo."""
     for name in ("base_frequency", "cpuinfo_max_freq"):
-        res = node.run(["cat", f"/sys/devices/system/cpu/cpu{int(cpu)}/cpufreq/{name}"], check=False, timeout=15)
+        res = node.run(
+            ["cat", f"/sys/devices/system/cpu/cpu{int(cpu)}/cpufreq/{name}"], check=False, timeout=15
+        )
         try:
             if res.returncode == 0:
                 return float(res.stdout.strip()) * 1e3

@@ -81,7 +81,9 @@ def lock_dir() -> str:
 
 def testbed_lock_path(prefix: str) -> str:
     if not _NAME.match(prefix):
-        raise ConfigError(f"expected a prefix of letters, digits, '-', '.', '_', got {prefix!r}", path="--prefix")
+        raise ConfigError(
+            f"expected a prefix of letters, digits, '-', '.', '_', got {prefix!r}", path="--prefix"
+        )
     return os.path.join(lock_dir(), f"{prefix}.lock")
 
 

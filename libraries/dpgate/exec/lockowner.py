@@ -121,7 +121,9 @@ def parse_wait(text: str) -> float:
     """
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h)?\s*", str(text))
     if not m:
-        raise ConfigError(f"expected a duration like 10m, 90s or 0 (do not wait), got {text!r}", path="--wait-testbed")
+        raise ConfigError(
+            f"expected a duration like 10m, 90s or 0 (do not wait), got {text!r}", path="--wait-testbed"
+        )
     unit = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600}[m.group(2) or "s"]
     return float(m.group(1)) * unit
 

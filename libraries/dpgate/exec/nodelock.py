@@ -144,7 +144,9 @@ class NodeLock:
             return
         self._run("rm", "-rf", aside)
 
-    def acquire(self, wait: float = 0.0, progress: Optional[Callable[[str], None]] = None, poll: float = 2.0) -> NodeLock:
+    def acquire(
+        self, wait: float = 0.0, progress: Optional[Callable[[str], None]] = None, poll: float = 2.0
+    ) -> NodeLock:
         """Take the lock, waiting up to ``wait`` s (a progress line every 30 s), else raise Busy."""
         start = time.monotonic()
         next_note = start

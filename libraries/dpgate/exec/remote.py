@@ -141,12 +141,16 @@ class SshNode:
         known = getattr(self.ssh, "known_hosts", None)
         if known:  # a lab on one machine writes its DUT's generated host key there
             if not os.path.isfile(os.path.expanduser(known)):
-                raise ConfigError(f"ssh.known_hosts {known!r} does not exist", path=f"{self.name}.ssh.known_hosts")
+                raise ConfigError(
+                    f"ssh.known_hosts {known!r} does not exist", path=f"{self.name}.ssh.known_hosts"
+                )
             client.load_host_keys(os.path.expanduser(known))
         # Unknown host keys are refused (no silent trust on first use): see the connect error.
         # DPGATE_SSH_ACCEPT_NEW_HOST=1 is the explicit, logged opt-in to trust new keys.
         if self.env.get("DPGATE_SSH_ACCEPT_NEW_HOST") == "1":
-            self.log(f"{self.name}: DPGATE_SSH_ACCEPT_NEW_HOST=1: accepting an unknown host key for {self.ssh.host}")
+            self.log(
+                f"{self.name}: DPGATE_SSH_ACCEPT_NEW_HOST=1: accepting an unknown host key for {self.ssh.host}"
+            )
             client.set_missing_host_key_policy(paramiko.AutoAddPolicy())
         else:
             client.set_missing_host_key_policy(paramiko.RejectPolicy())
@@ -158,7 +162,9 @@ class SshNode:
         password = self._password()
         key = os.path.expanduser(self.ssh.key_file) if self.ssh.key_file else None
         if key and not os.path.isfile(key):
-            raise ConfigError(f"ssh.key_file {self.ssh.key_file!r} does not exist", path=f"{self.name}.ssh.key_file")
+            raise ConfigError(
+                f"ssh.key_file {self.ssh.key_file!r} does not exist", path=f"{self.name}.ssh.key_file"
+            )
         client = self._factory()
         self.log(
             f"ssh {self.ssh.user}@{self.ssh.host}:{self.ssh.port} "

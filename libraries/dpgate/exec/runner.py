@@ -57,7 +57,9 @@ def run(
 ) -> subprocess.CompletedProcess:
     full = ns_argv(argv, ns, cpus)
     try:
-        res = subprocess.run(full, input=input, capture_output=True, text=True, timeout=timeout, env=env, check=False)
+        res = subprocess.run(
+            full, input=input, capture_output=True, text=True, timeout=timeout, env=env, check=False
+        )
     except subprocess.TimeoutExpired:
         raise DpgateError(f"command {' '.join(full)!r} did not finish within {timeout:g} s") from None
     except FileNotFoundError:
@@ -80,7 +82,9 @@ def spawn(
     full = ns_argv(argv, ns, cpus)
     out: Optional[IO] = open(log, "ab") if log else subprocess.DEVNULL  # type: ignore[assignment]
     try:
-        return subprocess.Popen(full, stdout=out, stderr=subprocess.STDOUT, stdin=stdin, env=env, start_new_session=True)
+        return subprocess.Popen(
+            full, stdout=out, stderr=subprocess.STDOUT, stdin=stdin, env=env, start_new_session=True
+        )
     finally:
         if log:
             out.close()  # type: ignore[union-attr]

@@ -14,4 +14,6 @@ from __future__ import annotations
 
 import re
 
-CASE_NAME = re.compile(r"^(?P<size>\d+B|IMIX)-(?:(?P<threads>\d+)t)?(?P<cores>\d+)c-(?P<rest>.+?)(?:-ndrpdr)?$", re.I)
+CASE_NAME = re.compile(
+    r"^(?P<size>\d+B|IMIX)-(?:(?P<threads>\d+)t)?(?P<cores>\d+)c-(?P<rest>.+?)(?:-ndrpdr)?$", re.I
+)

@@ -74,7 +74,9 @@ class NdrPdrResult:
             mrr = sum(self.mrr_samples) / len(self.mrr_samples)
             m["mrr_pps"] = round(mrr, 1)
             m["mrr_limited_by"] = (
-                "generator" if self.generator_max_pps and mrr >= CEILING_MARGIN * self.generator_max_pps else "sut"
+                "generator"
+                if self.generator_max_pps and mrr >= CEILING_MARGIN * self.generator_max_pps
+                else "sut"
             )
         if self.sut_cpp_measured is not None:
             m["cpp_sut_measured"] = round(self.sut_cpp_measured, 1)

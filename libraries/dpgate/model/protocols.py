@@ -52,7 +52,12 @@ class Node(Protocol):
     def name(self) -> str: ...
 
     def run(
-        self, argv: Sequence[str], timeout: float = ..., check: bool = ..., sudo: Optional[bool] = ..., input: Optional[str] = ...
+        self,
+        argv: Sequence[str],
+        timeout: float = ...,
+        check: bool = ...,
+        sudo: Optional[bool] = ...,
+        input: Optional[str] = ...,
     ) -> CommandResult: ...
 
 

@@ -62,7 +62,9 @@ class G:
     THRESHOLD = "threshold"
 
 
-def gate_entry(name: str, passed: bool, message: str, value: Any, threshold: Any, skipped: bool = False) -> Dict[str, Any]:
+def gate_entry(
+    name: str, passed: bool, message: str, value: Any, threshold: Any, skipped: bool = False
+) -> Dict[str, Any]:
     """One ``gates`` entry; ``skipped`` appears only when true (inconclusive or policy skip).
 
     >>> gate_entry("ndr_min", False, "NDR 1 Mpps < floor 2 Mpps (-50.0 %)", 1e6, 2e6)["passed"]
@@ -70,7 +72,13 @@ def gate_entry(name: str, passed: bool, message: str, value: Any, threshold: Any
     >>> sorted(gate_entry("ipc_min", True, "not supported", None, 1.0, skipped=True))
     ['message', 'name', 'passed', 'skipped', 'threshold', 'value']
     """
-    entry: Dict[str, Any] = {G.NAME: name, G.PASSED: passed, G.MESSAGE: message, G.VALUE: value, G.THRESHOLD: threshold}
+    entry: Dict[str, Any] = {
+        G.NAME: name,
+        G.PASSED: passed,
+        G.MESSAGE: message,
+        G.VALUE: value,
+        G.THRESHOLD: threshold,
+    }
     if skipped:
         entry[G.SKIPPED] = True
     return entry

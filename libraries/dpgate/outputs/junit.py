@@ -28,7 +28,9 @@ def _fmt(value: Any) -> str:
 
 def testcase(rec: Dict[str, Any]) -> xunit2.TestCase:
     tc = xunit2.TestCase(
-        rec.get(F.NAME, rec.get(F.LONGNAME, "?")), classname=rec.get(F.SUITE, ""), time=float(rec.get(F.ELAPSED_S) or 0.0)
+        rec.get(F.NAME, rec.get(F.LONGNAME, "?")),
+        classname=rec.get(F.SUITE, ""),
+        time=float(rec.get(F.ELAPSED_S) or 0.0),
     )
     lines: List[str] = []
     for key, value in metric_items(rec):

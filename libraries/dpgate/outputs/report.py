@@ -85,7 +85,9 @@ def _regression_verdicts(outdir: str, history: str) -> Dict[str, str]:
     return {k: "; ".join(v) for k, v in out.items()}
 
 
-def build_report(outdir: str, dest: str, baseline: Optional[str] = None, history: Optional[str] = None) -> str:
+def build_report(
+    outdir: str, dest: str, baseline: Optional[str] = None, history: Optional[str] = None
+) -> str:
     cases = _cases(outdir)
     if not cases:
         raise ConfigError(f"no finished dpgate results under {outdir!r}/dpgate/tests", path="outdir")

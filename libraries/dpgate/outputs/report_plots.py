@@ -29,7 +29,9 @@ def throughput_bars(title: str, rows: Sequence[Dict], path: str) -> str:
     ax.bar([i - 0.2 for i in x], [r["ndr"] / 1e6 for r in rows], width=0.4, label="NDR")
     ax.bar([i + 0.2 for i in x], [r["pdr"] / 1e6 for r in rows], width=0.4, label="PDR")
     ax.set_xticks(x)
-    ax.set_xticklabels(labels, fontsize=8, rotation=30 if len(rows) > 6 else 0, ha="right" if len(rows) > 6 else "center")
+    ax.set_xticklabels(
+        labels, fontsize=8, rotation=30 if len(rows) > 6 else 0, ha="right" if len(rows) > 6 else "center"
+    )
     ax.set_ylabel("Mpps")
     ax.set_title(title)
     ax.legend(fontsize=8)
@@ -87,7 +89,9 @@ def ht_speedup_bars(points: Sequence[Tuple[str, float]], path: str) -> str:
     return path
 
 
-def multicore_lines(nf: str, series: Dict[str, List[Tuple[int, float]]], path: str, limit_pps: Optional[float] = None) -> str:
+def multicore_lines(
+    nf: str, series: Dict[str, List[Tuple[int, float]]], path: str, limit_pps: Optional[float] = None
+) -> str:
     """Throughput (Mpps) against physical cores, one line per HT mode, each with its perfect
     linear speedup from its own 1-core value (dashed)."""
     plt = _plt()
@@ -98,7 +102,13 @@ def multicore_lines(nf: str, series: Dict[str, List[Tuple[int, float]]], path: s
         (line,) = ax.plot(xs, [p / 1e6 for _, p in pts], marker="o", label=f"{label} measured")
         one = dict(pts).get(1)
         if one:
-            ax.plot(xs, [one * c / 1e6 for c in xs], linestyle="--", color=line.get_color(), label=f"{label} perfect linear")
+            ax.plot(
+                xs,
+                [one * c / 1e6 for c in xs],
+                linestyle="--",
+                color=line.get_color(),
+                label=f"{label} perfect linear",
+            )
     if limit_pps:
         ax.axhline(limit_pps / 1e6, color="grey", linewidth=0.8, linestyle=":", label="TG/NIC limit")
     ax.set_xlabel("physical cores")

@@ -98,7 +98,9 @@ def table(head: Sequence[str], rows: Sequence[Sequence[Any]], classes: Optional[
     for i, row in enumerate(rows):
         cls = f" class='{esc(classes[i])}'" if classes else ""
         left = " style='text-align:left'"
-        cells = "".join(f"<td{left if j in (0, len(row) - 1) else ''}>{esc(c)}</td>" for j, c in enumerate(row))
+        cells = "".join(
+            f"<td{left if j in (0, len(row) - 1) else ''}>{esc(c)}</td>" for j, c in enumerate(row)
+        )
         out.append(f"<tr{cls}>{cells}</tr>")
     return "\n".join(out) + "</table>"
 
@@ -141,7 +143,17 @@ def efficiency_section(cases: List[Case], dest: str) -> str:
         for c in sel
     ]
     html_table = table(
-        [f"NF, cores ({size})", "NDR Mpps", "IPP", "IPC", "CPP derived", "CPP perf", "CPP SUT-reported", "CPP busy"], rows
+        [
+            f"NF, cores ({size})",
+            "NDR Mpps",
+            "IPP",
+            "IPC",
+            "CPP derived",
+            "CPP perf",
+            "CPP SUT-reported",
+            "CPP busy",
+        ],
+        rows,
     )
     if reasons:
         html_table += "<p>" + "<br>".join(f"n/s [{i}]: {esc(r)}" for i, r in enumerate(reasons, 1)) + "</p>"
@@ -160,7 +172,9 @@ def efficiency_section(cases: List[Case], dest: str) -> str:
         "<h2>Efficiency (seed 000 Tables 4-5, Figures 7, 9, 10, 11)</h2>"
         "<p>CPP derived = core Hz x cores / NDR pps; CPP perf = cycles counted by perf / packets; "
         "CPP SUT-reported = the SUT's own counter (testpmd, OVS PMD); CPP busy = SUT core busy time x Hz / "
-        "forwarded pps. They are related by CPP = IPP / IPC.</p>" + html_table + img(dest, "efficiency.png", "efficiency bars")
+        "forwarded pps. They are related by CPP = IPP / IPC.</p>"
+        + html_table
+        + img(dest, "efficiency.png", "efficiency bars")
     )
 
 
@@ -174,7 +188,15 @@ def per_nf_section(cases: List[Case], dest: str) -> str:
         png = f"nf-{slug(nf)}.png"
         plots.throughput_bars(
             nf,
-            [{"size": c.size, "cores": c.tag, "ndr": c.num("ndr_pps") or 0.0, "pdr": c.num("pdr_pps") or 0.0} for c in rows],
+            [
+                {
+                    "size": c.size,
+                    "cores": c.tag,
+                    "ndr": c.num("ndr_pps") or 0.0,
+                    "pdr": c.num("pdr_pps") or 0.0,
+                }
+                for c in rows
+            ],
             os.path.join(dest, png),
         )
         html_table = table(
@@ -196,7 +218,9 @@ def per_nf_section(cases: List[Case], dest: str) -> str:
     return "<h2>Throughput per NF</h2>" + "\n".join(parts)
 
 
-def speedup_data(cases: List[Case]) -> Tuple[List[Tuple[str, float]], Dict[Tuple[str, str], Dict[str, List[Tuple[int, float]]]]]:
+def speedup_data(
+    cases: List[Case],
+) -> Tuple[List[Tuple[str, float]], Dict[Tuple[str, str], Dict[str, List[Tuple[int, float]]]]]:
     """(HT points ``("nf size NC", 2T/1T ratio)``, multi-core series per (nf, size): label -> [(cores, pps)])."""
     by_key: Dict[Tuple[str, str], Dict[Tuple[int, bool], float]] = defaultdict(dict)
     for c in cases:
@@ -243,7 +267,12 @@ def speedups_section(cases: List[Case], dest: str) -> str:
                 if cores > 1:
                     s = multi_core_speedup(one, pps, cores)
                     rows.append(
-                        [f"{nf} {size} {label} {cores}C", f"{s.measured:.2f}x", f"{s.ideal:.0f}x", f"{s.deviation_pct:+.1f} %"]
+                        [
+                            f"{nf} {size} {label} {cores}C",
+                            f"{s.measured:.2f}x",
+                            f"{s.ideal:.0f}x",
+                            f"{s.deviation_pct:+.1f} %",
+                        ]
                     )
     if rows:
         parts.append(table(["NF, size, HT, cores", "speedup", "perfect", "vs perfect"], rows))
@@ -258,12 +287,24 @@ def tmam_section(cases: List[Case], dest: str) -> str:
         if all(c.num(k) is not None for k in TMAM_KEYS)
     }
     if not have:
-        reasons = sorted({str(c.metrics.get("tmam_retiring")) for c in cases if isinstance(c.metrics.get("tmam_retiring"), str)})
+        reasons = sorted(
+            {
+                str(c.metrics.get("tmam_retiring"))
+                for c in cases
+                if isinstance(c.metrics.get("tmam_retiring"), str)
+            }
+        )
         why = "; ".join(reasons) if reasons else "no TMAM telemetry in these results"
         return f"<h2>TMAM level 1 (seed 000 Figure 20)</h2><p>Not available: {esc(why)}</p>"
     plot_tmam_bars(have, os.path.join(dest, "tmam.png"))
     rows = [
-        [k, *(f"{getattr(t, a) * 100:.1f} %" for a in ("retiring", "bad_speculation", "frontend_bound", "backend_bound"))]
+        [
+            k,
+            *(
+                f"{getattr(t, a) * 100:.1f} %"
+                for a in ("retiring", "bad_speculation", "frontend_bound", "backend_bound")
+            ),
+        ]
         for k, t in have.items()
     ]
     return (
@@ -285,9 +326,14 @@ def latency_section(cases: List[Case]) -> str:
                             f"{c.name} {label}",
                             f"{entry.get('load_pps', 0) / 1e6:.3f}",
                             direction,
-                            *(str(lat.get(k, "-")) for k in ("min_us", "avg_us", "p50_us", "p99_us", "p99.9_us", "max_us")),
+                            *(
+                                str(lat.get(k, "-"))
+                                for k in ("min_us", "avg_us", "p50_us", "p99_us", "p99.9_us", "max_us")
+                            ),
                         ]
                     )
     if not rows:
         return ""
-    return "<h2>Latency (us)</h2>" + table(["test, load", "Mpps", "direction", "min", "avg", "p50", "p99", "p99.9", "max"], rows)
+    return "<h2>Latency (us)</h2>" + table(
+        ["test, load", "Mpps", "direction", "min", "avg", "p50", "p99", "p99.9", "max"], rows
+    )

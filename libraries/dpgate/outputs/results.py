@@ -31,7 +31,9 @@ from dpgate.model.errors import ConfigError
 from dpgate.model.record import SCHEMA, F
 
 OLD_SCHEMAS = ("dpgate.result/1",)
-_SCHEMA_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "schemas", "result-2.schema.json")
+_SCHEMA_FILE = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "schemas", "result-2.schema.json"
+)
 
 
 def run_commit() -> Optional[str]:

@@ -63,7 +63,11 @@ class Verdict:
     def line(self) -> str:
         if self.baseline is None:
             return f"{self.test} {self.metric}: {self.verdict} (current {self._show(self.current)})"
-        allow = f", allowance {self.allowance_pct:.1f} % from {self.noise_source}" if self.allowance_pct is not None else ""
+        allow = (
+            f", allowance {self.allowance_pct:.1f} % from {self.noise_source}"
+            if self.allowance_pct is not None
+            else ""
+        )
         return (
             f"{self.test} {self.metric}: {self.verdict}: {self._show(self.current)} vs "
             f"{self._show(self.baseline)} ({self.change_pct:+.1f} %, {self.history_len} runs of history{allow})"
@@ -74,7 +78,9 @@ def _mean(v: RunValue) -> float:
     return sum(v) / len(v) if isinstance(v, list) else float(v)
 
 
-def allowance(history_means: Sequence[float], min_change: float, declared: Optional[float]) -> Tuple[float, str]:
+def allowance(
+    history_means: Sequence[float], min_change: float, declared: Optional[float]
+) -> Tuple[float, str]:
     """(relative change a regression must exceed, where that number comes from).
 
     >>> allowance([100.0] * 4 + [101.0] * 4, 0.03, None)
@@ -95,12 +101,17 @@ def allowance(history_means: Sequence[float], min_change: float, declared: Optio
         if declared:
             cands.append((float(declared), "declared noise"))
         if n >= 2 and min(history_means) > 0:
-            cands.append(((max(history_means) - min(history_means)) / min(history_means), f"history spread ({n} runs)"))
+            cands.append(
+                ((max(history_means) - min(history_means)) / min(history_means), f"history spread ({n} runs)")
+            )
     return max(cands, key=lambda c: c[0])
 
 
 def classify_current(
-    history: Sequence[RunValue], current: Sequence[float], min_change: float = 0.03, noise: Optional[float] = None
+    history: Sequence[RunValue],
+    current: Sequence[float],
+    min_change: float = 0.03,
+    noise: Optional[float] = None,
 ) -> Verdict:
     """Classify ``current`` (one or more samples of this run) against ``history`` (one value
     or a list of samples per run); ``noise`` is the case's declared run-to-run noise.
@@ -139,7 +150,11 @@ def classify_current(
 
 
 def verdicts_for(
-    rec: Dict, store: str, min_change: float = 0.03, noise: Optional[float] = None, mrr_noise: Optional[float] = None
+    rec: Dict,
+    store: str,
+    min_change: float = 0.03,
+    noise: Optional[float] = None,
+    mrr_noise: Optional[float] = None,
 ) -> List[Verdict]:
     """Every metric of one record against its history. ``noise`` (NDR/PDR) and ``mrr_noise``
     default to the record's ``regression_noise``/``regression_mrr_noise`` (the case's declared
@@ -171,7 +186,9 @@ def verdicts_for(
             # cycles per packet: lower is better, and no generator ceiling limits it
             from dpgate.telemetry.disturbance import classify_lower_is_better
 
-            v = classify_lower_is_better(classify_current, past, cur if isinstance(cur, list) else [cur], min_change, cpp_noise)
+            v = classify_lower_is_better(
+                classify_current, past, cur if isinstance(cur, list) else [cur], min_change, cpp_noise
+            )
             out.append(
                 Verdict(
                     rec.get("name", rec["longname"]),
@@ -191,11 +208,21 @@ def verdicts_for(
         lim_key = "mrr_limited_by" if metric == "mrr_pps" else "limited_by"
         base = [h.get(lim_key) for h in hist if run_value(h, metric) is not None]
         base_at_ceiling = bool(base) and sum(b == "generator" for b in base) > len(base) / 2
-        if (v.verdict == "regression" and m.get(lim_key) == "generator") or (v.verdict == "progression" and base_at_ceiling):
+        if (v.verdict == "regression" and m.get(lim_key) == "generator") or (
+            v.verdict == "progression" and base_at_ceiling
+        ):
             # at the generator's ceiling a number measures the generator, not the SUT: a drop
             # there is not a SUT regression, nor a rise over such a history a SUT progression
             v = Verdict(
-                "", "", "generator-limited", v.current, v.baseline, v.change_pct, v.history_len, v.allowance_pct, v.noise_source
+                "",
+                "",
+                "generator-limited",
+                v.current,
+                v.baseline,
+                v.change_pct,
+                v.history_len,
+                v.allowance_pct,
+                v.noise_source,
             )
         out.append(
             Verdict(

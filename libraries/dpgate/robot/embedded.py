@@ -47,7 +47,9 @@ class EmbeddedTestbed(TestbedKeywords):
     Import: ``Library  dpgate.robotlib.EmbeddedTestbed  topologies/embedded.yaml  prefix=dpg1-``
     """
 
-    def __init__(self, topology: str = "topologies/embedded.yaml", prefix: Optional[str] = None, telemetry: bool = True):
+    def __init__(
+        self, topology: str = "topologies/embedded.yaml", prefix: Optional[str] = None, telemetry: bool = True
+    ):
         self.topology_path = topology
         self.prefix = prefix or None
         self.telemetry = telemetry
@@ -60,7 +62,12 @@ class EmbeddedTestbed(TestbedKeywords):
     # -- lifecycle -------------------------------------------------------------
     @keyword
     def bring_up_embedded_testbed(
-        self, nf: str, *frame_sizes: str, prefix: Optional[str] = None, sut_cpu_steal: str = "0", inject_cost: str = "0"
+        self,
+        nf: str,
+        *frame_sizes: str,
+        prefix: Optional[str] = None,
+        sut_cpu_steal: str = "0",
+        inject_cost: str = "0",
     ) -> float:
         """Create namespaces and veths, calibrate the generator for each frame size, start SUT ``nf``.
 
@@ -86,7 +93,9 @@ class EmbeddedTestbed(TestbedKeywords):
 
         sizes = [parse_frame_size(s) for s in (frame_sizes or ("64B",))]
         self.nf = nf
-        self.session = EmbeddedSession(self.topology_path, nf, frame_size=sizes[0], prefix=self.prefix, calibrate=False)
+        self.session = EmbeddedSession(
+            self.topology_path, nf, frame_size=sizes[0], prefix=self.prefix, calibrate=False
+        )
         s = self._s
         s.testbed.up()
         try:
@@ -121,7 +130,9 @@ class EmbeddedTestbed(TestbedKeywords):
     def _start_sut(self) -> None:
         s = self._s
         first = next(iter(self.generators.values()))
-        s.sut = s.sut_cls(s.testbed, flows=first.profile.effective_flows if s.sut_cls.traffic == "ip4" else None)
+        s.sut = s.sut_cls(
+            s.testbed, flows=first.profile.effective_flows if s.sut_cls.traffic == "ip4" else None
+        )
         s.sut.start()
         for gen in self.generators.values():
             gen.sut = s.sut
@@ -231,12 +242,16 @@ class EmbeddedTestbed(TestbedKeywords):
         gen = self._gen(frame_size)
         lo, hi = min_rate.resolve(gen.max_pps), max_rate.resolve(gen.max_pps)
         gen.sut.check_alive()
-        run = search_ndr_pdr(gen.measure, lo, hi, ndr_loss, pdr_loss, profile, overrides, time_limit, logger.warn)
+        run = search_ndr_pdr(
+            gen.measure, lo, hi, ndr_loss, pdr_loss, profile, overrides, time_limit, logger.warn
+        )
         gen.sut.check_alive()
         mrr_runs = [gen.measure(gen.max_pps, float(mrr_duration)) for _ in range(int(mrr_trials))]
         mrr = tuple(t.rx_rate_pps for t in mrr_runs)
         cpp, cpp_load, cpp_runs = (
-            measure_cpp_at_load(gen.measure, gen.max_pps, run.ndr, polling=bool(getattr(gen.sut, "polls", False)))
+            measure_cpp_at_load(
+                gen.measure, gen.max_pps, run.ndr, polling=bool(getattr(gen.sut, "polls", False))
+            )
             if cpp_at_load
             else (None, None, [])
         )

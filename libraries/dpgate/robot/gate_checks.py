@@ -60,7 +60,14 @@ class GateChecks:
         raise Failure(msg)
 
     def _telemetry_gate(
-        self, result: NdrPdrResult, key: str, limit: float, at_least: bool, label: str, fmt: Any, missing: Optional[str] = None
+        self,
+        result: NdrPdrResult,
+        key: str,
+        limit: float,
+        at_least: bool,
+        label: str,
+        fmt: Any,
+        missing: Optional[str] = None,
     ) -> None:
         value = result.telemetry.get(key)
         if value is None:
@@ -68,7 +75,16 @@ class GateChecks:
         if isinstance(value, str):
             reason = value
             record(
-                gates=[gate_entry(key, self.policy == "skip", f"{label} {reason}", reason, limit, skipped=self.policy == "skip")]
+                gates=[
+                    gate_entry(
+                        key,
+                        self.policy == "skip",
+                        f"{label} {reason}",
+                        reason,
+                        limit,
+                        skipped=self.policy == "skip",
+                    )
+                ]
             )
             text = f"{label} gate: {reason} (telemetry_policy={self.policy})"
             if self.policy == "skip":

@@ -57,7 +57,9 @@ class Gates(GateChecks):
         """
         if self._file is None:
             if not self.thresholds_path:
-                raise ConfigError("no thresholds file: import Gates with the path of variables/<testbed>.yaml")
+                raise ConfigError(
+                    "no thresholds file: import Gates with the path of variables/<testbed>.yaml"
+                )
             self._file = load_thresholds(self.thresholds_path)
         return self._file.lookup(nf, frame_size, cores or None)
 
@@ -70,7 +72,9 @@ class Gates(GateChecks):
         """
         goal = goal.upper()
         if goal not in ("NDR", "PDR"):
-            raise ConfigError(f"goal must be NDR or PDR, got {goal!r}", path="Throughput Should Be At Least.goal")
+            raise ConfigError(
+                f"goal must be NDR or PDR, got {goal!r}", path="Throughput Should Be At Least.goal"
+            )
         value = result.ndr_pps if goal == "NDR" else result.pdr_pps
         limit = floor.resolve(result.generator_max_pps)
         ok = value >= limit
@@ -115,7 +119,11 @@ class Gates(GateChecks):
             )
         change = parse_ratio(min_change, "min_change")
         declared: Dict[str, float] = {}
-        for key, text in (("regression_noise", noise), ("regression_mrr_noise", mrr_noise), ("regression_cpp_noise", cpp_noise)):
+        for key, text in (
+            ("regression_noise", noise),
+            ("regression_mrr_noise", mrr_noise),
+            ("regression_cpp_noise", cpp_noise),
+        ):
             if text not in (None, "", "None"):
                 declared[key] = parse_ratio(text, key.replace("regression_", ""), upper_inclusive=True)
         if declared:
@@ -127,7 +135,9 @@ class Gates(GateChecks):
             F.METRICS: {**result.metrics(), **declared},
             F.SAMPLES: {"mrr_pps": list(result.mrr_samples)} if result.mrr_samples else {},
         }
-        verdicts = verdicts_for(rec, history, change, declared.get("regression_noise"), declared.get("regression_mrr_noise"))
+        verdicts = verdicts_for(
+            rec, history, change, declared.get("regression_noise"), declared.get("regression_mrr_noise")
+        )
         lines = [v.line() for v in verdicts]
         bad = [v for v in verdicts if v.verdict == "regression"]
         reason = disturbed_reason(result.telemetry.get("disturbance"), self._dmax) if bad else None
@@ -207,7 +217,9 @@ class Gates(GateChecks):
         self._telemetry_gate(result, "ipp", float(maximum), at_least=False, label="IPP", fmt="{:.0f}")
 
     @keyword
-    def ddio_miss_rate_should_be_at_most(self, result: NdrPdrResult, event: str = "ItoM", max: str = "5%") -> None:
+    def ddio_miss_rate_should_be_at_most(
+        self, result: NdrPdrResult, event: str = "ItoM", max: str = "5%"
+    ) -> None:
         """Fail when the DDIO (LLC) miss rate of a PCIe ``event`` measured at NDR exceeds ``max``.
 
         Events as pcm-pcie names them: ItoM (full-line writes), RFO (partial writes, up to
@@ -244,7 +256,12 @@ class Gates(GateChecks):
     def memory_bytes_per_packet_should_be_at_most(self, result: NdrPdrResult, maximum: float) -> None:
         """| `Memory Bytes Per Packet Should Be At Most` | ${result} | 256 |"""
         self._telemetry_gate(
-            result, "mem_bytes_per_packet", float(maximum), at_least=False, label="memory bytes/packet", fmt="{:.0f}"
+            result,
+            "mem_bytes_per_packet",
+            float(maximum),
+            at_least=False,
+            label="memory bytes/packet",
+            fmt="{:.0f}",
         )
 
     @keyword

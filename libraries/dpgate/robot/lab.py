@@ -144,7 +144,9 @@ class LabTestbed(LabPlumbing):
         if self.cpus is None:
             self.cpus = read_cpus(self._dut())
         allowed = list(dut.cpus) + ([dut.main_cpu] if dut.main_cpu is not None else [])
-        numa = dut.numa if dut.numa is not None else next((p.numa for p in dut.ports if p.numa is not None), 0)
+        numa = (
+            dut.numa if dut.numa is not None else next((p.numa for p in dut.ports if p.numa is not None), 0)
+        )
         # a topology listing its main CPU among its cpus shares it with the workers (2-CPU lab on one machine)
         self.cores = allocate(
             restrict_to(self.cpus, allowed),
@@ -154,12 +156,16 @@ class LabTestbed(LabPlumbing):
             main=dut.main_cpu,
             shared_main=dut.main_cpu is not None and dut.main_cpu in dut.cpus,
         )
-        logger.info(f"DUT cores {self.cores.tag}: main {self.cores.main}, workers {self.cores.corelist} (NUMA {self.cores.numa})")
+        logger.info(
+            f"DUT cores {self.cores.tag}: main {self.cores.main}, workers {self.cores.corelist} (NUMA {self.cores.numa})"
+        )
         return self.cores.tag
 
     # -- lifecycle ------------------------------------------------------------------------
     @keyword
-    def bring_up_lab_testbed(self, nf: str, *frame_sizes: str, cores: Union[int, str] = 1, ht: Union[bool, str] = False) -> str:
+    def bring_up_lab_testbed(
+        self, nf: str, *frame_sizes: str, cores: Union[int, str] = 1, ht: Union[bool, str] = False
+    ) -> str:
         """Start SUT ``nf`` on ``cores`` physical cores (``ht`` on/off) and prepare TRex per frame size.
 
         The SUT keeps running across tests with the same NF and cores (one restart per core
@@ -212,7 +218,9 @@ class LabTestbed(LabPlumbing):
             if lock is not None:
                 lock.release()
         except Exception as err:
-            logger.warn(f"DUT lock not released ({err}); it expires after {lock.lease_s if lock else 0:.0f} s")
+            logger.warn(
+                f"DUT lock not released ({err}); it expires after {lock.lease_s if lock else 0:.0f} s"
+            )
         if node is not None:
             try:
                 node.close()

@@ -88,7 +88,10 @@ class LabPlumbing(TestbedKeywords):
         if self.node is None:
             node, topo = self._open_node(), self._topo()  # owned by this run until teardown:
             self._dut_lock = lab_dut_lock(
-                node, getattr(topo.dut, "name", "DUT1"), topo.prefix, bool(getattr(topo.dut, "namespace", None))
+                node,
+                getattr(topo.dut, "name", "DUT1"),
+                topo.prefix,
+                bool(getattr(topo.dut, "namespace", None)),
             ).acquire(default_wait(), to_stderr)
             self.node = node
         return self.node
@@ -125,7 +128,10 @@ class LabPlumbing(TestbedKeywords):
 
         self.sut_key = None  # the next bring-up restarts it
         tail = " | ".join(unit_log(self._dut(), unit).strip().splitlines()[-5:])
-        raise SutError(f"SUT {self.nf} ({unit}) is not running any more ({state or 'no state'})" + (f": {tail}" if tail else ""))
+        raise SutError(
+            f"SUT {self.nf} ({unit}) is not running any more ({state or 'no state'})"
+            + (f": {tail}" if tail else "")
+        )
 
     def _sut_version(self) -> str:
         return self.sut_version_text
@@ -138,7 +144,9 @@ class LabPlumbing(TestbedKeywords):
         tag = frame_size_tag(parse_frame_size(frame_size))
         key = (kind, tag)
         if key not in self.generators:
-            gen = self._make_generator(make_profile(kind, parse_frame_size(frame_size), self.flows, bidirectional=True))
+            gen = self._make_generator(
+                make_profile(kind, parse_frame_size(frame_size), self.flows, bidirectional=True)
+            )
             if not gen.max_pps:
                 raise ConfigError(
                     "TG ports need speed (e.g. 10Gbps) or pps_limit so the search knows the maximum rate",
@@ -186,7 +194,9 @@ class LabPlumbing(TestbedKeywords):
             f"{round(load / pdr * 100)}% PDR": {"load_pps": round(load, 1), "directions": lat}
             for load, lat in latency_trials(one, pdr)
         }
-        return out, (f"TRex latency streams at {self.latency_pps:g} pps per direction, 5 s trials at 90/50/10 % of PDR (CSIT)")
+        return out, (
+            f"TRex latency streams at {self.latency_pps:g} pps per direction, 5 s trials at 90/50/10 % of PDR (CSIT)"
+        )
 
     def _telemetry_at(self, gen, load: float, suffix: str = "") -> Dict[str, Any]:
         """perf/pcm on the DUT worker CPUs (run through the DUT's node) during a trial at

@@ -46,14 +46,23 @@ class DpgateListener:
         store = ResultStore(self.outdir or ".")
         suite = _full_name(result.parent) if result.parent else ""
         store.update(
-            f"{suite}.{result.name}", suite=suite, name=result.name, status="RUNNING", started=time.time(), tags=list(data.tags)
+            f"{suite}.{result.name}",
+            suite=suite,
+            name=result.name,
+            status="RUNNING",
+            started=time.time(),
+            tags=list(data.tags),
         )
         self._console(f"[{self.done + 1}/{self.total}] {result.name} ...")
 
     def end_test(self, data, result) -> None:
         store = ResultStore(self.outdir or ".")
         suite = _full_name(result.parent) if result.parent else ""
-        elapsed = result.elapsed_time.total_seconds() if hasattr(result, "elapsed_time") else result.elapsedtime / 1000.0
+        elapsed = (
+            result.elapsed_time.total_seconds()
+            if hasattr(result, "elapsed_time")
+            else result.elapsedtime / 1000.0
+        )
         rec = store.update(
             f"{suite}.{result.name}",
             suite=suite,

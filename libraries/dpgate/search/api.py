@@ -89,13 +89,20 @@ def find_ndr_pdr(
     if pdr_loss < ndr_loss:
         raise ConfigError(f"pdr_loss {pdr_loss} must be >= ndr_loss {ndr_loss}")
     for name, rate in (("min_rate", min_rate), ("max_rate", max_rate)):
-        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not rate > 0 or not math.isfinite(rate):
+        if (
+            isinstance(rate, bool)
+            or not isinstance(rate, (int, float))
+            or not rate > 0
+            or not math.isfinite(rate)
+        ):
             raise ConfigError(f"{name}={rate!r} must be a rate in pps greater than 0")
     if not min_rate < max_rate:
         raise ConfigError(f"min_rate {min_rate:g} pps must be below max_rate {max_rate:g} pps")
     min_rate, max_rate = float(min_rate), float(max_rate)
     log = TrialLog(measure, overhead_s=settings.trial_overhead, progress=progress)
-    recorded = dict(settings.as_dict(), ndr_loss=ndr_loss, pdr_loss=pdr_loss, min_rate=min_rate, max_rate=max_rate)
+    recorded = dict(
+        settings.as_dict(), ndr_loss=ndr_loss, pdr_loss=pdr_loss, min_rate=min_rate, max_rate=max_rate
+    )
     try:
         bounds = PROFILES[profile].run(log, min_rate, max_rate, ndr_loss, pdr_loss, settings)
     except Exception as err:  # noqa: BLE001 - re-raised with the partial trials attached

@@ -39,7 +39,9 @@ class BinarySettings(SearchSettings):
     resolution_pps: Optional[float] = setting(
         None, "optional_positive", "absolute minimum rate change that stops the search [pps]; replaces width"
     )
-    start_rate: Optional[float] = setting(None, "optional_positive", "first trial load [pps]; None = max_rate")
+    start_rate: Optional[float] = setting(
+        None, "optional_positive", "first trial load [pps]; None = max_rate"
+    )
 
 
 SETTINGS = BinarySettings

@@ -80,7 +80,9 @@ def search_ndr_pdr(
         return measure(load, duration)
 
     try:
-        return SearchRun(find_ndr_pdr(bounded, lo, hi, ndr_loss=nl, pdr_loss=pl, profile=profile, **conv), nl, pl, True, t0)
+        return SearchRun(
+            find_ndr_pdr(bounded, lo, hi, ndr_loss=nl, pdr_loss=pl, profile=profile, **conv), nl, pl, True, t0
+        )
     except SearchAborted as err:
         if not isinstance(err.__cause__, _TimeUp):
             raise
@@ -96,7 +98,13 @@ RESCUE_TRIAL_S = 1.0
 
 
 def _rescue_lower_bounds(
-    measure: Measure, res: _PartialBounds, ndr_loss: float, pdr_loss: float, lo: float, hi: float, warn: Warn = _log.warning
+    measure: Measure,
+    res: _PartialBounds,
+    ndr_loss: float,
+    pdr_loss: float,
+    lo: float,
+    hi: float,
+    warn: Warn = _log.warning,
 ) -> _PartialBounds:
     """A time-limited search can end with every load it tried failing a goal (an erratic SUT
     near its limit): there is then no measured lower bound, and reporting 0 would be a
@@ -151,7 +159,11 @@ def _bounds_from_trials(partial, ndr_loss: float, pdr_loss: float) -> _PartialBo
                 entry[1] += dur
         fails = sorted(load for load, (tot, bad) in per_load.items() if bad > 0.5 * tot)
         upper = fails[0] if fails else None
-        passes = [load for load, (tot, bad) in per_load.items() if bad <= 0.5 * tot and (upper is None or load < upper)]
+        passes = [
+            load
+            for load, (tot, bad) in per_load.items()
+            if bad <= 0.5 * tot and (upper is None or load < upper)
+        ]
         return (max(passes) if passes else None), upper
 
     ndr, ndr_up = bounds(ndr_loss)

@@ -157,7 +157,9 @@ class TrialLog:
             **bounds,
         )
 
-    def aborted(self, profile: str, settings: Dict[str, Any], max_rate: float, error: BaseException) -> SearchAborted:
+    def aborted(
+        self, profile: str, settings: Dict[str, Any], max_rate: float, error: BaseException
+    ) -> SearchAborted:
         partial = self.result(profile, settings, max_rate, ndr=None, pdr=None, ndr_upper=None, pdr_upper=None)
         return SearchAborted(
             f"{profile} search aborted after {len(self.trials)} trial(s): {type(error).__name__}: {error}",

@@ -271,7 +271,9 @@ class _Search:
         return _fit_log_rate(pts)
 
     # -- phase 2: decide with full-length trials -------------------------------
-    def decide(self, candidate: float, loss: float, capacity_limited: bool, floor: float) -> tuple[float | None, float | None]:
+    def decide(
+        self, candidate: float, loss: float, capacity_limited: bool, floor: float
+    ) -> tuple[float | None, float | None]:
         """Confirm ``candidate`` for ``loss`` with full trials; return (lower, upper)."""
         T = self.s.trial_duration
         candidate = max(self._clip(candidate), floor)
@@ -324,7 +326,9 @@ class _Search:
         return step_down(self, candidate, c, loss, floor)
 
 
-def run(log: TrialLog, min_rate: float, max_rate: float, ndr_loss: float, pdr_loss: float, s: SignOffSettings) -> dict[str, Any]:
+def run(
+    log: TrialLog, min_rate: float, max_rate: float, ndr_loss: float, pdr_loss: float, s: SignOffSettings
+) -> dict[str, Any]:
     search = _Search(log, min_rate, max_rate, s, goals=(ndr_loss, pdr_loss))
     ndr_c, pdr_c, cap_limited = search.locate(ndr_loss, pdr_loss)
     pdr, pdr_upper = search.decide(pdr_c, pdr_loss, cap_limited, floor=min_rate)

@@ -58,7 +58,9 @@ def hunt(sr: _Search, load: float) -> tuple[float, int]:
     return load, 0
 
 
-def event_search(sr: _Search, candidate: float, floor: float, upper: float | None) -> tuple[float | None, float | None]:
+def event_search(
+    sr: _Search, candidate: float, floor: float, upper: float | None
+) -> tuple[float | None, float | None]:
     """NDR when loss grows with trial duration: rare loss events (stalls).
 
     A stall at load L loses ``s x (L - theta)`` frames, what arrives during it beyond
@@ -201,7 +203,9 @@ def step_like(events: list[tuple[float, float]], slope: float, theta: float, spr
     return len(events) > 2 and all(abs(own(x, g) / theta - 1) <= spread for x, g in events)
 
 
-def _line_decide(sr: _Search, slope: float, theta: float, floor: float, upper: float | None) -> tuple[float | None, float | None]:
+def _line_decide(
+    sr: _Search, slope: float, theta: float, floor: float, upper: float | None
+) -> tuple[float | None, float | None]:
     """Step-like events: full trials from ``theta x (1 - event_margin)`` down; a pass, or
     a failure whose loss over the slope puts its event within ``event_accept`` under the
     load (the coin flip expected at the answer), is the answer."""

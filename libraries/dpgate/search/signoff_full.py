@@ -16,7 +16,9 @@ if TYPE_CHECKING:
     from dpgate.search.signoff import _Search
 
 
-def follow_tail(sr: _Search, hi: float, counts: Counts, slope: float, floor: float) -> tuple[float, float | None]:
+def follow_tail(
+    sr: _Search, hi: float, counts: Counts, slope: float, floor: float
+) -> tuple[float, float | None]:
     """Loss tail: step down by the fitted slope until a full trial is consistent.
 
     At the true NDR a full trial loses Poisson(ln 2) frames: 0 half the time, more
@@ -35,7 +37,9 @@ def follow_tail(sr: _Search, hi: float, counts: Counts, slope: float, floor: flo
     return load, upper
 
 
-def step_down(sr: _Search, hi: float, hi_counts: Counts | None, loss: float, floor: float) -> tuple[float | None, float | None]:
+def step_down(
+    sr: _Search, hi: float, hi_counts: Counts | None, loss: float, floor: float
+) -> tuple[float | None, float | None]:
     """Loss that short probes did not predict: search with full trials."""
     T = sr.s.trial_duration
     sw = sr.s.signoff_width

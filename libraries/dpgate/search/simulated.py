@@ -229,7 +229,9 @@ def make_sut(kind: str, seed: int = 0, **params: float) -> SimulatedSut:
         raise ValueError(f"unknown simulated SUT kind {kind!r}; accepted: {', '.join(KINDS)}") from None
 
 
-def truths(kind: str, ndr_loss: float = 0.0, pdr_loss: float = 0.005, duration: float = 60.0) -> tuple[float, float]:
+def truths(
+    kind: str, ndr_loss: float = 0.0, pdr_loss: float = 0.005, duration: float = 60.0
+) -> tuple[float, float]:
     """``(ndr_truth, pdr_truth)`` for ``kind`` at trial ``duration``."""
     sut = make_sut(kind)
     return sut.truth(ndr_loss, duration), sut.truth(pdr_loss, duration)

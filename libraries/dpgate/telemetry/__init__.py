@@ -87,7 +87,12 @@ class TelemetryRecord:
     ) -> TelemetryRecord:
         """Every key whose tool cannot count here, with that tool's reason (pcm-memory defaults
         to pcm-pcie's reason, TMAM to perf's)."""
-        reasons = {"perf": perf, "pcie": pcm, "mem": mem if mem is not None else pcm, "tmam": tmam if tmam is not None else perf}
+        reasons = {
+            "perf": perf,
+            "pcie": pcm,
+            "mem": mem if mem is not None else pcm,
+            "tmam": tmam if tmam is not None else perf,
+        }
         vals: Dict[str, Value] = {}
         for key in METRIC_KEYS:
             reason = reasons[_group(key)]
@@ -97,7 +102,9 @@ class TelemetryRecord:
 
     def with_suffix(self, suffix: str) -> TelemetryRecord:
         """The same record with every key renamed ``<key><suffix>`` (``ipc_pdr``)."""
-        return TelemetryRecord({k + suffix: v for k, v in self.values.items()}, {k + suffix: v for k, v in self.info.items()})
+        return TelemetryRecord(
+            {k + suffix: v for k, v in self.values.items()}, {k + suffix: v for k, v in self.info.items()}
+        )
 
     def to_metrics(self) -> Dict[str, Union[float, str]]:
         """Flat metrics for records/JUnit: numbers, or ``"not supported (<reason>)"``."""

@@ -36,5 +36,7 @@ def run_tool(node: Any, argv: Sequence[str], timeout: float) -> Union[Any, NotSu
             return NotSupported(f"{tool} not installed: install {PACKAGES.get(tool, tool)}")
         return NotSupported(f"{tool} could not run on {getattr(node, 'name', 'the node')}: {text}")
     if res.returncode in (126, 127) and ("not found" in (res.stderr or "") or not (res.stdout or res.stderr)):
-        return NotSupported(f"{tool} not installed on {getattr(node, 'name', 'the node')}: install {PACKAGES.get(tool, tool)}")
+        return NotSupported(
+            f"{tool} not installed on {getattr(node, 'name', 'the node')}: install {PACKAGES.get(tool, tool)}"
+        )
     return res

@@ -26,7 +26,10 @@ PROBE_S = 0.05
 TMAM_METHODS = ("perf-metric-TopdownL1", "perf-topdown", "toplev", "perf-raw-events")
 #: perf options of each perf TMAM method; --topdown implies --metric-only (perf-stat.txt), which
 #: would drop the cycles/instructions counts: --no-metric-only keeps the event lines.
-PERF_TMAM_OPTIONS = {"perf-metric-TopdownL1": ("-M", "TopdownL1"), "perf-topdown": ("--topdown", "--no-metric-only")}
+PERF_TMAM_OPTIONS = {
+    "perf-metric-TopdownL1": ("-M", "TopdownL1"),
+    "perf-topdown": ("--topdown", "--no-metric-only"),
+}
 
 
 @dataclass(frozen=True)
@@ -69,7 +72,9 @@ class Capture:
                     info[key] = str(values.pop(key))
         if "toplev" in self.outputs:
             values.update(self._toplev(self.outputs["toplev"]))
-        if p.tmam_method and ("toplev" in self.outputs or ("perf" in self.outputs and p.tmam_method != "toplev")):
+        if p.tmam_method and (
+            "toplev" in self.outputs or ("perf" in self.outputs and p.tmam_method != "toplev")
+        ):
             info["tmam_source"] = p.tmam_method
         if "pcm-pcie" in self.outputs:
             values.update(
@@ -93,7 +98,9 @@ class Capture:
             )
         return TelemetryRecord(values, info)
 
-    def _pcm(self, tool: str, keys: List[str], derive: Any, pps: float, no_pkts: NotSupported) -> Dict[str, Any]:
+    def _pcm(
+        self, tool: str, keys: List[str], derive: Any, pps: float, no_pkts: NotSupported
+    ) -> Dict[str, Any]:
         """Values of one pcm tool's output, or its reason (tool's own, no packets, unparsable) for ``keys``."""
         out = self.outputs[tool]
         reason = (

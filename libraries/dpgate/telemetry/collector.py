@@ -104,7 +104,9 @@ class TelemetryCollector:
 
     def _perf_try(self, extra: Sequence[str], events: Sequence[str] = PERF_EVENTS) -> Optional[str]:
         """None when this perf stat variant runs here, else perf's complaint."""
-        res = run_tool(self.node, perf_stat_argv(self.cpus, events, PROBE_S, extra=extra, pid=self.pid), timeout=20)
+        res = run_tool(
+            self.node, perf_stat_argv(self.cpus, events, PROBE_S, extra=extra, pid=self.pid), timeout=20
+        )
         if isinstance(res, NotSupported):
             return res.reason
         text = (res.stderr or "") + (res.stdout or "")
@@ -206,7 +208,10 @@ class TelemetryCollector:
         outputs: Dict[str, Any] = {}
         if cmds:
             with ThreadPoolExecutor(max_workers=len(cmds), thread_name_prefix="telemetry") as pool:
-                futs = {name: pool.submit(run_tool, self.node, argv, duration_s + 30) for name, argv in cmds.items()}
+                futs = {
+                    name: pool.submit(run_tool, self.node, argv, duration_s + 30)
+                    for name, argv in cmds.items()
+                }
                 outputs = {name: f.result() for name, f in futs.items()}
         return Capture(self.plan(), float(duration_s), outputs, self.slots_per_cycle)
 

@@ -135,7 +135,9 @@ def snapshot(cpus: Iterable[int], pids_by_role: Mapping[str, Iterable[int]]) -> 
     return CpuSnapshot(cpu_ticks(cpus), own, ch.ru_utime + ch.ru_stime, me.ru_utime + me.ru_stime, wait)
 
 
-def account(a: CpuSnapshot, b: CpuSnapshot, tg_cpus: Sequence[int], sut_cpus: Sequence[int], hz_user: int = HZ_USER) -> Dict:
+def account(
+    a: CpuSnapshot, b: CpuSnapshot, tg_cpus: Sequence[int], sut_cpus: Sequence[int], hz_user: int = HZ_USER
+) -> Dict:
     """Foreign share per core, disturbance, and the SUT's own time between two snapshots.
 
     A task that ended between the snapshots (only in ``a``) contributes nothing; a task that

@@ -95,7 +95,8 @@ def cpp_at_load(trials: Iterable, polling: bool = False) -> Optional[float]:
         vals = [
             t.sut_cycles_per_packet
             for t in use
-            if t.sut_cycles_per_packet and not (t.details.get("sut_counters") or {}).get("cycles_include_idle")
+            if t.sut_cycles_per_packet
+            and not (t.details.get("sut_counters") or {}).get("cycles_include_idle")
         ]
     else:
         vals = [t.sut_cpu_cycles_per_packet for t in use if t.sut_cpu_cycles_per_packet]
@@ -167,4 +168,6 @@ def classify_lower_is_better(classify, history: Sequence, current: Sequence[floa
     cur = sum(current) / len(current)
     base = 1.0 / v.baseline if v.baseline else None
     change = (cur - base) / base * 100 if base else None
-    return type(v)(v.test, v.metric, v.verdict, cur, base, change, v.history_len, v.allowance_pct, v.noise_source)
+    return type(v)(
+        v.test, v.metric, v.verdict, cur, base, change, v.history_len, v.allowance_pct, v.noise_source
+    )

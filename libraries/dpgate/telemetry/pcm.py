@@ -49,7 +49,10 @@ _UNSUPPORTED = (
     ("unsupported processor", "pcm: unsupported processor (Intel server CPU required)"),
     ("CPU is required for this tool", "pcm-pcie: an Intel server CPU is required"),
     ("no MSR or PCI CFG space access", "pcm: no MSR or PCI CFG space access (load msr module, run as root)"),
-    ("Access to Intel(r) Performance Counter Monitor has denied", "pcm: access to performance counters denied"),
+    (
+        "Access to Intel(r) Performance Counter Monitor has denied",
+        "pcm: access to performance counters denied",
+    ),
     ("Access to Processor Counter Monitor has denied", "pcm: access to performance counters denied"),
     ("Core offlining is not supported", "pcm-pcie: offlined cores are not supported on this processor"),
 )

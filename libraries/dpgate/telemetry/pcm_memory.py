@@ -46,7 +46,9 @@ def _parse_memory_csv(lines: List[str], at: int) -> MemoryStats:
     head2 = next(csv.reader([lines[at]]))
     head1 = next(csv.reader([lines[at - 1]])) if at > 0 else []
     if len(head1) < len(head2) - 1:
-        raise TelemetryError("pcm-memory CSV lacks its first header row (',,SKT0,SKT0,...') above 'Date,Time,...' (truncated?)")
+        raise TelemetryError(
+            "pcm-memory CSV lacks its first header row (',,SKT0,SKT0,...') above 'Date,Time,...' (truncated?)"
+        )
     cols: Dict[Tuple[str, str], int] = {}
     for i, name in enumerate(head2):
         skt = re.fullmatch(r"SKT(\d+)", head1[i].strip()) if i < len(head1) else None
@@ -66,12 +68,16 @@ def _parse_memory_csv(lines: List[str], at: int) -> MemoryStats:
             continue  # a repeated header
         need = max(cols.values()) + 1
         if len(cells) < need:
-            raise TelemetryError(f"pcm-memory CSV line {n}: {len(cells)} cells, the header needs {need} (truncated?)")
+            raise TelemetryError(
+                f"pcm-memory CSV line {n}: {len(cells)} cells, the header needs {need} (truncated?)"
+            )
         for (sock, kind), i in cols.items():
             try:
                 v = float(cells[i])
             except ValueError:
-                raise TelemetryError(f"pcm-memory CSV line {n}: socket {sock} {kind} {cells[i]!r} is not a number") from None
+                raise TelemetryError(
+                    f"pcm-memory CSV line {n}: socket {sock} {kind} {cells[i]!r} is not a number"
+                ) from None
             (reads if kind == "read" else writes).setdefault(sock, []).append(v)
         rows += 1
     if not rows:

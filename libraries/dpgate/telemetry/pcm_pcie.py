@@ -119,10 +119,14 @@ class PcieStats:
         if m is None:
             h = self._sum("hit", event)
             if h is None:
-                raise TelemetryError(f"pcm-pcie output has no Miss/Hit split for {event!r}: run pcm-pcie with -e")
+                raise TelemetryError(
+                    f"pcm-pcie output has no Miss/Hit split for {event!r}: run pcm-pcie with -e"
+                )
             m = self.total(event) - h
             if m < 0:
-                raise TelemetryError(f"pcm-pcie {event}: Hit {h:g} > Total {self.total(event):g} (inconsistent sample)")
+                raise TelemetryError(
+                    f"pcm-pcie {event}: Hit {h:g} > Total {self.total(event):g} (inconsistent sample)"
+                )
         return m
 
     def hit(self, event: str) -> float:
@@ -183,7 +187,13 @@ class _Acc:
         self.corrections: List[str] = []
 
     def add(
-        self, sock: str, kind: str, events: Sequence[str], bw: Sequence[str], vals: Sequence[float], where: str = "pcm-pcie"
+        self,
+        sock: str,
+        kind: str,
+        events: Sequence[str],
+        bw: Sequence[str],
+        vals: Sequence[float],
+        where: str = "pcm-pcie",
     ) -> None:
         vals = list(vals)
         if kind == "total":
@@ -346,7 +356,9 @@ def pcie_per_packet(stats: PcieStats, pps: float, reason_prefix: str = "pcm-pcie
     if stats.has("PCIeRdCur"):
         out["pcie_rd_bytes_per_packet"] = stats.total("PCIeRdCur") * CACHE_LINE / pps
     else:
-        out["pcie_rd_bytes_per_packet"] = NotSupported(f"{reason_prefix}: no PCIeRdCur/PCIRdCur event (it has {have})")
+        out["pcie_rd_bytes_per_packet"] = NotSupported(
+            f"{reason_prefix}: no PCIeRdCur/PCIRdCur event (it has {have})"
+        )
     writes = [e for e in ("ItoM", "ItoMCacheNear", "RFO") if stats.has(e)]
     out["pcie_wr_bytes_per_packet"] = (
         sum(stats.total(e) for e in writes) * CACHE_LINE / pps

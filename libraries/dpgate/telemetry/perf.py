@@ -118,7 +118,9 @@ class PerfStat:
         for name, reason in self.unsupported.items():
             if split_event(name)[1] in _CYCLES + _INSTRUCTIONS:
                 return reason
-        return NotSupported("cycles and instructions not measured" if not self.counts else "zero cycles counted")
+        return NotSupported(
+            "cycles and instructions not measured" if not self.counts else "zero cycles counted"
+        )
 
     # -- TMAM -----------------------------------------------------------------------------
     def tmam_with_pmu(self) -> Tuple[Optional[Tmam], Optional[str]]:
@@ -155,7 +157,9 @@ class PerfStat:
                     why.append(f"{err}{where}")
                     continue
             gone = sorted(set(blank.get(pmu, [])) - set(units.get(pmu, {}).values()))
-            why.append(f"{pmu or 'perf'}: level-1 metrics incomplete (not computed: {', '.join(gone) or 'missing'})")
+            why.append(
+                f"{pmu or 'perf'}: level-1 metrics incomplete (not computed: {', '.join(gone) or 'missing'})"
+            )
         raise TelemetryError("perf stat TMAM level 1 unusable: " + "; ".join(why))
 
     @property
@@ -182,7 +186,11 @@ def _build(
                 if rec.run_pct is not None:
                     running[rec.event] = min(running.get(rec.event, 100.0), rec.run_pct)
             else:
-                why = "no hardware counter on this host" if rec.status == NOT_SUPPORTED else "counter was not scheduled"
+                why = (
+                    "no hardware counter on this host"
+                    if rec.status == NOT_SUPPORTED
+                    else "counter was not scheduled"
+                )
                 unsupported.setdefault(rec.event, NotSupported(f"{rec.event} {rec.status} ({why})"))
         elif rec.value is not None:
             metrics.setdefault(rec.name, []).append(rec.value)
@@ -230,7 +238,9 @@ def parse_perf_stat(text: str, sep: Optional[str] = None) -> PerfStat:
             times.setdefault(rec.time, []).append(rec)
     if times and len(times) < len({id(r) for r in records}) and any(r.time is None for r in records):
         bad = next(r for r in records if r.time is None)
-        raise TelemetryError(f"perf stat output line {bad.line}: no -I timestamp among interval lines (two runs mixed?)")
+        raise TelemetryError(
+            f"perf stat output line {bad.line}: no -I timestamp among interval lines (two runs mixed?)"
+        )
     intervals = tuple(_build(recs, (), fmt, float(t)) for t, recs in times.items())
     return _build(records, tuple(messages), fmt, None, intervals)
 
@@ -273,7 +283,9 @@ def not_installed(res: Any) -> Optional[NotSupported]:
     return None
 
 
-def probe_perf(node: Any = None, cpus: Sequence[int] = (), pid: Optional[int] = None) -> Optional[NotSupported]:
+def probe_perf(
+    node: Any = None, cpus: Sequence[int] = (), pid: Optional[int] = None
+) -> Optional[NotSupported]:
     """None when cycles and instructions can be counted on ``node``'s ``cpus``, else why not."""
     from ._run import run_tool
 
@@ -319,9 +331,14 @@ def derive(stat: PerfStat, packets: float) -> Dict[str, object]:
         out["ipp"] = ins / packets if packets else NotSupported("no packets forwarded")
         out["cpp_measured"] = cyc / packets if packets else NotSupported("no packets forwarded")
     pmu = cc[2] if cc else None
-    for key, event in (("cache_misses_per_packet", "cache-misses"), ("llc_load_misses_per_packet", "LLC-load-misses")):
+    for key, event in (
+        ("cache_misses_per_packet", "cache-misses"),
+        ("llc_load_misses_per_packet", "LLC-load-misses"),
+    ):
         if pmu and event not in stat.counts and event not in stat.unsupported:  # hybrid: the IPC's PMU
-            event = next((k for k in [*stat.counts, *stat.unsupported] if split_event(k) == (pmu, event)), event)
+            event = next(
+                (k for k in [*stat.counts, *stat.unsupported] if split_event(k) == (pmu, event)), event
+            )
         v = stat.get(event)
         if isinstance(v, NotSupported):
             if event in stat.unsupported:

@@ -176,7 +176,9 @@ def parse_line(n: int, raw: str, sep: str, group: Optional[str], event: Optional
     if not any(rest):
         return []
     if len(rest) >= 5 and rest[0] and rest[2] and not is_number(rest[2]) and rest[3].isdigit():
-        raise error(n, raw, f"value {rest[0]!r} of {rest[2]!r} is not a number, <not counted> or <not supported>")
+        raise error(
+            n, raw, f"value {rest[0]!r} of {rest[2]!r} is not a number, <not counted> or <not supported>"
+        )
     if sep == "," and re.search(r"(^|,)\d+,\d\d,", raw):
         raise error(n, raw, "a decimal comma (non-C locale) split the numbers: run perf with LC_ALL=C")
     raise error(n, raw, "not a perf stat CSV line ('<value>,<unit>,<event>,<run>,<pct>,...')")
@@ -222,7 +224,9 @@ def parse_metric_only(text: str, sep: str) -> List[Record]:
                 continue  # nothing counted: no names, empty values
             shown = "; ".join(", ".join(u) for _l, u in heads[-2:]) or "none"
             raise error(
-                n, raw, f"{len(vals)} metric-only values and no header row of {len(vals)} metric names (headers seen: {shown})"
+                n,
+                raw,
+                f"{len(vals)} metric-only values and no header row of {len(vals)} metric names (headers seen: {shown})",
             )
         for unit, v in zip(units, vals):
             if not unit or is_number(unit):
@@ -289,7 +293,9 @@ def parse_csv(text: str, sep: str) -> Tuple[List[Record], List[str]]:
         if sep not in raw or is_prose(raw):
             if not is_prose(raw):
                 raise error(
-                    n, raw, f"neither a '{sep}'-separated perf stat line nor one of perf's messages (truncated or mixed output?)"
+                    n,
+                    raw,
+                    f"neither a '{sep}'-separated perf stat line nor one of perf's messages (truncated or mixed output?)",
                 )
             messages.append(line)
             continue

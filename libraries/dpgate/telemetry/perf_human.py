@@ -42,7 +42,9 @@ _TIME = re.compile(r"^\s*(\d+\.\d{9})\s+")
 _VALUE = r"(?P<value><not counted>|<not supported>|-?\d[\d.,']*\d|\d)"
 _RUNNING = re.compile(r"\s*\((?P<pct>\d+(\.\d+)?)%\)\s*$")
 _NOISE = re.compile(r"\s*\(\s*\+-\s*[\d.]+%\s*\)")
-_METRIC = re.compile(r"^#\s*(?P<val>-?\d+([.,]\d+)?|-?nan|-?inf)(?P<pct>%)?\s*(?P<unit>.*?)\s*$", re.IGNORECASE)
+_METRIC = re.compile(
+    r"^#\s*(?P<val>-?\d+([.,]\d+)?|-?nan|-?inf)(?P<pct>%)?\s*(?P<unit>.*?)\s*$", re.IGNORECASE
+)
 _SKIP = re.compile(
     r"^\s*(Performance counter stats for|[\d.]+( \+- [\d.]+)? seconds (time elapsed|user|sys)|"
     r"#\s+time\s+(counts|[a-z]+\s+cpus\s+counts|cpu\s+counts)|# Table of|# Final result|"
@@ -66,7 +68,13 @@ def _prefix(s: str) -> Tuple[Optional[str], Optional[str], str]:
 
 
 def _metric(
-    text: str, n: int, raw: str, group: Optional[str], event: Optional[str], time: Optional[str], aggr: Optional[str]
+    text: str,
+    n: int,
+    raw: str,
+    group: Optional[str],
+    event: Optional[str],
+    time: Optional[str],
+    aggr: Optional[str],
 ) -> Optional[Metric]:
     """The ``# <value> <unit>`` part, or None when blank."""
     text = _NOISE.sub("", text).strip()
@@ -75,7 +83,9 @@ def _metric(
     m = _METRIC.match(text)
     if not m or not m.group("unit"):
         raise error(n, raw, "metric is not '# <value> <unit>'")
-    return Metric(m.group("unit"), metric_value(m.group("val").replace(",", ".")), group, None, event, time, aggr, n)
+    return Metric(
+        m.group("unit"), metric_value(m.group("val").replace(",", ".")), group, None, event, time, aggr, n
+    )
 
 
 def parse_line(n: int, raw: str, group: Optional[str], event: Optional[str]) -> List[Line]:

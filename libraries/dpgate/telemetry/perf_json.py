@@ -38,7 +38,16 @@ from .perf_records import (
 )
 
 _AGGR_KEYS = ("core", "cache", "cluster", "die", "socket", "node", "thread")
-_NOT_METRICS = {"interval", "cpu", "aggregate-number", "cgroup", "event-runtime", "pcnt-running", "variance", *_AGGR_KEYS}
+_NOT_METRICS = {
+    "interval",
+    "cpu",
+    "aggregate-number",
+    "cgroup",
+    "event-runtime",
+    "pcnt-running",
+    "variance",
+    *_AGGR_KEYS,
+}
 
 
 def _aggr(obj: Dict[str, Any]) -> Optional[str]:
@@ -91,7 +100,14 @@ def parse_json(text: str) -> Tuple[List[Record], List[str]]:
             else:
                 out.append(
                     Count(
-                        str(name), _value(obj, "counter-value", n, raw), "counted", str(obj.get("unit", "")), run, time, aggr, n
+                        str(name),
+                        _value(obj, "counter-value", n, raw),
+                        "counted",
+                        str(obj.get("unit", "")),
+                        run,
+                        time,
+                        aggr,
+                        n,
                     )
                 )
             event, group = str(name), None

@@ -57,7 +57,9 @@ def report_rows(records: Iterable[Any], suffix: str = "") -> List[TelemetryRow]:
         reasons: Dict[str, str] = {}
         cpp_key = "cpp" if not suffix else f"cpp{suffix}"
         vals = {k: _num(m, k + suffix, reasons) for k in TMAM_KEYS}
-        tmam = Tmam(*(vals[k] or 0.0 for k in TMAM_KEYS)) if all(v is not None for v in vals.values()) else None
+        tmam = (
+            Tmam(*(vals[k] or 0.0 for k in TMAM_KEYS)) if all(v is not None for v in vals.values()) else None
+        )
         row = TelemetryRow(
             name,
             _num(m, "ipc" + suffix, reasons),

@@ -24,7 +24,14 @@ from typing import Dict, List, Mapping, Optional
 from . import TMAM_KEYS, TelemetryError  # noqa: F401  (TMAM_KEYS: importable here too)
 
 #: Pipeline issue slots per cycle by microarchitecture (TMAM level 1).
-SLOTS_PER_CYCLE = {"haswell": 4, "broadwell": 4, "skylake": 4, "cascadelake": 4, "icelake": 5, "sapphirerapids": 6}
+SLOTS_PER_CYCLE = {
+    "haswell": 4,
+    "broadwell": 4,
+    "skylake": 4,
+    "cascadelake": 4,
+    "icelake": 5,
+    "sapphirerapids": 6,
+}
 
 
 @dataclass(frozen=True)
@@ -80,7 +87,9 @@ def l1_name(name: str) -> Optional[str]:
 def tmam_checked(values: Mapping[str, float], source: str, percent: Optional[bool] = None) -> Tmam:
     """A Tmam from the four level-1 values; percent or ratio decided by ``percent`` or by the
     sum (about 100 or about 1). Values that do not add up to 100 % +- rounding are an error."""
-    missing = [f for f in ("retiring", "bad_speculation", "frontend_bound", "backend_bound") if f not in values]
+    missing = [
+        f for f in ("retiring", "bad_speculation", "frontend_bound", "backend_bound") if f not in values
+    ]
     if missing:
         raise TelemetryError(f"{source} lacks TMAM level-1 {', '.join(missing)}")
     total = sum(values.values())
@@ -106,15 +115,26 @@ def tmam_checked(values: Mapping[str, float], source: str, percent: Optional[boo
 def tmam_from_events(events: Mapping[str, float], slots_per_cycle: int = 4) -> Tmam:
     ev = {k.upper(): float(v) for k, v in events.items()}
     clk = ev.get("CPU_CLK_UNHALTED.THREAD_ANY", ev.get("CPU_CLK_UNHALTED.THREAD"))
-    need = ["UOPS_RETIRED.RETIRE_SLOTS", "UOPS_ISSUED.ANY", "INT_MISC.RECOVERY_CYCLES", "IDQ_UOPS_NOT_DELIVERED.CORE"]
-    missing = [e for e in need if e not in ev] + ([] if clk is not None else ["CPU_CLK_UNHALTED.THREAD(_ANY)"])
+    need = [
+        "UOPS_RETIRED.RETIRE_SLOTS",
+        "UOPS_ISSUED.ANY",
+        "INT_MISC.RECOVERY_CYCLES",
+        "IDQ_UOPS_NOT_DELIVERED.CORE",
+    ]
+    missing = [e for e in need if e not in ev] + (
+        [] if clk is not None else ["CPU_CLK_UNHALTED.THREAD(_ANY)"]
+    )
     if missing or clk is None:
         raise TelemetryError(f"TMAM level 1 needs events {', '.join(missing)}")
     slots = slots_per_cycle * float(clk)
     if slots <= 0:
         raise TelemetryError("TMAM level 1: zero unhalted cycles counted")
     ret = ev["UOPS_RETIRED.RETIRE_SLOTS"] / slots
-    bad = (ev["UOPS_ISSUED.ANY"] - ev["UOPS_RETIRED.RETIRE_SLOTS"] + slots_per_cycle * ev["INT_MISC.RECOVERY_CYCLES"]) / slots
+    bad = (
+        ev["UOPS_ISSUED.ANY"]
+        - ev["UOPS_RETIRED.RETIRE_SLOTS"]
+        + slots_per_cycle * ev["INT_MISC.RECOVERY_CYCLES"]
+    ) / slots
     fe = ev["IDQ_UOPS_NOT_DELIVERED.CORE"] / slots
     return Tmam(ret, bad, fe, 1.0 - ret - bad - fe)
 
@@ -175,7 +195,9 @@ def parse_toplev_csv(text: str) -> Tmam:
     for r in rows[head_at + 1 :]:
         if len(r) <= max(a, v):
             if any(l1_name(c) for c in r):
-                raise TelemetryError(f"toplev CSV row {','.join(r)!r} is shorter than its header (truncated?)")
+                raise TelemetryError(
+                    f"toplev CSV row {','.join(r)!r} is shorter than its header (truncated?)"
+                )
             continue
         k = l1_name(r[a])
         if k is None:
@@ -185,7 +207,9 @@ def parse_toplev_csv(text: str) -> Tmam:
         except ValueError:
             raise TelemetryError(f"toplev CSV: {r[a]} value {r[v]!r} is not a number") from None
         if not -100 * RANGE_TOLERANCE <= val <= 100 * (1 + RANGE_TOLERANCE):
-            raise TelemetryError(f"toplev CSV row {','.join(r)!r}: {r[a]} {val:g} % of slots is outside 0..100 %")
+            raise TelemetryError(
+                f"toplev CSV row {','.join(r)!r}: {r[a]} {val:g} % of slots is outside 0..100 %"
+            )
         target = summary if t is not None and r[t].strip() == "SUMMARY" else acc
         target.setdefault(k, []).append(val)
     use = summary or acc

@@ -41,7 +41,9 @@ def calibrate(gen, duration_s: float = 1.0, probe_pps: float = 5e6, repeats: int
     samples = [(r, results[r]) for r in probes]
     gen.max_pps = best
     if not gen.max_pps:
-        raise TrialError("generator calibration sent nothing: is tcpreplay working? see the logs in " + gen.tb.workdir)
+        raise TrialError(
+            "generator calibration sent nothing: is tcpreplay working? see the logs in " + gen.tb.workdir
+        )
     gen.calibration = {
         "max_pps": gen.max_pps,
         "tx_packets": res.tx_packets,

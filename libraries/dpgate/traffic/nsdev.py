@@ -99,7 +99,9 @@ class NetnsCounters:
                 pass
             if self.proc.poll() is not None or time.monotonic() > end:
                 self.close()
-                raise EnvironmentProblem(f"cannot read counters of namespace {self.ns!r}: the holder process did not enter it")
+                raise EnvironmentProblem(
+                    f"cannot read counters of namespace {self.ns!r}: the holder process did not enter it"
+                )
             time.sleep(0.001)
 
     def read(self) -> Dict[str, Dict[str, int]]:

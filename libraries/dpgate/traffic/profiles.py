@@ -97,11 +97,15 @@ def imix_cycle() -> List[int]:
 
 def make_profile(kind: str, frame_size, flows: Optional[int] = None, bidirectional: bool = False) -> Profile:
     if kind not in DEFAULT_FLOWS:
-        raise ConfigError(f"unknown traffic profile {kind!r}; accepted: {', '.join(DEFAULT_FLOWS)}", path="profile")
+        raise ConfigError(
+            f"unknown traffic profile {kind!r}; accepted: {', '.join(DEFAULT_FLOWS)}", path="profile"
+        )
     size = parse_frame_size(frame_size)
     n = DEFAULT_FLOWS[kind] if flows is None else flows
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_FLOWS[kind]:
-        raise ConfigError(f"flows must be an integer in 1..{MAX_FLOWS[kind]} for {kind}, got {flows!r}", path="flows")
+        raise ConfigError(
+            f"flows must be an integer in 1..{MAX_FLOWS[kind]} for {kind}, got {flows!r}", path="flows"
+        )
     return Profile(kind=kind, frame_size=size, flows=n, bidirectional=bidirectional)  # type: ignore[arg-type]  # kind checked above
 
 

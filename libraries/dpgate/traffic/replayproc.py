@@ -86,7 +86,9 @@ class ReplayProcess:
             self.proc.wait(min(budget, 2.0))
         except subprocess.TimeoutExpired:
             self.kill()
-            raise TrialError(f"generator ({self.argv[0]}) ignored SIGINT at the end of the trial: killed") from None
+            raise TrialError(
+                f"generator ({self.argv[0]}) ignored SIGINT at the end of the trial: killed"
+            ) from None
         return "cut"
 
     def kill(self) -> None:

@@ -89,7 +89,9 @@ class TrialSteps:
                     r.started_at = time.monotonic()
                     del pending[port]
                 elif r.proc.poll() is not None:
-                    raise TrialError(f"generator exited (code {r.proc.returncode}) before sending\n{tail(r.log, 8)}")
+                    raise TrialError(
+                        f"generator exited (code {r.proc.returncode}) before sending\n{tail(r.log, 8)}"
+                    )
             if time.monotonic() > end:
                 raise TrialError(f"generator (tcpreplay) did not start sending within {timeout:g} s: killed")
             if pending:

@@ -99,7 +99,9 @@ class TcpreplayGenerator(TrialSteps):
         #: pids whose CPU time counts as the SUT's (e.g. an injected CPU stealer)
         self.extra_sut_pids: List[int] = []
         self.cpu = CpuAccount(
-            testbed, extra_sut_pids=lambda: self.extra_sut_pids, extra_tg_pids=lambda: [r.proc.pid for r in self._procs]
+            testbed,
+            extra_sut_pids=lambda: self.extra_sut_pids,
+            extra_tg_pids=lambda: [r.proc.pid for r in self._procs],
         )
         self._sock_drops: Optional[int] = None
         #: also read af_packet socket drops (``ss``, ~15 ms per trial) into details; the loss
@@ -152,7 +154,9 @@ class TcpreplayGenerator(TrialSteps):
                 and (result.loss_packets > 0 or self.remeasure_clean)
             )
             if again:
-                result.details["superseded"] = f"disturbed {d:.1%} > {self.disturbance_max:.0%}: measured again"
+                result.details["superseded"] = (
+                    f"disturbed {d:.1%} > {self.disturbance_max:.0%}: measured again"
+                )
             if self.on_trial:
                 self.on_trial(result)
             if not again:
@@ -275,7 +279,9 @@ class TcpreplayGenerator(TrialSteps):
             "profile": self.profile.kind,
             "flows": self.profile.effective_flows,
             "directions": ndir,
-            "retried_enobufs": (int(sum(r.get("retried_enobufs", 0) for r in reports)) if all(reports) else None),
+            "retried_enobufs": (
+                int(sum(r.get("retried_enobufs", 0) for r in reports)) if all(reports) else None
+            ),
             "tcpreplay_failed": int(sum(r.get("failed", 0) for r in reports)) if all(reports) else None,
             "generator_max_pps": self.max_pps,
             "wall_s": round(wall, 3),

@@ -37,7 +37,9 @@ class TrexLoopLib:
             self.loop = None
 
     @keyword
-    def find_ndr_and_pdr_over_trex(self, frame_size: str = "64B", max_rate: float = 150_000, time_limit: float = 25) -> Any:
+    def find_ndr_and_pdr_over_trex(
+        self, frame_size: str = "64B", max_rate: float = 150_000, time_limit: float = 25
+    ) -> Any:
         assert self.loop is not None
         size = frame_size[:-1] if frame_size.endswith("B") else frame_size
         gen = self.loop.generator(make_profile("ip4", int(size) if size.isdigit() else size))

@@ -32,7 +32,9 @@ RT_PRIORITY = 1
 
 def _check_share(share: float) -> float:
     if not 0 < share < 0.9:
-        raise ConfigError(f"CPU steal share must be in (0, 0.9) (e.g. 0.10 for 10 %), got {share!r}", path="sut_cpu_steal")
+        raise ConfigError(
+            f"CPU steal share must be in (0, 0.9) (e.g. 0.10 for 10 %), got {share!r}", path="sut_cpu_steal"
+        )
     return float(share)
 
 
@@ -129,11 +131,15 @@ def steal(cpu: int, share: float, period_ms: float, stop_after: Optional[float] 
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m dpgate.testbeds.embedded.handicap", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m dpgate.testbeds.embedded.handicap", description=__doc__.split("\n")[0]
+    )
     ap.add_argument("--cpu", type=int, required=True)
     ap.add_argument("--share", type=float, required=True)
     ap.add_argument("--period-ms", type=float, default=2.0)
-    ap.add_argument("--seconds", type=float, default=None, help="stop after this long (default: until SIGTERM)")
+    ap.add_argument(
+        "--seconds", type=float, default=None, help="stop after this long (default: until SIGTERM)"
+    )
     a = ap.parse_args(argv)
     try:
         steal(a.cpu, _check_share(a.share), a.period_ms, a.seconds)

@@ -33,7 +33,9 @@ class EmbeddedSession:
         calibrate: bool = True,
         on_trial: Optional[Callable[[TrialResult], None]] = None,
     ):
-        self.topology: Topology = topology if isinstance(topology, Topology) else load_topology(topology, prefix)
+        self.topology: Topology = (
+            topology if isinstance(topology, Topology) else load_topology(topology, prefix)
+        )
         self.sut_cls = sut_class(sut)
         self.profile = make_profile(self.sut_cls.traffic, frame_size, flows, bidirectional)
         self.testbed = NamespaceTestbed(self.topology)
@@ -53,7 +55,9 @@ class EmbeddedSession:
             self.generator.pcaps()
             if self.do_calibrate:
                 self.generator.calibrate()
-            self.sut = self.sut_cls(self.testbed, flows=self.profile.effective_flows if self.sut_cls.traffic == "ip4" else None)
+            self.sut = self.sut_cls(
+                self.testbed, flows=self.profile.effective_flows if self.sut_cls.traffic == "ip4" else None
+            )
             self.sut.start()
             self.generator.sut = self.sut
         except BaseException:

@@ -42,7 +42,9 @@ def check_environment(tools=REQUIRED_TOOLS) -> None:
     for t in tools:
         require_tool(t)
     if not os.path.exists("/proc/self/ns/net"):
-        raise EnvironmentProblem("this kernel has no network namespace support (CONFIG_NET_NS): use a lab testbed")
+        raise EnvironmentProblem(
+            "this kernel has no network namespace support (CONFIG_NET_NS): use a lab testbed"
+        )
 
 
 def list_namespaces() -> List[str]:
@@ -149,7 +151,9 @@ class NamespaceTestbed:
             try:
                 run(["ip", "netns", "add", ns])
             except CommandError as err:
-                raise EnvironmentProblem(f"cannot create network namespace {ns!r}: {err.stderr.strip()}") from None
+                raise EnvironmentProblem(
+                    f"cannot create network namespace {ns!r}: {err.stderr.strip()}"
+                ) from None
             run(["ip", "link", "set", "lo", "up"], ns=ns)
             for key in ("all", "default"):
                 run(["sysctl", "-q", "-w", f"net.ipv6.conf.{key}.disable_ipv6=1"], ns=ns, check=False)

@@ -71,7 +71,8 @@ def parse_lscpu(text: str) -> List[Cpu]:
             node = int(parts[3]) if len(parts) > 3 and parts[3] != "" else 0
         except (ValueError, IndexError):
             raise ConfigError(
-                f"line {n}: expected CPU,CORE,SOCKET,NODE integers, got {line!r}", source="lscpu -p=CPU,CORE,SOCKET,NODE"
+                f"line {n}: expected CPU,CORE,SOCKET,NODE integers, got {line!r}",
+                source="lscpu -p=CPU,CORE,SOCKET,NODE",
             ) from None
         out.append(Cpu(cpu, core, socket, node))
     return out
@@ -130,7 +131,9 @@ def allocate(
     workers: List[int] = []
     for core in free[:phy_cores]:
         workers.extend(core[:tpc])
-    return CoreAllocation(main=main, workers=tuple(workers), phy_cores=phy_cores, threads_per_core=tpc, numa=numa)
+    return CoreAllocation(
+        main=main, workers=tuple(workers), phy_cores=phy_cores, threads_per_core=tpc, numa=numa
+    )
 
 
 _TRUE = ("on", "true", "yes", "1", "ht")

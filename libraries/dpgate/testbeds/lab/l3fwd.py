@@ -130,7 +130,9 @@ class L3fwd(LabSut):
         return unit_log(self.node, self.unit)
 
     def ready(self, timeout_s: float = 60.0, **wait_kw: Any) -> None:
-        wait_until(lambda: "entering main loop" in self._log(), timeout_s, self.binary, log=self._log, **wait_kw)
+        wait_until(
+            lambda: "entering main loop" in self._log(), timeout_s, self.binary, log=self._log, **wait_kw
+        )
         ports_mod.check_port_macs(self._log(), dut_ports(self.dut), "l3fwd")
 
     def alive(self) -> str:

@@ -52,7 +52,9 @@ class LocalLab:
     def __init__(self, topo: Any, log: Any = None):
         if not topo.tg.namespace or not topo.dut.namespace:
             raise ConfigError(
-                "a lab on one machine needs namespace: on the TG and DUT nodes, like '{prefix}tg'", topo.source, "nodes"
+                "a lab on one machine needs namespace: on the TG and DUT nodes, like '{prefix}tg'",
+                topo.source,
+                "nodes",
             )
         if topo.dut.ssh is None or not topo.dut.ssh.key_file or not topo.dut.ssh.known_hosts:
             raise ConfigError(
@@ -88,7 +90,9 @@ class LocalLab:
                 ip = ipaddress.IPv4Address(addr)
             except ValueError:
                 raise ConfigError(
-                    f"a lab on one machine needs an IPv4 address here, got {addr!r}", self.topo.source, f"nodes.{node.type}"
+                    f"a lab on one machine needs an IPv4 address here, got {addr!r}",
+                    self.topo.source,
+                    f"nodes.{node.type}",
                 ) from None
             net = ipaddress.IPv4Network(f"{ip}/30", strict=False)
             peer = next(h for h in net.hosts() if h != ip)
@@ -101,7 +105,9 @@ class LocalLab:
             raise EnvironmentProblem("a lab on one machine needs root (network namespaces, veths, sshd)")
         for tool in ("ip", "ssh-keygen", "/usr/sbin/sshd", "taskset"):
             if shutil.which(tool) is None:
-                raise EnvironmentProblem(f"{tool} not found: apt-get install iproute2 openssh-server util-linux")
+                raise EnvironmentProblem(
+                    f"{tool} not found: apt-get install iproute2 openssh-server util-linux"
+                )
         self._clear_leftovers()
         try:
             os.makedirs(self.ssh_dir, mode=0o700)
@@ -198,7 +204,19 @@ class LocalLab:
         host_key, client_key = os.path.join(d, "host_ed25519"), os.path.expanduser(ssh.key_file)
         for path in (host_key, client_key):
             runner.run(
-                ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"dpgate-{self.topo.prefix}lab", "-f", path], timeout=30
+                [
+                    "ssh-keygen",
+                    "-q",
+                    "-t",
+                    "ed25519",
+                    "-N",
+                    "",
+                    "-C",
+                    f"dpgate-{self.topo.prefix}lab",
+                    "-f",
+                    path,
+                ],
+                timeout=30,
             )
         shutil.copyfile(client_key + ".pub", os.path.join(d, "authorized_keys"))
         host_pub = open(host_key + ".pub").read().split()
@@ -232,7 +250,20 @@ class LocalLab:
         cpus = ",".join(str(c) for c in (self.topo.dut.cpus or [self.topo.dut.main_cpu or 0]))
         log = open(os.path.join(d, "sshd.log"), "w")
         self.sshd = subprocess.Popen(
-            ["ip", "netns", "exec", self.topo.dut.namespace, "taskset", "-c", cpus, "/usr/sbin/sshd", "-f", cfg, "-D", "-e"],
+            [
+                "ip",
+                "netns",
+                "exec",
+                self.topo.dut.namespace,
+                "taskset",
+                "-c",
+                cpus,
+                "/usr/sbin/sshd",
+                "-f",
+                cfg,
+                "-D",
+                "-e",
+            ],
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -241,7 +272,8 @@ class LocalLab:
         while True:
             if self.sshd.poll() is not None:
                 raise EnvironmentProblem(
-                    f"sshd in {self.topo.dut.namespace} exited: " + open(os.path.join(d, "sshd.log")).read().strip()[-300:]
+                    f"sshd in {self.topo.dut.namespace} exited: "
+                    + open(os.path.join(d, "sshd.log")).read().strip()[-300:]
                 )
             try:
                 with socket.create_connection((ssh.host, ssh.port), timeout=1):

@@ -44,10 +44,14 @@ class LabNf:
 LAB_NFS: Dict[str, LabNf] = {
     nf.name: nf
     for nf in (
-        LabNf("testpmd-io", "testpmd", "l2", "eth-l2xcbase-testpmd", doc="DPDK testpmd io forwarding (L2 loop)"),
+        LabNf(
+            "testpmd-io", "testpmd", "l2", "eth-l2xcbase-testpmd", doc="DPDK testpmd io forwarding (L2 loop)"
+        ),
         LabNf("l3fwd-ip4", "l3fwd", "ip4", "ethip4-ip4base-l3fwd", doc="DPDK l3fwd LPM IPv4 forwarding"),
         LabNf("vpp-l2patch", "vpp", "l2", "eth-l2patch", vpp_nf="l2patch", doc="VPP L2 port patch"),
-        LabNf("vpp-l2bd", "vpp", "l2", "eth-l2bdbasemaclrn", vpp_nf="l2bd", doc="VPP MAC learning and switching"),
+        LabNf(
+            "vpp-l2bd", "vpp", "l2", "eth-l2bdbasemaclrn", vpp_nf="l2bd", doc="VPP MAC learning and switching"
+        ),
         LabNf("ovsdpdk-xconnect", "ovs", "l2", "eth-l2xcbase-ovsdpdk", doc="OVS-DPDK L2 port cross-connect"),
         LabNf("vpp-ip4", "vpp", "ip4", "ethip4-ip4base", vpp_nf="ip4", doc="VPP IPv4 routing, /32 per flow"),
     )
@@ -99,7 +103,9 @@ def make_sut(nf: str, node: Any, topology: Any, cores: CoreAllocation, flows: Op
     return sut
 
 
-def _make(spec: LabNf, node: Any, topology: Any, cores: CoreAllocation, flows: Optional[int], q: int, state: str):
+def _make(
+    spec: LabNf, node: Any, topology: Any, cores: CoreAllocation, flows: Optional[int], q: int, state: str
+):
     dut = topology.dut
     if spec.driver == "testpmd":
         from dpgate.testbeds.lab.testpmd import Testpmd
@@ -144,7 +150,16 @@ def _make(spec: LabNf, node: Any, topology: Any, cores: CoreAllocation, flows: O
                 vpp_bin=f"{vdir}/bin/vpp",
                 vppctl_bin=f"{vdir}/bin/vppctl",
             )
-        return Vpp(node, dut, cores, nf=spec.vpp_nf or "l2patch", rx_queues=q, neighbors=neighbors, routes=routes, **kw)
+        return Vpp(
+            node,
+            dut,
+            cores,
+            nf=spec.vpp_nf or "l2patch",
+            rx_queues=q,
+            neighbors=neighbors,
+            routes=routes,
+            **kw,
+        )
     from dpgate.testbeds.lab.ovs_dpdk import OvsDpdk
 
     return OvsDpdk(node, dut, cores, rxq=q, state_dir=f"{state}/ovs" if state else "")

@@ -109,7 +109,10 @@ class OvsDpdk(LabSut):
     def start_commands(self) -> List[List[str]]:
         br, vs = self.bridge, self._vsctl()
         cmds = [] if self.state_dir else [["systemctl", "restart", "openvswitch-switch"]]
-        cmds += [vs + ["--if-exists", "del-br", br], vs + ["add-br", br, "--", "set", "bridge", br, "datapath_type=netdev"]]
+        cmds += [
+            vs + ["--if-exists", "del-br", br],
+            vs + ["add-br", br, "--", "set", "bridge", br, "datapath_type=netdev"],
+        ]
         counters: Dict[str, int] = {}
         for name, port in zip(self.port_names(), dut_ports(self.dut)):
             kind = ports_mod.port_kind(port)
@@ -182,7 +185,9 @@ class OvsDpdk(LabSut):
                 ],
             )
         else:
-            self.node.run(["update-alternatives", "--set", "ovs-vswitchd", DPDK_VSWITCHD], check=False, timeout=30)
+            self.node.run(
+                ["update-alternatives", "--set", "ovs-vswitchd", DPDK_VSWITCHD], check=False, timeout=30
+            )
         cmds = self.start_commands()
         if not self.state_dir:
             self.node.run(cmds.pop(0), timeout=60)
@@ -207,14 +212,19 @@ class OvsDpdk(LabSut):
 
     def ready(self) -> None:
         self.node.run(
-            self._vsctl() + ["--timeout=30", "wait-until", "Interface", self.port_names()[0], "link_state=up"], timeout=40
+            self._vsctl()
+            + ["--timeout=30", "wait-until", "Interface", self.port_names()[0], "link_state=up"],
+            timeout=40,
         )
 
     def alive(self) -> str:
         if self.state_dir:
             return unit_active(self.node, self.unit)
         return (
-            self.node.run(["systemctl", "is-active", "openvswitch-switch"], check=False, timeout=15).stdout.strip() or "no state"
+            self.node.run(
+                ["systemctl", "is-active", "openvswitch-switch"], check=False, timeout=15
+            ).stdout.strip()
+            or "no state"
         )
 
     def stop(self) -> None:
@@ -225,7 +235,9 @@ class OvsDpdk(LabSut):
             stop_unit(self.node, f"{self.unit}-db")
             return
         self.node.run(vs + ["--if-exists", "del-br", self.bridge], check=False)
-        self.node.run(vs + ["--no-wait", "set", "Open_vSwitch", ".", "other_config:dpdk-init=false"], check=False)
+        self.node.run(
+            vs + ["--no-wait", "set", "Open_vSwitch", ".", "other_config:dpdk-init=false"], check=False
+        )
         self.node.run(["systemctl", "restart", "openvswitch-switch"], check=False, timeout=60)
 
     def stats(self) -> Dict[str, Any]:
@@ -233,7 +245,9 @@ class OvsDpdk(LabSut):
         text = self.node.run(appctl + ["dpif-netdev/pmd-stats-show"]).stdout
         return {
             "pmd_stats": text,
-            "ports": parse_dump_ports(self.node.run(["ovs-ofctl", "dump-ports", self._ofctl_target()]).stdout),
+            "ports": parse_dump_ports(
+                self.node.run(["ovs-ofctl", "dump-ports", self._ofctl_target()]).stdout
+            ),
         }
 
     def version(self) -> str:

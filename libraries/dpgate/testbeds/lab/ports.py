@@ -80,7 +80,9 @@ def dpdk_port_ids(ports: Sequence[Any]) -> Dict[int, int]:
     ...                Interface("b", "02:00:00:00:00:02", "l2", pci="0000:18:00.0")])
     {1: 0, 0: 1}
     """
-    pcis = sorted((i for i, p in enumerate(ports) if port_kind(p) == "pci"), key=lambda i: _pci_key(ports[i].pci))
+    pcis = sorted(
+        (i for i, p in enumerate(ports) if port_kind(p) == "pci"), key=lambda i: _pci_key(ports[i].pci)
+    )
     virt = [i for i, p in enumerate(ports) if port_kind(p) != "pci"]
     return {topo_i: dpdk_i for dpdk_i, topo_i in enumerate(pcis + virt)}
 

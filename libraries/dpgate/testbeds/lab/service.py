@@ -64,7 +64,9 @@ def start_unit(node: Any, unit: str, argv: Sequence[str], timeout: float = 30.0)
     if service_mode(node) == "systemd":
         node.run(["systemctl", "reset-failed", unit], check=False, timeout=timeout)
         node.run(["systemd-run", f"--unit={unit}", "--collect", "--"] + args, timeout=timeout)
-        inv = node.run(["systemctl", "show", "-p", "InvocationID", "--value", unit], check=False, timeout=timeout).stdout.strip()
+        inv = node.run(
+            ["systemctl", "show", "-p", "InvocationID", "--value", unit], check=False, timeout=timeout
+        ).stdout.strip()
         if not inv:
             raise SutError(
                 f"{unit}: systemd gave no InvocationID (systemctl show -p InvocationID {unit}); "
@@ -107,7 +109,15 @@ def stop_unit(node: Any, unit: str, timeout: float = 30.0) -> None:
         return
     p = _paths(unit)
     node.run(
-        ["start-stop-daemon", "--stop", "--pidfile", p["pid"], "--retry", "TERM/10/KILL/5", "--remove-pidfile"],
+        [
+            "start-stop-daemon",
+            "--stop",
+            "--pidfile",
+            p["pid"],
+            "--retry",
+            "TERM/10/KILL/5",
+            "--remove-pidfile",
+        ],
         check=False,
         timeout=timeout,
     )
@@ -134,7 +144,9 @@ def unit_log(node: Any, unit: str, lines: int = 200) -> str:
         inv = _invocations(node).get(unit)
         match = [f"_SYSTEMD_INVOCATION_ID={inv}"] if inv else []
         return node.run(
-            ["journalctl", "-u", unit] + match + ["-n", str(lines), "--no-pager", "-o", "cat"], check=False, timeout=30
+            ["journalctl", "-u", unit] + match + ["-n", str(lines), "--no-pager", "-o", "cat"],
+            check=False,
+            timeout=30,
         ).stdout
     return node.run(["tail", "-n", str(lines), _paths(unit)["log"]], check=False, timeout=30).stdout
 

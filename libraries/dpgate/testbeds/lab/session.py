@@ -41,7 +41,9 @@ def missing_tools() -> List[str]:
 
 
 @contextlib.contextmanager
-def local_lab_session(topology: str, prefix: Optional[str] = None, log: Callable[[str], None] = print) -> Iterator[List[str]]:
+def local_lab_session(
+    topology: str, prefix: Optional[str] = None, log: Callable[[str], None] = print
+) -> Iterator[List[str]]:
     """Bring the lab on one machine up for a run; yields extra ``robot`` arguments."""
     from dpgate.config.topology import load_topology
 
@@ -68,7 +70,12 @@ def local_lab_session(topology: str, prefix: Optional[str] = None, log: Callable
             f"lab on one machine {topo.prefix}: TRex ({srv.tg_name}) in {topo.tg.namespace}, "
             f"DUT sshd at {ssh_host} in {topo.dut.namespace}"
         )
-        yield ["--variable", f"LATENCY_PPS:{LATENCY_PPS}", "--variable", f"SEARCH_TIME_LIMIT:{SEARCH_TIME_LIMIT}"]
+        yield [
+            "--variable",
+            f"LATENCY_PPS:{LATENCY_PPS}",
+            "--variable",
+            f"SEARCH_TIME_LIMIT:{SEARCH_TIME_LIMIT}",
+        ]
     finally:
         try:
             if srv is not None:

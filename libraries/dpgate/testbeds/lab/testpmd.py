@@ -22,7 +22,11 @@ from dpgate.testbeds.lab.service import start_unit, stop_unit, unit_active, unit
 
 
 def eal_args(
-    cores: CoreAllocation, ports: List[Any], mem_channels: int = 4, file_prefix: str = "dpgate", main_works: bool = False
+    cores: CoreAllocation,
+    ports: List[Any],
+    mem_channels: int = 4,
+    file_prefix: str = "dpgate",
+    main_works: bool = False,
 ) -> List[str]:
     """EAL options for the DUT ports of any kind (PCI, af_packet, memif): see ``dpgate.testbeds.lab.ports``."""
     return ports_mod.eal_args(cores, ports, file_prefix, mem_channels=mem_channels, main_works=main_works)
@@ -70,7 +74,15 @@ class Testpmd(LabSut):
     unit = "dpgate-testpmd"
     binary = "dpdk-testpmd"
 
-    def __init__(self, node: Any, dut: Any, cores: CoreAllocation, rxq: int = 1, descriptors: int = 1024, burst: int = 64):
+    def __init__(
+        self,
+        node: Any,
+        dut: Any,
+        cores: CoreAllocation,
+        rxq: int = 1,
+        descriptors: int = 1024,
+        burst: int = 64,
+    ):
         self.node, self.dut, self.cores = node, dut, cores
         self.rxq, self.descriptors, self.burst = rxq, descriptors, burst
 
@@ -90,7 +102,12 @@ class Testpmd(LabSut):
         ]
 
     def argv(self) -> List[str]:
-        return [self.binary] + eal_args(self.cores, dut_ports(self.dut), file_prefix=self.unit) + ["--"] + self.app_args()
+        return (
+            [self.binary]
+            + eal_args(self.cores, dut_ports(self.dut), file_prefix=self.unit)
+            + ["--"]
+            + self.app_args()
+        )
 
     def configure(self) -> None:
         """Nothing to write: everything is on the command line."""

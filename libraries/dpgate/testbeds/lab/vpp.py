@@ -64,7 +64,9 @@ __all__ = [
 #: Texts of VPP 26.10 seen for real: "unknown input `..'", "set interface state: unknown interface `..'",
 #: "ip route: parse error `..'", "create host-interface: Invalid interface name",
 #: "set interface l2 bridge: expected bridge domain ID `x'", "test l2patch: tx interface not set".
-CLI_ERRORS = re.compile(r"unknown|failed|error|invalid|not found|no such|not set|expected|cannot|not supported", re.I)
+CLI_ERRORS = re.compile(
+    r"unknown|failed|error|invalid|not found|no such|not set|expected|cannot|not supported", re.I
+)
 
 
 def check_cli_output(line: str, output: str) -> str:
@@ -116,7 +118,9 @@ def parse_show_runtime(text: str) -> Dict[str, Dict[str, Dict[str, float]]]:
                 nums = [float(t) for t in toks[2:]]
             except ValueError:
                 continue
-            out.setdefault(thread, {})[toks[0]] = dict(zip(("calls", "vectors", "suspends", "clocks", "vectors_per_call"), nums))
+            out.setdefault(thread, {})[toks[0]] = dict(
+                zip(("calls", "vectors", "suspends", "clocks", "vectors_per_call"), nums)
+            )
     return out
 
 
@@ -156,7 +160,9 @@ class Vpp(LabSut):
 
     def vppctl(self, line: str, timeout: float = 30.0) -> str:
         """Output of one CLI line (not checked: see :meth:`cli`)."""
-        return self.node.run([self.vppctl_bin, "-s", self.cli_sock] + shlex.split(line), timeout=timeout).stdout
+        return self.node.run(
+            [self.vppctl_bin, "-s", self.cli_sock] + shlex.split(line), timeout=timeout
+        ).stdout
 
     def cli(self, line: str, timeout: float = 30.0) -> str:
         """Run a configuration line; SutError when VPP's output says it failed (vppctl exits 0)."""
@@ -171,7 +177,12 @@ class Vpp(LabSut):
             self.node,
             self.conf_path,
             startup_conf(
-                self.cores, pcis, self.rx_queues, cli_sock=self.cli_sock, log=self.log_path, runtime_dir=self.runtime_dir
+                self.cores,
+                pcis,
+                self.rx_queues,
+                cli_sock=self.cli_sock,
+                log=self.log_path,
+                runtime_dir=self.runtime_dir,
             ),
         )
 
@@ -183,7 +194,11 @@ class Vpp(LabSut):
         names = [vpp_ifname(p) for p in ports]
         lines = create_lines(ports) + cli_lines(self.nf, names, addrs, self.neighbors, self.routes)
         # af_packet on the main thread defaults to interrupt mode (memif has no RX queue before its peer connects)
-        lines += [f"set interface rx-mode {n} polling" for n, p in zip(names, ports) if ports_mod.port_kind(p) == "af_packet"]
+        lines += [
+            f"set interface rx-mode {n} polling"
+            for n, p in zip(names, ports)
+            if ports_mod.port_kind(p) == "af_packet"
+        ]
         for line in lines:
             self.cli(line)
 

@@ -53,11 +53,15 @@ def create_lines(ports: Sequence[Any]) -> List[str]:
         elif kind == "memif":
             if p.memif.socket not in sockets:
                 if sockets:
-                    raise ConfigError("VPP: all memif ports of the DUT must share one socket file", path="memif.socket")
+                    raise ConfigError(
+                        "VPP: all memif ports of the DUT must share one socket file", path="memif.socket"
+                    )
                 sockets.append(p.memif.socket)
                 out.append(f"create memif socket id {_MEMIF_SOCKET_ID} filename {p.memif.socket}")
             role = "master" if p.memif.role == "server" else "slave"
-            out.append(f"create interface memif id {p.memif.id} socket-id {_MEMIF_SOCKET_ID} {role} hw-addr {p.mac}")
+            out.append(
+                f"create interface memif id {p.memif.id} socket-id {_MEMIF_SOCKET_ID} {role} hw-addr {p.mac}"
+            )
     return out
 
 

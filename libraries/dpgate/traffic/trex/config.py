@@ -43,7 +43,9 @@ class TrexPort:
             return f"--vdev=net_memif{index},role=server,id={self.memif_id},socket-abstract=no,socket={self.memif_socket}"
         if self.kind == "pci":
             return str(self.pci)
-        raise ConfigError(f"TRex port kind must be one of {', '.join(PORT_KINDS)}, got {self.kind!r}", path="kind")
+        raise ConfigError(
+            f"TRex port kind must be one of {', '.join(PORT_KINDS)}, got {self.kind!r}", path="kind"
+        )
 
     @property
     def virtual(self) -> bool:
@@ -97,7 +99,9 @@ def ports_from_topology(topo: Any) -> List[TrexPort]:
     return out
 
 
-def render_config(ports: Sequence[TrexPort], core: int, low_end: Optional[bool] = None, file_prefix: Optional[str] = None) -> str:
+def render_config(
+    ports: Sequence[TrexPort], core: int, low_end: Optional[bool] = None, file_prefix: Optional[str] = None
+) -> str:
     """The TRex config file (YAML) for these ports; ``low_end`` defaults to "all ports virtual".
     ``file_prefix``: TRex's ``prefix`` (DPDK ``--file-prefix``): without it every TRex and DPDK
     app on the machine shares /var/run/dpdk/rte and the second one fails "Cannot create lock"."""

@@ -158,7 +158,11 @@ class TrexGenerator:
         for ``link_wait_s`` (a memif peer connects a moment after it starts)."""
         deadline = time.monotonic() + self.link_wait_s
         while True:
-            down = [p for p in self.ports if str((self.client.get_port_attr(p) or {}).get("link", "UP")).upper() == "DOWN"]
+            down = [
+                p
+                for p in self.ports
+                if str((self.client.get_port_attr(p) or {}).get("link", "UP")).upper() == "DOWN"
+            ]
             if not down:
                 return
             if time.monotonic() >= deadline:
@@ -194,14 +198,20 @@ class TrexGenerator:
         return directions_for(self.topology, self.profile)
 
     def _data_pgs(self, di: int) -> List[int]:
-        return [DATA_PG + 10 * di + k for k in range(len(self.builder.sizes(self.profile)))] if self.per_direction else []
+        return (
+            [DATA_PG + 10 * di + k for k in range(len(self.builder.sizes(self.profile)))]
+            if self.per_direction
+            else []
+        )
 
     def _data_streams(self, d, di: int, port_pps: Optional[float], lat_pps: float = 0.0) -> List[Any]:
         pgs = self._data_pgs(di)
         streams = (
             self.builder.streams(self.profile, d, pg_ids=pgs or None)
             if port_pps is None
-            else self.builder.trial_streams(self.profile, d, port_pps, lat_pps, LAT_PG + di, pg_ids=pgs or None)
+            else self.builder.trial_streams(
+                self.profile, d, port_pps, lat_pps, LAT_PG + di, pg_ids=pgs or None
+            )
         )
         return streams
 
@@ -236,7 +246,9 @@ class TrexGenerator:
             if self.latency_pps:
                 self.client.remove_all_streams(ports=tx_ports)
                 for i, d in enumerate(dirs):
-                    self.client.add_streams(self._data_streams(d, i, clamped, lat_pps), ports=[self.ports[d.tx_port]])
+                    self.client.add_streams(
+                        self._data_streams(d, i, clamped, lat_pps), ports=[self.ports[d.tx_port]]
+                    )
             self.client.clear_stats()
             t0 = time.monotonic()
             self.client.start(ports=tx_ports, mult=f"{clamped:.3f}pps", duration=duration_s)
@@ -244,10 +256,14 @@ class TrexGenerator:
             while self.client.is_traffic_active(ports=tx_ports):
                 self._check_server(load_pps)
                 if time.monotonic() > deadline:
-                    raise TrialError(f"TRex still sending {duration_s * 4 + 30:g} s after a {duration_s:g} s trial")
+                    raise TrialError(
+                        f"TRex still sending {duration_s * 4 + 30:g} s after a {duration_s:g} s trial"
+                    )
                 time.sleep(0.01)
             elapsed = time.monotonic() - t0
-            self.client.wait_on_traffic(ports=tx_ports, rx_delay_ms=self.rx_delay_ms if flow_stat_streams else None)
+            self.client.wait_on_traffic(
+                ports=tx_ports, rx_delay_ms=self.rx_delay_ms if flow_stat_streams else None
+            )
             stats = self._settled_stats(rx_ports=[self.ports[d.rx_port] for d in dirs])
         except (EnvironmentProblem, TrialError):
             raise
@@ -257,7 +273,9 @@ class TrexGenerator:
             if "lost" in str(clear) or "unreachable" in str(clear):
                 self._drop_session()
             raise clear from None
-        return self._result(load_pps, duration_s, attempt, dirs, stats, elapsed, per_port, clamped, lat_pps, lat_pgs)
+        return self._result(
+            load_pps, duration_s, attempt, dirs, stats, elapsed, per_port, clamped, lat_pps, lat_pgs
+        )
 
     def _settled_stats(self, rx_ports: List[int], step_s: float = 0.05) -> Dict[Any, Any]:
         """Stats once the rx counters of ``rx_ports`` read the same twice ``step_s`` apart, or
@@ -278,9 +296,13 @@ class TrexGenerator:
         srv = self.trex_server
         if srv is not None and not srv.alive():
             self._drop_session()
-            raise TrialError(f"TRex server {self.server} died during the trial at {load_pps:.0f} pps ({srv.describe_exit()})")
+            raise TrialError(
+                f"TRex server {self.server} died during the trial at {load_pps:.0f} pps ({srv.describe_exit()})"
+            )
 
-    def _result(self, load_pps, duration_s, attempt, dirs, stats, elapsed, per_port, clamped, lat_pps, lat_pgs):
+    def _result(
+        self, load_pps, duration_s, attempt, dirs, stats, elapsed, per_port, clamped, lat_pps, lat_pgs
+    ):
         tx_ports = [self.ports[d.tx_port] for d in dirs]
         rx_ports = [self.ports[d.rx_port] for d in dirs]
         for p in tx_ports + rx_ports:
@@ -296,7 +318,9 @@ class TrexGenerator:
             "elapsed_s": round(elapsed, 3),
             "requested_per_port_pps": per_port,
             "clamped_per_port_pps": clamped,
-            "port_stats": {str(p): {k: ps[p].get(k) for k in ("opackets", "ipackets", "oerrors", "ierrors")} for p in ps},
+            "port_stats": {
+                str(p): {k: ps[p].get(k) for k in ("opackets", "ipackets", "oerrors", "ierrors")} for p in ps
+            },
         }
         if self.per_direction:
             rx, per_dir, wrong = self._rx_per_direction(stats, dirs, lat_pgs)
@@ -304,7 +328,9 @@ class TrexGenerator:
             details["misdelivered"] = wrong
         else:
             rx = sum(int(ps[p]["ipackets"]) for p in rx_ports)
-        tg_errors = sum(int(ps[p].get("oerrors", 0)) for p in tx_ports) + sum(int(ps[p].get("ierrors", 0)) for p in rx_ports)
+        tg_errors = sum(int(ps[p].get("oerrors", 0)) for p in tx_ports) + sum(
+            int(ps[p].get("ierrors", 0)) for p in rx_ports
+        )
         asked = int(round(load_pps * duration_s))
         sendable = int(round(clamped * duration_s)) * len(dirs)
         stretched = elapsed > duration_s * (1 + self.stretch_tolerance) + 0.2
@@ -349,10 +375,14 @@ class TrexGenerator:
             for pg in pgs:
                 entry = _get(fs, pg)
                 if entry is None:
-                    raise TrialError(f"TRex flow stats lack pg_id {pg} (direction {name}): got {sorted(map(str, fs))}")
+                    raise TrialError(
+                        f"TRex flow stats lack pg_id {pg} (direction {name}): got {sorted(map(str, fs))}"
+                    )
                 rxp = entry.get("rx_pkts") or {}
                 got += int(_get(rxp, self.ports[d.rx_port], 0))
-                wrong += sum(int(v) for k, v in rxp.items() if str(k) not in ("total", str(self.ports[d.rx_port])))
+                wrong += sum(
+                    int(v) for k, v in rxp.items() if str(k) not in ("total", str(self.ports[d.rx_port]))
+                )
             per_dir[name] = got
             total += got
         return total, per_dir, wrong

@@ -39,7 +39,9 @@ def explain_trex_error(err: Exception, server: str) -> Exception:
         )
     # common/trex_client.py when the async heartbeat was lost: "'<cmd>' - is not valid while disconnected"
     if "while disconnected" in low:
-        return TrialError(f"TRex server {server} lost (the client disconnected: {one_line}): did the server die? See its log")
+        return TrialError(
+            f"TRex server {server} lost (the client disconnected: {one_line}): did the server die? See its log"
+        )
     # server acquire RPC: "Port N : *** port is already taken by '<user>'"
     taken = _TAKEN.findall(text)
     if taken:
@@ -51,7 +53,9 @@ def explain_trex_error(err: Exception, server: str) -> Exception:
     # common/trex_psv.py "port(s) [0]: must be acquired", common/trex_port.py "start - port is not
     # owned": another client forced the port away from us
     if "must be acquired" in low or "port is not owned" in low:
-        return EnvironmentProblem(f"TRex port busy on {server}: {one_line}: another client took the port while dpgate held it")
+        return EnvironmentProblem(
+            f"TRex port busy on {server}: {one_line}: another client took the port while dpgate held it"
+        )
     # common/trex_psv.py: "port(s) [1]: link is DOWN - check the connection or specify 'force'"
     if "link is down" in low:
         return EnvironmentProblem(

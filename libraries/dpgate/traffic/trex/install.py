@@ -60,7 +60,9 @@ def trex_dir(env: Optional[Mapping[str, str]] = None) -> Path:
     env = os.environ if env is None else env
     path = Path(env.get(ENV) or default_trex_dir())
     if not (path / SERVER_SCRIPT).is_file():
-        raise EnvironmentProblem(f"TRex not found at {path}: set {ENV}=<dir> or run .ci/install with ../shared/vendor present")
+        raise EnvironmentProblem(
+            f"TRex not found at {path}: set {ENV}=<dir> or run .ci/install with ../shared/vendor present"
+        )
     return path
 
 
@@ -92,7 +94,9 @@ def import_trex_api(client_path: Optional[str] = None, importer: Callable = impo
             client_path = client_path_for(trex_dir())
     if client_path:
         if not os.path.isdir(client_path):
-            raise EnvironmentProblem(f"trex.client_path {client_path!r} does not exist: point it at <trex>/{CLIENT_SUBDIR}")
+            raise EnvironmentProblem(
+                f"trex.client_path {client_path!r} does not exist: point it at <trex>/{CLIENT_SUBDIR}"
+            )
         if client_path not in sys.path:
             sys.path.insert(0, client_path)
     before = _swapped(dict(sys.modules))

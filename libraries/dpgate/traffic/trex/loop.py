@@ -61,19 +61,31 @@ class TrexLoop:
         self.tg_ip = f"{base[0]}.{int(base[1]) + 2}"
         self.tg_ns, self.loop_ns = f"{prefix}tg", f"{prefix}loop"
         self.sock = str(self.run_dir / "memif" / "memif.sock")
-        self.server = TrexServer(self.ports(), self.tg_ns, tg_cpu, str(self.run_dir), trex=trex, server=self.tg_ip)
+        self.server = TrexServer(
+            self.ports(), self.tg_ns, tg_cpu, str(self.run_dir), trex=trex, server=self.tg_ip
+        )
         self.peer: Optional[subprocess.Popen] = None
         self.topology = self._topology()
 
     def ports(self) -> List[TrexPort]:
         if self.mode == "veth":
-            return [TrexPort("af_packet", TG_MACS[i], LOOP_MACS[i], iface=f"{self.prefix}t{i}") for i in (0, 1)]
-        return [TrexPort("memif", TG_MACS[i], LOOP_MACS[i], memif_socket=self.sock, memif_id=i) for i in (0, 1)]
+            return [
+                TrexPort("af_packet", TG_MACS[i], LOOP_MACS[i], iface=f"{self.prefix}t{i}") for i in (0, 1)
+            ]
+        return [
+            TrexPort("memif", TG_MACS[i], LOOP_MACS[i], memif_socket=self.sock, memif_id=i) for i in (0, 1)
+        ]
 
     def _topology(self) -> Any:
         """A lab topology for the driver: the 'DUT' is the loop (never reached over SSH)."""
-        tg = {f"port{i}": {"name": f"{self.prefix}t{i}", "mac": TG_MACS[i], "link": f"link{i + 1}"} for i in (0, 1)}
-        loop = {f"port{i}": {"name": f"{self.prefix}l{i}", "mac": LOOP_MACS[i], "link": f"link{i + 1}"} for i in (0, 1)}
+        tg = {
+            f"port{i}": {"name": f"{self.prefix}t{i}", "mac": TG_MACS[i], "link": f"link{i + 1}"}
+            for i in (0, 1)
+        }
+        loop = {
+            f"port{i}": {"name": f"{self.prefix}l{i}", "mac": LOOP_MACS[i], "link": f"link{i + 1}"}
+            for i in (0, 1)
+        }
         return topology_from_data(
             {
                 "name": f"trex-loop-{self.mode}",
@@ -226,7 +238,9 @@ class TrexLoop:
         if not pmd:
             raise EnvironmentProblem("dpdk-testpmd not found: apt-get install dpdk (the memif loop peer)")
         c = self.loop_cpu
-        vdevs = [f"--vdev=net_memif{i},role=client,id={i},socket-abstract=no,socket={self.sock}" for i in (0, 1)]
+        vdevs = [
+            f"--vdev=net_memif{i},role=client,id={i},socket-abstract=no,socket={self.sock}" for i in (0, 1)
+        ]
         argv = [
             "ip",
             "netns",

@@ -167,7 +167,9 @@ class TrexServer:
             return ""
         return " | ".join(text[-lines:])
 
-    def wait_ready(self, timeout_s: float = 60.0, probe: Optional[Callable[[], Optional[str]]] = None) -> None:
+    def wait_ready(
+        self, timeout_s: float = 60.0, probe: Optional[Callable[[], Optional[str]]] = None
+    ) -> None:
         """Until the RPC answers a real client (its version is kept), the process dies, or the
         timeout: the last two are one error with the server log's last lines."""
         deadline = time.monotonic() + timeout_s
@@ -191,7 +193,9 @@ class TrexServer:
         from dpgate.traffic.trex.install import client_path_for, import_trex_api
 
         api = import_trex_api(self.client_path or client_path_for(self.trex or trex_dir()))
-        c = api.STLClient(server=self.server, sync_port=self.sync_port, async_port=self.async_port, verbose_level="none")
+        c = api.STLClient(
+            server=self.server, sync_port=self.sync_port, async_port=self.async_port, verbose_level="none"
+        )
         try:
             c.connect()
             return str(c.get_server_version().get("version") or "unknown")

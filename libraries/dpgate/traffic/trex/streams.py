@@ -106,14 +106,18 @@ class StreamBuilder:
     def _flow_stats(self, pg_ids: Optional[Sequence[int]], k: int) -> Any:
         return self.api.STLFlowStats(pg_id=pg_ids[k]) if pg_ids else None
 
-    def streams(self, profile: Profile, direction: Direction, pg_ids: Optional[Sequence[int]] = None) -> List[Any]:
+    def streams(
+        self, profile: Profile, direction: Direction, pg_ids: Optional[Sequence[int]] = None
+    ) -> List[Any]:
         """Continuous streams of one direction; their pps are weights (the trial's ``mult``
         sets the port's total rate). ``pg_ids``: one flow-stats id per stream (per-direction rx)."""
         a = self.api
         total = sum(w for _, w in self.sizes(profile))
         out = []
         for k, (size, weight) in enumerate(self.sizes(profile)):
-            pkt = a.STLPktBuilder(pkt_buffer=self.base_frame(profile, direction, size), vm=self.vm(profile, direction))
+            pkt = a.STLPktBuilder(
+                pkt_buffer=self.base_frame(profile, direction, size), vm=self.vm(profile, direction)
+            )
             out.append(self.stream(pkt, weight / total, self._flow_stats(pg_ids, k)))
         return out
 
@@ -128,7 +132,13 @@ class StreamBuilder:
     def base_frame_latency(self, profile: Profile, direction: Direction, size: int) -> bytes:
         """The first flow of the direction, as a fixed frame (no field engine)."""
         if profile.kind == "l2":
-            return build_frame(direction.src_mac_base, direction.dst_mac_base, direction.src_ip_base, direction.dst_ip_base, size)
+            return build_frame(
+                direction.src_mac_base,
+                direction.dst_mac_base,
+                direction.src_ip_base,
+                direction.dst_ip_base,
+                size,
+            )
         return build_frame(
             direction.l2_fixed_src or direction.src_mac_base,
             direction.l2_fixed_dst or direction.dst_mac_base,
@@ -157,7 +167,9 @@ class StreamBuilder:
         data_pps = max(port_pps - latency_pps, 0.0)
         out = []
         for k, (size, weight) in enumerate(sizes):
-            pkt = a.STLPktBuilder(pkt_buffer=self.base_frame(profile, direction, size), vm=self.vm(profile, direction))
+            pkt = a.STLPktBuilder(
+                pkt_buffer=self.base_frame(profile, direction, size), vm=self.vm(profile, direction)
+            )
             out.append(self.stream(pkt, data_pps * weight / total, self._flow_stats(pg_ids, k)))
         out.append(self.latency_stream(profile, direction, pg_id, latency_pps))
         return out

@@ -147,7 +147,9 @@ def sut_class(name: str) -> Type[EmbeddedSut]:
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise ConfigError(f"unknown NF/SUT {name!r}; accepted: {', '.join(sorted(_REGISTRY))}", path="sut") from None
+        raise ConfigError(
+            f"unknown NF/SUT {name!r}; accepted: {', '.join(sorted(_REGISTRY))}", path="sut"
+        ) from None
 
 
 def _load_all() -> None:

@@ -53,7 +53,9 @@ def units_for(sut_name: str, percent: float) -> int:
     16
     """
     if not 0 < percent <= 100:
-        raise ConfigError(f"injected cost must be a percentage in (0, 100], got {percent!r}", path="inject_cost")
+        raise ConfigError(
+            f"injected cost must be a percentage in (0, 100], got {percent!r}", path="inject_cost"
+        )
     if sut_name not in CALIBRATION:
         raise ConfigError(
             f"cost injection is not available for SUT {sut_name!r} (available: "

@@ -40,7 +40,9 @@ class _LabDriverSut(EmbeddedSut):
         ports = [dataclasses.replace(p, kind="af_packet") for p in self.ports()]
         tgs = self.tg_ports()
         dut = types.SimpleNamespace(ports=ports, numa=0, namespace=self.ns, name="SUT")
-        shim = types.SimpleNamespace(dut=dut, prefix=topo.prefix, run_dir=self.tb.workdir, pairs=lambda: list(zip(tgs, ports)))
+        shim = types.SimpleNamespace(
+            dut=dut, prefix=topo.prefix, run_dir=self.tb.workdir, pairs=lambda: list(zip(tgs, ports))
+        )
         node = LocalNode(ns=self.ns)
         node._dpgate_service_mode = "daemon"  # type: ignore[attr-defined]  # a unit would leave the namespace
         cpu = self.cpus[0]

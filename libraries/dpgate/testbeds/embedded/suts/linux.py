@@ -80,7 +80,11 @@ class LinuxBridge(EmbeddedSut):
         # With snooping on, the bridge joins 224.0.0.106 (all-snoopers) and sends IGMP
         # reports out of both ports in its first seconds: stray frames the TG counted as
         # received (masking loss). The test traffic is unicast: snooping off.
-        run(["ip", "link", "set", self.bridge, "type", "bridge", "mcast_snooping", "0"], ns=self.ns, check=False)
+        run(
+            ["ip", "link", "set", self.bridge, "type", "bridge", "mcast_snooping", "0"],
+            ns=self.ns,
+            check=False,
+        )
         for p in self.ports():
             run(["ip", "link", "set", p.name, "master", self.bridge], ns=self.ns)
         run(["ip", "link", "set", self.bridge, "up"], ns=self.ns)
@@ -119,7 +123,8 @@ class LinuxIp4(EmbeddedSut):
         for port in (tg0, sut0, tg1, sut1):
             if not port.ip4:
                 raise ConfigError(
-                    f"{self.name} routes IPv4: interface {port.name} needs ip4 in the topology", path="nodes.interfaces.ip4"
+                    f"{self.name} routes IPv4: interface {port.name} needs ip4 in the topology",
+                    path="nodes.interfaces.ip4",
                 )
         assert tg0.ip4 and sut0.ip4 and tg1.ip4 and sut1.ip4  # checked above; tells mypy
         run(["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"], ns=ns)
@@ -129,7 +134,21 @@ class LinuxIp4(EmbeddedSut):
         for tgp, sutp in ((tg0, sut0), (tg1, sut1)):
             assert tgp.ip4 and sutp.ip4
             run(["ip", "addr", "add", sutp.ip4, "dev", sutp.name], ns=ns)
-            run(["ip", "neigh", "replace", tgp.ip4.split("/")[0], "lladdr", tgp.mac, "dev", sutp.name, "nud", "permanent"], ns=ns)
+            run(
+                [
+                    "ip",
+                    "neigh",
+                    "replace",
+                    tgp.ip4.split("/")[0],
+                    "lladdr",
+                    tgp.mac,
+                    "dev",
+                    sutp.name,
+                    "nud",
+                    "permanent",
+                ],
+                ns=ns,
+            )
         n = self.flows or DEFAULT_FLOWS["ip4"]
         gw0, gw1 = tg0.ip4.split("/")[0], tg1.ip4.split("/")[0]
         lines = []

@@ -88,7 +88,12 @@ class OvsXconnect(EmbeddedSut):
         return e
 
     def vsctl(self, *args: str, check: bool = True):
-        return run(["ovs-vsctl", f"--db=unix:{self.db_sock}", "--timeout=10", *args], ns=self.ns, env=self.env(), check=check)
+        return run(
+            ["ovs-vsctl", f"--db=unix:{self.db_sock}", "--timeout=10", *args],
+            ns=self.ns,
+            env=self.env(),
+            check=check,
+        )
 
     def appctl(self, *args: str, check: bool = True):
         target = os.path.join(self.dir, "ovs-vswitchd.ctl")
@@ -145,7 +150,11 @@ class OvsXconnect(EmbeddedSut):
                 f"ofport_request={ofport}",
                 *self.port_options(),
             )
-        run(["ovs-ofctl", "del-flows", f"unix:{os.path.join(self.dir, self.bridge + '.mgmt')}"], ns=self.ns, env=self.env())
+        run(
+            ["ovs-ofctl", "del-flows", f"unix:{os.path.join(self.dir, self.bridge + '.mgmt')}"],
+            ns=self.ns,
+            env=self.env(),
+        )
         for flow in ("in_port=1,actions=output:2", "in_port=2,actions=output:1"):
             run(
                 ["ovs-ofctl", "add-flow", f"unix:{os.path.join(self.dir, self.bridge + '.mgmt')}", flow],
@@ -229,7 +238,9 @@ class OvsAfxdpXconnect(OvsXconnect):
 
     name = "ovs-afxdp-xconnect"
     polls = True
-    description = "Open vSwitch userspace datapath, AF_XDP ports (best-effort XDP mode), PMD thread on the SUT core"
+    description = (
+        "Open vSwitch userspace datapath, AF_XDP ports (best-effort XDP mode), PMD thread on the SUT core"
+    )
 
     def _configure_datapath(self) -> None:
         mask = sum(1 << c for c in self.cpus)

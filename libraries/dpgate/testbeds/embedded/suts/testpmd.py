@@ -106,10 +106,22 @@ class _Testpmd(EmbeddedSut):
         ]
         for i, p in enumerate((a, b)):
             argv.append(f"--vdev=net_af_packet{i},iface={p.name},qpairs=1,qdisc_bypass=1,framecnt=4096")
-        argv += ["--", "-i", "--nb-cores=1", "--rxq=1", "--txq=1", "--record-core-cycles", "--total-num-mbufs=16384"]
+        argv += [
+            "--",
+            "-i",
+            "--nb-cores=1",
+            "--rxq=1",
+            "--txq=1",
+            "--record-core-cycles",
+            "--total-num-mbufs=16384",
+        ]
         if self.noise_reads:
             # DPDK's noisy VNF: io forwarding plus random reads of a lookup table per packet.
-            argv += ["--forward-mode=noisy", f"--noisy-lkup-memory={NOISY_MB}", f"--noisy-lkup-num-reads={self.noise_reads}"]
+            argv += [
+                "--forward-mode=noisy",
+                f"--noisy-lkup-memory={NOISY_MB}",
+                f"--noisy-lkup-num-reads={self.noise_reads}",
+            ]
         else:
             argv.append(f"--forward-mode={self.mode}")
         if self.mode == "mac":
@@ -163,7 +175,9 @@ class _Testpmd(EmbeddedSut):
     def ready(self) -> Optional[str]:
         if not self.alive():
             return "testpmd is not running"
-        if "Start automatic packet forwarding" in self.last_log(400) or "forwards packets on" in self.last_log(400):
+        if "Start automatic packet forwarding" in self.last_log(
+            400
+        ) or "forwards packets on" in self.last_log(400):
             return None
         return "forwarding not started"
 
@@ -197,7 +211,11 @@ class _Testpmd(EmbeddedSut):
         self.noise_reads = int(reads)
         self._base = None
         self.start()
-        return {"method": "testpmd noisy forwarding", "lookup_reads_per_packet": self.noise_reads, "lookup_memory_mb": NOISY_MB}
+        return {
+            "method": "testpmd noisy forwarding",
+            "lookup_reads_per_packet": self.noise_reads,
+            "lookup_memory_mb": NOISY_MB,
+        }
 
     def version(self) -> str:
         res = run(["dpkg-query", "-W", "-f=${Version}", "dpdk"], check=False)
