@@ -34,8 +34,10 @@ from dataclasses import asdict
 from typing import Any, Callable, Optional
 
 from dpgate.exec.lock import Busy, Owner, format_wait, me, pid_alive
+from dpgate.model.errors import EnvironmentProblem
 
-DEFAULT_PATH = "/run/dpgate/locks/dut.lock"
+#: /tmp: writable by a DUT user without root (sudo is for the SUT's commands, not ours)
+DEFAULT_PATH = "/tmp/dpgate-locks/dut.lock"
 DEFAULT_LEASE_S = 120.0
 #: A lock directory without an owner record this old is a run that died between mkdir and write.
 NO_RECORD_GRACE_S = 30.0
@@ -112,7 +114,13 @@ class NodeLock:
     # -- acquiring -----------------------------------------------------------------------
     def try_acquire(self) -> Optional[Owner]:
         """Take the lock now: None when taken, else the live holder."""
-        self._run("mkdir", "-p", posixpath.dirname(self.path))
+        parent = posixpath.dirname(self.path)
+        made = self._run("mkdir", "-p", parent)
+        if made.returncode != 0:  # e.g. an SSH user without write access there: never wait on it
+            raise EnvironmentProblem(
+                f"cannot create the {self.what} lock directory {parent} on {getattr(self.node, 'name', 'the node')}"
+                f" ({(made.stderr or made.stdout or '').strip()[:200]}): give the SSH user write access there"
+            )
         for _ in range(3):
             if self._run("mkdir", self.path).returncode == 0:
                 self._take()
@@ -210,9 +218,9 @@ def lab_dut_lock(node: Any, dut: str, prefix: str, in_namespace: bool) -> NodeLo
     lab's prefix, so two labs on one machine do not wait on each other.
 
     >>> lab_dut_lock(None, "DUT1", "dpl-", in_namespace=True).path
-    '/run/dpgate/locks/dut-dpl.lock'
+    '/tmp/dpgate-locks/dut-dpl.lock'
     >>> lab_dut_lock(None, "DUT1", "lab1-", in_namespace=False).what
     'DUT DUT1'
     """
-    path = f"/run/dpgate/locks/dut-{prefix.rstrip('-')}.lock" if in_namespace else DEFAULT_PATH
+    path = f"/tmp/dpgate-locks/dut-{prefix.rstrip('-')}.lock" if in_namespace else DEFAULT_PATH
     return NodeLock(node, f"DUT {dut}", path=path)
