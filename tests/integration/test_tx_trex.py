@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from dpgate.exec.tc import mirred_redirect
 from dpgate.traffic.profiles import make_profile
 from dpgate.traffic.trex.install import trex_missing
 
@@ -132,28 +133,7 @@ def test_a_frame_coming_back_on_its_own_port_is_lost(veth):
         subprocess.run(tc + ["qdisc", "del", "dev", f"{p}l0", "ingress"], check=True, capture_output=True)
         subprocess.run(tc + ["qdisc", "add", "dev", f"{p}l0", "handle", "ffff:", "ingress"], check=True)
         subprocess.run(
-            tc
-            + [
-                "filter",
-                "add",
-                "dev",
-                f"{p}l0",
-                "parent",
-                "ffff:",
-                "protocol",
-                "all",
-                "u32",
-                "match",
-                "u32",
-                "0",
-                "0",
-                "action",
-                "mirred",
-                "egress",
-                "redirect",
-                "dev",
-                dev,
-            ],
+            ["ip", "netns", "exec", ns, *mirred_redirect(f"{p}l0", dev)],
             check=True,
         )
 

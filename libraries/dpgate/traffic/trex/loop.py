@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, List, Optional
 
 from dpgate.config.topology import topology_from_data
+from dpgate.exec.tc import mirred_redirect
 from dpgate.model.errors import EnvironmentProblem
 from dpgate.traffic.trex.server import TrexPort, TrexServer
 
@@ -192,34 +193,7 @@ class TrexLoop:
                     "ingress",
                 ]
             )
-            _run(
-                [
-                    "ip",
-                    "netns",
-                    "exec",
-                    lp,
-                    "tc",
-                    "filter",
-                    "add",
-                    "dev",
-                    f"{p}l{a}",
-                    "parent",
-                    "ffff:",
-                    "protocol",
-                    "all",
-                    "u32",
-                    "match",
-                    "u32",
-                    "0",
-                    "0",
-                    "action",
-                    "mirred",
-                    "egress",
-                    "redirect",
-                    "dev",
-                    f"{p}l{b}",
-                ]
-            )
+            _run(["ip", "netns", "exec", lp, *mirred_redirect(f"{p}l{a}", f"{p}l{b}")])
             mask = format(1 << self.loop_cpu, "x")
             _run(
                 [

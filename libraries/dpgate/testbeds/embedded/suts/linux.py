@@ -10,6 +10,7 @@ import json
 from typing import Optional
 
 from dpgate.exec.runner import run
+from dpgate.exec.tc import mirred_redirect
 from dpgate.model.errors import ConfigError
 from dpgate.testbeds.embedded.suts.base import EmbeddedSut, register
 from dpgate.traffic.profiles import DEFAULT_FLOWS, ip_add
@@ -27,33 +28,7 @@ class LinuxXconnect(EmbeddedSut):
         a, b = self.ports()
         for src, dst in ((a, b), (b, a)):
             run(["tc", "qdisc", "add", "dev", src.name, "ingress"], ns=self.ns)
-            run(
-                [
-                    "tc",
-                    "filter",
-                    "add",
-                    "dev",
-                    src.name,
-                    "parent",
-                    "ffff:",
-                    "protocol",
-                    "all",
-                    "prio",
-                    "1",
-                    "u32",
-                    "match",
-                    "u32",
-                    "0",
-                    "0",
-                    "action",
-                    "mirred",
-                    "egress",
-                    "redirect",
-                    "dev",
-                    dst.name,
-                ],
-                ns=self.ns,
-            )
+            run(mirred_redirect(src.name, dst.name, prio=1), ns=self.ns)
 
     def ready(self) -> Optional[str]:
         for p in self.ports():
