@@ -49,7 +49,7 @@ def veth():
 
 
 def _capture(loop, iface, count, run):
-    """Frames seen on the loop side while ``run()`` sends (tcpdump in the loop namespace)."""
+    """Frames received on the loop side while ``run()`` sends (tcpdump in the loop namespace)."""
     path = str(loop.run_dir / f"{iface}.pcap")
     cap = subprocess.Popen(
         [
@@ -65,6 +65,8 @@ def _capture(loop, iface, count, run):
             "-w",
             path,
             "-U",
+            "-Q",
+            "in",  # only what TRex sent into this port: mirred sends the other direction out of it
             "udp",
         ],
         stderr=subprocess.DEVNULL,
