@@ -19,7 +19,7 @@ from dpgate.testbeds.embedded.session import EmbeddedSession
 from dpgate.testbeds.embedded.suts.base import sut_class, sut_names
 from dpgate.testbeds.lab.service import STATE_DIR
 
-PREFIX = "it1-"
+PREFIX = os.environ.get("DPGATE_SUTS_TEST_PREFIX", "it1-")
 LOW_PPS, LOW_S = 20_000, 2.0
 OVER_PPS, OVER_S = 2_000_000, 1.5
 #: Forwarded 64 B rate that any embedded SUT reaches on one core, even on a busy VM

@@ -13,7 +13,7 @@ import pytest
 import dpgate.model.trial as trialmod
 from dpgate.model.trial import LIMITED_BY_GENERATOR, TrialResult
 from dpgate.testbeds.embedded.suts.ovs import parse_pmd_stats
-from dpgate.testbeds.embedded.suts.testpmd import parse_forward_stats
+from dpgate.testbeds.lab.testpmd import parse_forward_stats
 from dpgate.traffic.tcpreplay import parse_tcpreplay_output
 
 FIX = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
@@ -240,7 +240,7 @@ def test_testpmd_forward_stats_20kpps():
 
 
 def test_testpmd_cumulative_stats_delta_per_trial():
-    from dpgate.testbeds.embedded.suts.testpmd import stats_delta
+    from dpgate.testbeds.lab.testpmd import stats_delta
 
     a = parse_forward_stats(fixture("testpmd", "stop-io-20kpps.txt"))
     b = dict(a, rx_packets=a["rx_packets"] + 5000, cycles=a["cycles"] + 5000 * 300, cycles_packets=25000)
