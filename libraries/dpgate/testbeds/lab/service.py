@@ -169,7 +169,9 @@ def unit_log(node: Any, unit: str, lines: int = 200) -> str:
 def unit_command(node: Any, unit: str, line: str, until: str, timeout: float = 10.0) -> str:
     """Send ``line`` to a console unit's stdin; its output up to ``until``. Other modes have no stdin."""
     if service_mode(node) != "console":
-        raise SutError(f"{unit}: commands go to a console service only, this node runs {service_mode(node)} units")
+        raise SutError(
+            f"{unit}: commands go to a console service only, this node runs {service_mode(node)} units"
+        )
     return console.console_command(node, unit, line, until, timeout)
 
 

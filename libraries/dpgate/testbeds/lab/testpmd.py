@@ -163,7 +163,9 @@ class Testpmd(LabSut):
     ):
         """``eth_peers[i]``: destination MAC of frames sent on topology port ``i`` (``mode="mac"``)."""
         if mode not in MODES:
-            raise ConfigError(f"testpmd forwarding mode {mode!r}: expected one of {', '.join(MODES)}", path="mode")
+            raise ConfigError(
+                f"testpmd forwarding mode {mode!r}: expected one of {', '.join(MODES)}", path="mode"
+            )
         if noise_reads and mode != "io":
             raise ConfigError(
                 f"cost injection needs testpmd io forwarding (DPDK 22.11's noisy engine forwards like io), not {mode}",
@@ -243,7 +245,9 @@ class Testpmd(LabSut):
             raise SutError(f"{self.binary} exited while starting ({self.alive()}): {tail}")
         out = unit_command(self.node, self.unit, "start", until=PROMPT)
         if "forwards packets on" not in out:
-            raise SutError(f"{self.binary}: forwarding did not start: {' | '.join(out.strip().splitlines()[-5:])}")
+            raise SutError(
+                f"{self.binary}: forwarding did not start: {' | '.join(out.strip().splitlines()[-5:])}"
+            )
 
     def _log(self, lines: int = 200) -> str:
         return unit_log(self.node, self.unit, lines)
