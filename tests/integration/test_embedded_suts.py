@@ -13,9 +13,9 @@ import signal
 import threading
 
 import pytest
+from helpers import EMBEDDED_SUTS
 
 from dpgate.model.errors import SutError
-from dpgate.testbeds.embedded.session import EmbeddedSession
 from dpgate.testbeds.embedded.suts.base import sut_class, sut_names
 from dpgate.testbeds.lab.service import STATE_DIR
 
@@ -38,27 +38,13 @@ def pytest_generate_tests(metafunc):
 
 
 @pytest.fixture(scope="module")
-def session(sut_name, topology_path, leftovers):
-    left = leftovers(PREFIX)
-    s = EmbeddedSession(topology_path, sut=sut_name, prefix=PREFIX, calibrate=False)
-    s.up()
-    left.remember()
-    s.leftovers = left  # type: ignore[attr-defined]
-    try:
+def session(sut_name, module_session):
+    with module_session(sut_name, PREFIX) as s:
         yield s
-    finally:
-        s.down()
 
 
 def test_sut_set_is_complete():
-    assert {
-        "linux-xconnect",
-        "linux-bridge",
-        "linux-ip4",
-        "ovs-xconnect",
-        "testpmd-io",
-        "testpmd-mac",
-    } <= set(ALL)
+    assert EMBEDDED_SUTS <= set(ALL)
     assert {"ovs-xconnect", "testpmd-io", "testpmd-mac"} <= set(WITH_PROCESS)
 
 
