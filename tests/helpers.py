@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import subprocess
 import sys
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from dpgate.model.ndrpdr import NdrPdrResult
 
@@ -78,6 +79,22 @@ def ndrpdr_result(
     return dataclasses.replace(out, **fields) if fields else out
 
 
+def fixture_reader(*folder: str, newline: Optional[str] = None) -> Callable[..., str]:
+    """``fixture(name)``: the text of ``tests/fixtures/<folder...>/<name>`` (recorded real outputs);
+    ``newline=""`` keeps line ends as recorded (``\\r\\n`` too).
+
+    >>> fixture_reader("testpmd")("stop-io-20kpps.txt").count("Accumulated forward statistics")
+    1
+    """
+    base = os.path.join(ROOT, "tests", "fixtures", *folder)
+
+    def fixture(*name: str) -> str:
+        with open(os.path.join(base, *name), encoding="utf-8", newline=newline) as fh:
+            return fh.read()
+
+    return fixture
+
+
 def local_topology(directory: Any, tg_addr: str, dut_addr: str) -> str:
     """A copy of topologies/lab-local.yaml with its own management addresses (so a test never
     collides with a lab on one machine someone else runs here); returns its path."""
@@ -88,6 +105,16 @@ def local_topology(directory: Any, tg_addr: str, dut_addr: str) -> str:
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(text)
     return path
+
+
+def assert_lab_local_clean(prefix: str) -> None:
+    """Nothing of a lab on one machine with ``prefix`` left: namespaces, run dir, processes."""
+    names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert f"{prefix}tg" not in names and f"{prefix}dut" not in names
+    run_dir = "/tmp/dpgate-" + prefix.rstrip("-")
+    assert not os.path.exists(run_dir)
+    ps = subprocess.run(["ps", "-eo", "stat=,args="], capture_output=True, text=True).stdout
+    assert [line for line in ps.splitlines() if run_dir in line and not line.startswith("Z")] == []
 
 
 def gate_argv(

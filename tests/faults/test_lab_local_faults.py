@@ -17,7 +17,7 @@ import threading
 import time
 
 import pytest
-from helpers import gate_argv, local_topology
+from helpers import assert_lab_local_clean, gate_argv, local_topology
 
 from dpgate.testbeds.lab import vendor
 
@@ -62,12 +62,7 @@ def _wait(cond, timeout: float = 400) -> bool:
 
 
 def _nothing_left() -> None:
-    names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    assert f"{PREFIX}tg" not in names and f"{PREFIX}dut" not in names
-    run_dir = "/tmp/dpgate-" + PREFIX.rstrip("-")
-    assert not os.path.exists(run_dir)
-    ps = subprocess.run(["ps", "-eo", "stat=,args="], capture_output=True, text=True).stdout
-    assert [line for line in ps.splitlines() if run_dir in line and not line.startswith("Z")] == []
+    assert_lab_local_clean(PREFIX)
 
 
 def _pid(unit: str) -> int:

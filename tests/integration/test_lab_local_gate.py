@@ -14,7 +14,7 @@ import subprocess
 import xml.etree.ElementTree as ET
 
 import pytest
-from helpers import gate_argv, local_topology
+from helpers import assert_lab_local_clean, gate_argv, local_topology
 
 from dpgate.testbeds.lab import vendor
 
@@ -40,9 +40,4 @@ def test_lab_gate_64b_1t1c_all_six_nfs(tmp_path):
         assert props.get("tg", "").startswith("TRex v3.08"), props.get("tg")
         assert any(k.startswith("latency_50pdr_0to1_") and k.endswith("_us") for k in props), sorted(props)
     assert len(seen) == 6, sorted(seen)
-    names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    assert f"{PREFIX}tg" not in names and f"{PREFIX}dut" not in names
-    run_dir = "/tmp/dpgate-" + PREFIX.rstrip("-")
-    assert not os.path.exists(run_dir)
-    ps = subprocess.run(["ps", "-eo", "stat=,args="], capture_output=True, text=True).stdout
-    assert [line for line in ps.splitlines() if run_dir in line and not line.startswith("Z")] == []
+    assert_lab_local_clean(PREFIX)

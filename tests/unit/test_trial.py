@@ -6,10 +6,9 @@ from __future__ import annotations
 import dataclasses
 import doctest
 import json
-import os
 
 import pytest
-from helpers import PUBLIC_TRIAL_FIELDS
+from helpers import PUBLIC_TRIAL_FIELDS, fixture_reader
 
 import dpgate.model.trial as trialmod
 from dpgate.model.trial import LIMITED_BY_GENERATOR, TrialResult
@@ -17,12 +16,7 @@ from dpgate.testbeds.embedded.suts.ovs import parse_pmd_stats
 from dpgate.testbeds.lab.testpmd import parse_forward_stats
 from dpgate.traffic.tcpreplay import parse_tcpreplay_output
 
-FIX = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
-
-
-def fixture(*parts: str) -> str:
-    with open(os.path.join(FIX, *parts), encoding="utf-8") as fh:
-        return fh.read()
+fixture = fixture_reader()
 
 
 def test_doctests():
