@@ -95,6 +95,15 @@ def fixture_reader(*folder: str, newline: Optional[str] = None) -> Callable[...,
     return fixture
 
 
+def ovs_vsctl_set(setting: str) -> List[str]:
+    """The argv that sets one ``other_config`` key of Open_vSwitch without waiting for vswitchd.
+
+    >>> ovs_vsctl_set("dpdk-init=true")[-1]
+    'other_config:dpdk-init=true'
+    """
+    return ["ovs-vsctl", "--no-wait", "set", "Open_vSwitch", ".", f"other_config:{setting}"]
+
+
 def local_topology(directory: Any, tg_addr: str, dut_addr: str) -> str:
     """A copy of topologies/lab-local.yaml with its own management addresses (so a test never
     collides with a lab on one machine someone else runs here); returns its path."""

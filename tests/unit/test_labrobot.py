@@ -18,6 +18,7 @@ import subprocess
 import xml.etree.ElementTree as ET
 
 import pytest
+from helpers import ovs_vsctl_set
 from test_lab_vpp import VPP_UNIT_START
 from test_trex import FakeTrexClient, fake_api
 
@@ -237,14 +238,7 @@ def test_testpmd_l3fwd_and_ovs_are_pinned_to_the_allocation(in_test):
     assert rules == "R198.19.0.0/16 1\nR198.18.0.0/16 0\n"
     lab.bring_up_lab_testbed("ovsdpdk-xconnect", "64B", cores=4, ht="on")
     mask = hex(sum(1 << c for c in (2, 58, 3, 59, 4, 60, 5, 61)))
-    assert [
-        "ovs-vsctl",
-        "--no-wait",
-        "set",
-        "Open_vSwitch",
-        ".",
-        f"other_config:pmd-cpu-mask={mask}",
-    ] in lab.fake_node.calls
+    assert ovs_vsctl_set(f"pmd-cpu-mask={mask}") in lab.fake_node.calls
     _no_shell(lab.fake_node.calls)
     lab.tear_down_lab_testbed()
 
