@@ -13,11 +13,11 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 
 import pytest
+from helpers import assert_lab_local_clean, gate_argv, local_topology
 
 from dpgate.testbeds.lab import vendor
 
@@ -28,17 +28,6 @@ pytestmark = [
     pytest.mark.skipif(bool(_missing), reason="lab on one machine: " + "; ".join(_missing)),
     pytest.mark.skipif(os.geteuid() != 0, reason="needs root (namespaces)"),
 ]
-
-
-def local_topology(tmp_path, tg_addr: str, dut_addr: str) -> str:
-    """A copy of topologies/lab-local.yaml with its own management addresses (so this test never
-    collides with a lab on one machine someone else runs here)."""
-    text = open(os.path.join(ROOT, "topologies", "lab-local.yaml")).read()
-    text = text.replace("198.19.255.6", tg_addr).replace("198.19.255.2", dut_addr)
-    path = os.path.join(str(tmp_path), "lab-local.yaml")
-    with open(path, "w") as fh:
-        fh.write(text)
-    return path
 
 
 def _records(outdir: str):
@@ -54,24 +43,7 @@ def _records(outdir: str):
 
 def _gate(outdir: str, suite: str, include: str, fault) -> subprocess.CompletedProcess:
     topo = local_topology(os.path.dirname(outdir), "198.19.255.50", "198.19.255.54")
-    argv = [
-        sys.executable,
-        "-m",
-        "dpgate.cli",
-        "gate",
-        "--topology",
-        topo,
-        "--prefix",
-        PREFIX,
-        "--outdir",
-        outdir,
-        "--no-history",
-        "--include",
-        include,
-        "--variable",
-        "SEARCH_TIME_LIMIT:25",
-        os.path.join(ROOT, "suites", "lab", suite),
-    ]
+    argv = gate_argv(topo, PREFIX, outdir, include, 25, os.path.join(ROOT, "suites", "lab", suite))
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     t = threading.Thread(target=fault, args=(outdir,), daemon=True)
     t.start()
@@ -90,12 +62,7 @@ def _wait(cond, timeout: float = 400) -> bool:
 
 
 def _nothing_left() -> None:
-    names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    assert f"{PREFIX}tg" not in names and f"{PREFIX}dut" not in names
-    run_dir = "/tmp/dpgate-" + PREFIX.rstrip("-")
-    assert not os.path.exists(run_dir)
-    ps = subprocess.run(["ps", "-eo", "stat=,args="], capture_output=True, text=True).stdout
-    assert [line for line in ps.splitlines() if run_dir in line and not line.startswith("Z")] == []
+    assert_lab_local_clean(PREFIX)
 
 
 def _pid(unit: str) -> int:

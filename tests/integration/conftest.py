@@ -12,6 +12,7 @@ veths (by MAC) in the root namespace, and the scratch directory.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -157,6 +158,28 @@ def topology_path() -> str:
 def leftovers():
     """``leftovers(prefix)`` -> a :class:`Leftovers` checker (test modules are not a package)."""
     return Leftovers
+
+
+@pytest.fixture(scope="session")
+def module_session(topology_path, leftovers):
+    """``with module_session(sut, prefix) as s``: an EmbeddedSession up (no calibration) whose
+    namespaces ``s.leftovers`` remembers, brought down at the end, for one module's tests."""
+
+    @contextlib.contextmanager
+    def up(sut: str, prefix: str):
+        from dpgate.testbeds.embedded.session import EmbeddedSession
+
+        left = leftovers(prefix)
+        s = EmbeddedSession(topology_path, sut=sut, prefix=prefix, calibrate=False)
+        s.up()
+        left.remember()
+        s.leftovers = left  # type: ignore[attr-defined]
+        try:
+            yield s
+        finally:
+            s.down()
+
+    return up
 
 
 @pytest.fixture(scope="session")

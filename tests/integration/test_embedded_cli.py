@@ -11,23 +11,11 @@ import subprocess
 import time
 
 import pytest
+from helpers import PUBLIC_TRIAL_FIELDS
 
 from dpgate.model.trial import TrialResult
 
 PREFIX = "it4-"
-#: Public keys (issue 2, part 6): these names must stay stable.
-PUBLIC_KEYS = {
-    "intended_load_pps",
-    "intended_duration_s",
-    "intended_packets",
-    "tx_packets",
-    "rx_packets",
-    "loss_packets",
-    "loss_ratio",
-    "tg_shortfall",
-    "actual_duration_s",
-    "limited_by",
-}
 
 
 @pytest.fixture
@@ -62,7 +50,7 @@ def test_trial_json_low_rate(dpgate):
     assert out.count("\n") == 0, "exactly one JSON object on one line"
     obj = json.loads(out)
     assert set(obj) == {f.name for f in dataclasses.fields(TrialResult)}
-    assert PUBLIC_KEYS <= set(obj)
+    assert PUBLIC_TRIAL_FIELDS <= set(obj)
     assert obj["intended_load_pps"] == 20_000 and obj["intended_duration_s"] == 2
     assert obj["intended_packets"] == 40_000
     assert obj["tx_packets"] == obj["rx_packets"] == 40_000

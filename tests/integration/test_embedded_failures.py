@@ -15,7 +15,7 @@ from dpgate.config.topology import load_topology
 from dpgate.testbeds.embedded.session import EmbeddedSession
 from dpgate.testbeds.embedded.testbed import NamespaceTestbed, run_dir
 
-PREFIX = "it2-"
+PREFIX = os.environ.get("DPGATE_FAILURES_TEST_PREFIX", "it2-")
 CRASH_PREFIX = "it3-"
 
 

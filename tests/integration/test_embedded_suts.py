@@ -13,13 +13,13 @@ import signal
 import threading
 
 import pytest
+from helpers import EMBEDDED_SUTS
 
 from dpgate.model.errors import SutError
-from dpgate.testbeds.embedded.session import EmbeddedSession
 from dpgate.testbeds.embedded.suts.base import sut_class, sut_names
 from dpgate.testbeds.lab.service import STATE_DIR
 
-PREFIX = "it1-"
+PREFIX = os.environ.get("DPGATE_SUTS_TEST_PREFIX", "it1-")
 LOW_PPS, LOW_S = 20_000, 2.0
 OVER_PPS, OVER_S = 2_000_000, 1.5
 #: Forwarded 64 B rate that any embedded SUT reaches on one core, even on a busy VM
@@ -38,27 +38,13 @@ def pytest_generate_tests(metafunc):
 
 
 @pytest.fixture(scope="module")
-def session(sut_name, topology_path, leftovers):
-    left = leftovers(PREFIX)
-    s = EmbeddedSession(topology_path, sut=sut_name, prefix=PREFIX, calibrate=False)
-    s.up()
-    left.remember()
-    s.leftovers = left  # type: ignore[attr-defined]
-    try:
+def session(sut_name, module_session):
+    with module_session(sut_name, PREFIX) as s:
         yield s
-    finally:
-        s.down()
 
 
 def test_sut_set_is_complete():
-    assert {
-        "linux-xconnect",
-        "linux-bridge",
-        "linux-ip4",
-        "ovs-xconnect",
-        "testpmd-io",
-        "testpmd-mac",
-    } <= set(ALL)
+    assert EMBEDDED_SUTS <= set(ALL)
     assert {"ovs-xconnect", "testpmd-io", "testpmd-mac"} <= set(WITH_PROCESS)
 
 

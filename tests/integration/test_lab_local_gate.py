@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 
 import pytest
+from helpers import assert_lab_local_clean, gate_argv, local_topology
 
 from dpgate.testbeds.lab import vendor
 
@@ -24,38 +24,10 @@ _missing = vendor.missing("TRex", "VPP", "l3fwd")
 pytestmark = pytest.mark.skipif(bool(_missing), reason="lab on one machine: " + "; ".join(_missing))
 
 
-def local_topology(tmp_path, tg_addr: str, dut_addr: str) -> str:
-    """A copy of topologies/lab-local.yaml with its own management addresses (so this test never
-    collides with a lab on one machine someone else runs here)."""
-    text = open(os.path.join(ROOT, "topologies", "lab-local.yaml")).read()
-    text = text.replace("198.19.255.6", tg_addr).replace("198.19.255.2", dut_addr)
-    path = os.path.join(str(tmp_path), "lab-local.yaml")
-    with open(path, "w") as fh:
-        fh.write(text)
-    return path
-
-
 def test_lab_gate_64b_1t1c_all_six_nfs(tmp_path):
     out = str(tmp_path / "results")
     topo = local_topology(tmp_path, "198.19.255.58", "198.19.255.62")
-    argv = [
-        sys.executable,
-        "-m",
-        "dpgate.cli",
-        "gate",
-        "--topology",
-        topo,
-        "--prefix",
-        PREFIX,
-        "--outdir",
-        out,
-        "--no-history",
-        "--include",
-        "64B AND 1T1C",
-        "--variable",
-        "SEARCH_TIME_LIMIT:30",
-        "suites/lab",
-    ]
+    argv = gate_argv(topo, PREFIX, out, "64B AND 1T1C", 30, "suites/lab")
     res = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=1500)
     junit = os.path.join(out, "junit.xml")
     assert os.path.exists(junit), res.stdout[-3000:] + res.stderr[-2000:]
@@ -68,9 +40,4 @@ def test_lab_gate_64b_1t1c_all_six_nfs(tmp_path):
         assert props.get("tg", "").startswith("TRex v3.08"), props.get("tg")
         assert any(k.startswith("latency_50pdr_0to1_") and k.endswith("_us") for k in props), sorted(props)
     assert len(seen) == 6, sorted(seen)
-    names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    assert f"{PREFIX}tg" not in names and f"{PREFIX}dut" not in names
-    run_dir = "/tmp/dpgate-" + PREFIX.rstrip("-")
-    assert not os.path.exists(run_dir)
-    ps = subprocess.run(["ps", "-eo", "stat=,args="], capture_output=True, text=True).stdout
-    assert [line for line in ps.splitlines() if run_dir in line and not line.startswith("Z")] == []
+    assert_lab_local_clean(PREFIX)

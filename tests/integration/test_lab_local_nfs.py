@@ -17,6 +17,7 @@ import subprocess
 import time
 
 import pytest
+from helpers import local_topology
 
 from dpgate.config.topology import load_topology
 from dpgate.exec.remote import SshNode
@@ -33,17 +34,6 @@ FRAMES, PPS = 6000, 20000
 
 _missing = vendor.missing("VPP", "l3fwd")
 pytestmark = pytest.mark.skipif(bool(_missing), reason="lab on one machine: " + "; ".join(_missing))
-
-
-def local_topology(tmp_path, tg_addr: str, dut_addr: str) -> str:
-    """A copy of topologies/lab-local.yaml with its own management addresses (so this test never
-    collides with a lab on one machine someone else runs here)."""
-    text = open(os.path.join(ROOT, "topologies", "lab-local.yaml")).read()
-    text = text.replace("198.19.255.6", tg_addr).replace("198.19.255.2", dut_addr)
-    path = os.path.join(str(tmp_path), "lab-local.yaml")
-    with open(path, "w") as fh:
-        fh.write(text)
-    return path
 
 
 @pytest.fixture(scope="module")

@@ -19,16 +19,9 @@ PREFIX = os.environ.get("DPGATE_IT_SIGNAL_PREFIX", "sg1-")
 
 
 @pytest.fixture(scope="module")
-def session(topology_path, leftovers):
-    left = leftovers(PREFIX)
-    s = EmbeddedSession(topology_path, sut="linux-xconnect", prefix=PREFIX, calibrate=False)
-    s.up()
-    left.remember()
-    s.leftovers = left  # type: ignore[attr-defined]
-    try:
+def session(module_session):
+    with module_session("linux-xconnect", PREFIX) as s:
         yield s
-    finally:
-        s.down()
 
 
 def _ip_counters(ns: str, dev: str) -> dict:

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from helpers import EMBEDDED_SUTS
 
 from dpgate import cli
 from dpgate.testbeds.embedded.suts.base import sut_names
@@ -110,14 +111,7 @@ def test_suts_lists_every_sut(capsys):
     assert code == 0
     listed = [ln.split()[0] for ln in cap.out.splitlines() if ln.strip()]
     assert listed == sut_names()
-    assert {
-        "linux-xconnect",
-        "linux-bridge",
-        "linux-ip4",
-        "ovs-xconnect",
-        "testpmd-io",
-        "testpmd-mac",
-    } <= set(listed)
+    assert EMBEDDED_SUTS <= set(listed)
 
 
 def test_parser_accepts_good_values():

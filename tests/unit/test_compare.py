@@ -46,19 +46,25 @@ def test_min_change_is_configurable():
 _STARTS = itertools.count(1)  # each fixture run starts at its own time, as real runs do
 
 
-def make_run(tmp_path, name, ndr, status="PASS"):
+def write_run(tmp_path, name, metrics, status="PASS", **fields):
+    """One gate run's result dir ``tmp_path/name`` with test S.64B-1c-x-ndrpdr; returns its path."""
     out = tmp_path / name
-    store = ResultStore(str(out))
-    store.update(
+    ResultStore(str(out)).update(
         "S.64B-1c-x-ndrpdr",
         suite="S",
         name="64B-1c-x-ndrpdr",
         status=status,
         started=next(_STARTS),
         testbed="embedded",
-        metrics={"ndr_pps": ndr, "pdr_pps": ndr * 1.01, "cpp": 5000.0, "ipc": "not supported (x)"},
+        metrics=metrics,
+        **fields,
     )
     return str(out)
+
+
+def make_run(tmp_path, name, ndr, status="PASS"):
+    metrics = {"ndr_pps": ndr, "pdr_pps": ndr * 1.01, "cpp": 5000.0, "ipc": "not supported (x)"}
+    return write_run(tmp_path, name, metrics, status)
 
 
 def test_history_add_and_compare_end_to_end(tmp_path):
@@ -100,17 +106,8 @@ def test_a_drop_at_the_generator_ceiling_is_not_a_sut_regression(tmp_path):
     store = str(tmp_path / "history")
     for i in range(10):
         add_to_history(make_run(tmp_path, f"r{i}", 6.0e5), store)
-    out = tmp_path / "gen"
-    ResultStore(str(out)).update(
-        "S.64B-1c-x-ndrpdr",
-        suite="S",
-        name="64B-1c-x-ndrpdr",
-        status="PASS",
-        started=next(_STARTS),
-        testbed="embedded",
-        metrics={"ndr_pps": 5.0e5, "pdr_pps": 5.0e5, "limited_by": "generator"},
-    )
-    assert {v.verdict for v in compare(str(out), store)} == {"generator-limited"}
+    out = write_run(tmp_path, "gen", {"ndr_pps": 5.0e5, "pdr_pps": 5.0e5, "limited_by": "generator"})
+    assert {v.verdict for v in compare(out, store)} == {"generator-limited"}
 
 
 # -- samples, noise allowance, injected runs -------------------------------------------------
@@ -123,21 +120,12 @@ def test_doctests_of_compare():
 
 
 def mrr_run(tmp_path, name, mrr, spread=0.01, status="PASS", steal=None, limited="sut"):
-    out = tmp_path / name
     m = {"ndr_pps": mrr * 0.9, "pdr_pps": mrr * 0.95, "mrr_pps": mrr, "mrr_limited_by": limited}
     if steal:
         m["injected_sut_cpu_steal"] = steal
-    ResultStore(str(out)).update(
-        "S.64B-1c-x-ndrpdr",
-        suite="S",
-        name="64B-1c-x-ndrpdr",
-        status=status,
-        started=next(_STARTS),
-        testbed="embedded",
-        metrics=m,
-        samples={"mrr_pps": [mrr * (1 - spread), mrr, mrr * (1 + spread)]},
+    return write_run(
+        tmp_path, name, m, status, samples={"mrr_pps": [mrr * (1 - spread), mrr, mrr * (1 + spread)]}
     )
-    return str(out)
 
 
 def test_history_keeps_mrr_samples_and_jumpavg_gets_them_as_lists(tmp_path):
@@ -178,17 +166,8 @@ def test_long_history_estimates_its_own_noise():
 def test_declared_noise_recorded_by_the_gate_is_used_offline(tmp_path):
     store = str(tmp_path / "h")
     add_to_history(make_run(tmp_path, "a", 5.0e5), store)
-    out = tmp_path / "cur"
-    ResultStore(str(out)).update(
-        "S.64B-1c-x-ndrpdr",
-        suite="S",
-        name="64B-1c-x-ndrpdr",
-        status="PASS",
-        started=next(_STARTS),
-        testbed="embedded",
-        metrics={"ndr_pps": 4.4e5, "pdr_pps": 4.4e5, "regression_noise": 0.2},
-    )
-    assert {v.verdict for v in compare(str(out), store)} == {"normal"}
+    out = write_run(tmp_path, "cur", {"ndr_pps": 4.4e5, "pdr_pps": 4.4e5, "regression_noise": 0.2})
+    assert {v.verdict for v in compare(out, store)} == {"normal"}
 
 
 def test_injected_and_failed_runs_stay_out_of_the_gates_history(tmp_path):

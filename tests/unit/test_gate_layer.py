@@ -4,6 +4,7 @@ import os
 import xml.etree.ElementTree as ET
 
 import pytest
+from helpers import ndrpdr_result
 from robot.api import Failure, SkipExecution
 
 from dpgate.cli.gate import summary_table
@@ -12,32 +13,11 @@ from dpgate.config.units import parse_rate
 from dpgate.model.errors import ConfigError
 from dpgate.outputs.junit import write_junit
 from dpgate.outputs.results import ResultStore, load_records
-from dpgate.robotlib import Gates, NdrPdrResult
+from dpgate.robotlib import Gates
 
 
 def result(ndr=212_000.0, pdr=230_000.0, cpp=None, telemetry=None, max_pps=500_000.0):
-    hz = 2.6e9
-    return NdrPdrResult(
-        nf="linux-ip4",
-        frame_size="64B",
-        ndr_pps=ndr,
-        pdr_pps=pdr,
-        ndr_upper_pps=ndr * 1.005,
-        pdr_upper_pps=pdr * 1.005,
-        ndr_loss=0.0,
-        pdr_loss=0.005,
-        profile="per-commit",
-        trials=12,
-        search_s=30.0,
-        cores=1,
-        cpu_hz=hz,
-        freq_source="declared",
-        cpp_ndr=cpp if cpp is not None else hz / ndr,
-        cpp_pdr=hz / pdr,
-        generator_max_pps=max_pps,
-        limited_by=None,
-        telemetry=telemetry or {},
-    )
+    return ndrpdr_result(ndr, pdr, cpp=cpp, telemetry=telemetry, max_pps=max_pps)
 
 
 def write(tmp_path, text):

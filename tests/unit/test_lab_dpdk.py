@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from helpers import ovs_vsctl_set
 from test_lab_vpp import RecordingNode
 
 from dpgate.config.topology import load_topology
@@ -79,8 +80,8 @@ def test_l3fwd_lpm_routes_config_and_eth_dest():
 def test_ovs_dpdk_pmd_mask_ports_and_xconnect_flows():
     ovs = OvsDpdk(RecordingNode(), load_topology(TOPO).dut, C2)
     cfg = ovs.configure_commands()
-    assert ["ovs-vsctl", "--no-wait", "set", "Open_vSwitch", ".", "other_config:pmd-cpu-mask=0xc"] in cfg
-    assert ["ovs-vsctl", "--no-wait", "set", "Open_vSwitch", ".", "other_config:dpdk-init=true"] in cfg
+    assert ovs_vsctl_set("pmd-cpu-mask=0xc") in cfg
+    assert ovs_vsctl_set("dpdk-init=true") in cfg
     start = ovs.start_commands()
     assert any("options:dpdk-devargs=0000:18:00.1" in c for c in start)
     assert ["ovs-ofctl", "add-flow", "dpgbr0", "in_port=dpdk0,actions=output:dpdk1"] in start

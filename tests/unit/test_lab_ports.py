@@ -12,6 +12,7 @@ import os
 
 import pytest
 import yaml
+from helpers import ovs_vsctl_set
 
 from dpgate.config.topology import Interface, Memif, load_topology, topology_from_data
 from dpgate.exec.remote import Result
@@ -249,14 +250,7 @@ def test_ovs_socket_mem_covers_the_ports_numa_node():
     assert socket_mem(0) == "1024" and socket_mem(1) == "0,1024" and socket_mem(2, 512) == "0,0,512"
     topo = load_topology(EXAMPLE)
     ovs = OvsDpdk(None, topo.dut, CoreAllocation(1, (2,), 1, 1, 1))
-    assert [
-        "ovs-vsctl",
-        "--no-wait",
-        "set",
-        "Open_vSwitch",
-        ".",
-        "other_config:dpdk-socket-mem=1024",
-    ] in ovs.configure_commands()  # the example DUT says numa: 0
+    assert ovs_vsctl_set("dpdk-socket-mem=1024") in ovs.configure_commands()  # the example DUT says numa: 0
 
 
 def test_ovs_private_instance_for_virtual_ports():
@@ -290,14 +284,7 @@ def test_ovs_service_stop_turns_dpdk_off_and_restarts():
 
     node = RecordingNode()
     OvsDpdk(node, load_topology(EXAMPLE).dut, CoreAllocation(1, (2,), 1, 1, 0)).stop()
-    assert [
-        "ovs-vsctl",
-        "--no-wait",
-        "set",
-        "Open_vSwitch",
-        ".",
-        "other_config:dpdk-init=false",
-    ] in node.calls
+    assert ovs_vsctl_set("dpdk-init=false") in node.calls
     assert node.calls[-1] == ["systemctl", "restart", "openvswitch-switch"]
 
 

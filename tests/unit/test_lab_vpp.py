@@ -25,6 +25,18 @@ TOPO = "topologies/lab-2node.example.yaml"
 CORES = CoreAllocation(main=1, workers=(2, 30), phy_cores=1, threads_per_core=2, numa=0)
 
 
+#: How a lab DUT with systemd starts VPP with dpgate's startup file.
+VPP_UNIT_START = [
+    "systemd-run",
+    "--unit=dpgate-vpp",
+    "--collect",
+    "--",
+    "vpp",
+    "-c",
+    "/etc/vpp/dpgate-startup.conf",
+]
+
+
 class RecordingNode:
     """Fake dpgate.exec.remote node: records argv, answers from a table of (prefix → stdout)."""
 
@@ -120,15 +132,7 @@ def test_driver_writes_conf_starts_unit_waits_and_configures_through_node():
     vpp.configure()
     assert node.calls[0] == ["tee", "/etc/vpp/dpgate-startup.conf"] and "main-core 1" in node.inputs[0]
     vpp.start()
-    assert [
-        "systemd-run",
-        "--unit=dpgate-vpp",
-        "--collect",
-        "--",
-        "vpp",
-        "-c",
-        "/etc/vpp/dpgate-startup.conf",
-    ] in node.calls
+    assert VPP_UNIT_START in node.calls
     cli = [c[3:] for c in node.calls if c[:1] == ["vppctl"]]
     assert ["test", "l2patch", "rx", "eth0", "tx", "eth1"] in cli
     assert vpp.version() == "v24.02-release"

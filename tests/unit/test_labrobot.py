@@ -18,6 +18,8 @@ import subprocess
 import xml.etree.ElementTree as ET
 
 import pytest
+from helpers import ovs_vsctl_set
+from test_lab_vpp import VPP_UNIT_START
 from test_trex import FakeTrexClient, fake_api
 
 from dpgate.exec.remote import Result
@@ -153,15 +155,7 @@ def test_vpp_ip4_ht_two_cores_end_to_end(in_test, tmp_path):
     conf = node.inputs[node.calls.index(["tee", "/etc/vpp/dpgate-startup.conf"])]
     assert "main-core 1" in conf and "corelist-workers 2,58,3,59" in conf
     assert "dev 0000:18:00.0 { name eth0 num-rx-queues 2 }" in conf  # 4 workers over 2 ports
-    assert [
-        "systemd-run",
-        "--unit=dpgate-vpp",
-        "--collect",
-        "--",
-        "vpp",
-        "-c",
-        "/etc/vpp/dpgate-startup.conf",
-    ] in node.calls
+    assert VPP_UNIT_START in node.calls
     vppctl = [c[3:] for c in node.calls if c[:1] == ["vppctl"]]
     assert ["ip", "route", "add", "198.19.0.1/32", "count", "62500", "via", "20.20.20.2", "eth1"] in vppctl
     assert lab.sut_version() == "v23.10-release"
@@ -244,14 +238,7 @@ def test_testpmd_l3fwd_and_ovs_are_pinned_to_the_allocation(in_test):
     assert rules == "R198.19.0.0/16 1\nR198.18.0.0/16 0\n"
     lab.bring_up_lab_testbed("ovsdpdk-xconnect", "64B", cores=4, ht="on")
     mask = hex(sum(1 << c for c in (2, 58, 3, 59, 4, 60, 5, 61)))
-    assert [
-        "ovs-vsctl",
-        "--no-wait",
-        "set",
-        "Open_vSwitch",
-        ".",
-        f"other_config:pmd-cpu-mask={mask}",
-    ] in lab.fake_node.calls
+    assert ovs_vsctl_set(f"pmd-cpu-mask={mask}") in lab.fake_node.calls
     _no_shell(lab.fake_node.calls)
     lab.tear_down_lab_testbed()
 

@@ -6,38 +6,18 @@ import json
 import os
 
 import pytest
+from helpers import ndrpdr_result
 from robot.api import Failure, SkipExecution
 
 from dpgate.config.thresholds import load_thresholds
 from dpgate.config.units import parse_rate
 from dpgate.regression.compare import verdicts_for
 from dpgate.regression.history import injected
-from dpgate.robotlib import Gates, NdrPdrResult
+from dpgate.robotlib import Gates
 
 
 def result(ndr=212_000.0, telemetry=None, max_pps=500_000.0):
-    hz = 2.6e9
-    return NdrPdrResult(
-        nf="linux-ip4",
-        frame_size="64B",
-        ndr_pps=ndr,
-        pdr_pps=ndr,
-        ndr_upper_pps=ndr * 1.005,
-        pdr_upper_pps=ndr * 1.005,
-        ndr_loss=0.0,
-        pdr_loss=0.005,
-        profile="per-commit",
-        trials=12,
-        search_s=30.0,
-        cores=1,
-        cpu_hz=hz,
-        freq_source="declared",
-        cpp_ndr=hz / ndr,
-        cpp_pdr=hz / ndr,
-        generator_max_pps=max_pps,
-        limited_by=None,
-        telemetry=telemetry or {},
-    )
+    return ndrpdr_result(ndr, telemetry=telemetry, max_pps=max_pps)
 
 
 def test_a_failed_floor_on_disturbed_measurements_is_inconclusive_with_the_figure():

@@ -1,8 +1,7 @@
 """Telemetry parsers on real recorded outputs (see tests/fixtures/telemetry/README.md)."""
 
-import os
-
 import pytest
+from helpers import fixture_reader
 
 from dpgate.telemetry import NotSupported, TelemetryError, TelemetryRecord
 from dpgate.telemetry.collector import TelemetryCollector
@@ -21,12 +20,7 @@ from dpgate.telemetry.tmam import (
     tmam_from_topdown_metrics,
 )
 
-HERE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "telemetry")
-
-
-def fixture(name):
-    with open(os.path.join(HERE, name)) as fh:
-        return fh.read()
+fixture = fixture_reader("telemetry")
 
 
 # -- perf -------------------------------------------------------------------------------

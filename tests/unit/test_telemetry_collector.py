@@ -1,12 +1,12 @@
 """TelemetryCollector driven through a scripted node that answers with fixture texts: the
 argv it builds (cpus, events, windows), the TMAM method it picks, and the derived values."""
 
-import os
 import re
 import shlex
 import threading
 
 import pytest
+from helpers import fixture_reader
 
 from dpgate.config.topology import Ssh
 from dpgate.exec.remote import Result, SshNode
@@ -14,12 +14,7 @@ from dpgate.telemetry import NotSupported, TelemetryError
 from dpgate.telemetry.collector import PERF_EVENTS, TelemetryCollector
 from dpgate.telemetry.perf import TMAM_RAW_EVENTS
 
-HERE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "telemetry")
-
-
-def fixture(name):
-    with open(os.path.join(HERE, name), newline="") as fh:
-        return fh.read()
+fixture = fixture_reader("telemetry", newline="")
 
 
 PERF_OK = "4000,,cycles,1000,100.00,,\n10000,,instructions,1000,100.00,2.50,insn per cycle\n"

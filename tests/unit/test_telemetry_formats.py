@@ -1,9 +1,8 @@
 """Parsers on the output layouts of pcm-pcie, pcm-memory, perf stat and toplev across CPU
 generations (fixtures and their origins: tests/fixtures/telemetry/README.md)."""
 
-import os
-
 import pytest
+from helpers import fixture_reader
 
 from dpgate.telemetry import NotSupported, TelemetryError
 from dpgate.telemetry.pcm import parse_memory, parse_pcie, pcie_per_packet, reason_from_output
@@ -16,12 +15,7 @@ from dpgate.telemetry.tmam import (
     tmam_from_topdown_metrics,
 )
 
-HERE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "telemetry")
-
-
-def fixture(name):
-    with open(os.path.join(HERE, name), newline="") as fh:
-        return fh.read()
+fixture = fixture_reader("telemetry", newline="")
 
 
 # -- pcm-pcie: both formats, several generations --------------------------------------------

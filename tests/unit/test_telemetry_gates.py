@@ -2,37 +2,29 @@
 event), and the embedded testbed's capture at NDR and PDR."""
 
 import pytest
+from helpers import ndrpdr_result
 from robot.api import Failure, SkipExecution
 from test_telemetry_collector import ScriptedTelemetryNode, fixture, pmu_host, vm_host
 
 from dpgate.model.trial import TrialResult
-from dpgate.robotlib import EmbeddedTestbed, Gates, NdrPdrResult
+from dpgate.robotlib import EmbeddedTestbed, Gates
 from dpgate.telemetry import report_rows
 from dpgate.telemetry.collector import TelemetryCollector
 from dpgate.telemetry.rows import tmam_bars
 
 
 def result(telemetry):
-    return NdrPdrResult(
+    return ndrpdr_result(
+        29.8e6,
+        30e6,
+        telemetry=telemetry,
+        max_pps=None,
+        hz=2.3e9,
         nf="l3fwd",
-        frame_size="64B",
-        ndr_pps=29.8e6,
-        pdr_pps=30e6,
         ndr_upper_pps=None,
         pdr_upper_pps=None,
-        ndr_loss=0.0,
-        pdr_loss=0.005,
-        profile="per-commit",
         trials=10,
         search_s=1.0,
-        cores=1,
-        cpu_hz=2.3e9,
-        freq_source="declared",
-        cpp_ndr=2.3e9 / 29.8e6,
-        cpp_pdr=2.3e9 / 30e6,
-        generator_max_pps=None,
-        limited_by=None,
-        telemetry=telemetry,
     )
 
 

@@ -3,9 +3,8 @@
 Fixture origins: tests/fixtures/telemetry/README.md.
 """
 
-import os
-
 import pytest
+from helpers import fixture_reader
 
 from dpgate.telemetry import TelemetryError
 from dpgate.telemetry.pcm import (
@@ -16,12 +15,7 @@ from dpgate.telemetry.pcm import (
 )
 from dpgate.telemetry.tmam import parse_toplev_csv
 
-HERE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "telemetry")
-
-
-def fixture(name):
-    with open(os.path.join(HERE, name)) as fh:
-        return fh.read()
+fixture = fixture_reader("telemetry")
 
 
 def test_pcm_memory_skt_labels_of_pcm_202502_and_later():

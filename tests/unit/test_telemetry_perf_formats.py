@@ -6,20 +6,14 @@ the ones a careful reader takes from the printed text: IPC = instructions / cycl
 counted, the four TMAM level-1 values as printed (percent / 100).
 """
 
-import os
-
 import pytest
+from helpers import fixture_reader
 
 from dpgate.telemetry import TelemetryError
 from dpgate.telemetry.perf import derive, parse_perf_stat
 from dpgate.telemetry.perf_records import Count, Metric
 
-HERE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "telemetry")
-
-
-def fixture(name):
-    with open(os.path.join(HERE, name)) as fh:
-        return fh.read()
+fixture = fixture_reader("telemetry")
 
 
 def l1(t):

@@ -6,36 +6,17 @@ from __future__ import annotations
 import dataclasses
 import doctest
 import json
-import os
 
 import pytest
+from helpers import PUBLIC_TRIAL_FIELDS, fixture_reader
 
 import dpgate.model.trial as trialmod
 from dpgate.model.trial import LIMITED_BY_GENERATOR, TrialResult
 from dpgate.testbeds.embedded.suts.ovs import parse_pmd_stats
-from dpgate.testbeds.embedded.suts.testpmd import parse_forward_stats
+from dpgate.testbeds.lab.testpmd import parse_forward_stats
 from dpgate.traffic.tcpreplay import parse_tcpreplay_output
 
-FIX = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
-
-#: Public names (issue 2, part 6; `dpgate trial --json` keys). Changing them breaks users.
-PUBLIC_FIELDS = {
-    "intended_load_pps",
-    "intended_duration_s",
-    "intended_packets",
-    "tx_packets",
-    "rx_packets",
-    "loss_packets",
-    "loss_ratio",
-    "tg_shortfall",
-    "actual_duration_s",
-    "limited_by",
-}
-
-
-def fixture(*parts: str) -> str:
-    with open(os.path.join(FIX, *parts), encoding="utf-8") as fh:
-        return fh.read()
+fixture = fixture_reader()
 
 
 def test_doctests():
@@ -143,7 +124,7 @@ def test_result_is_frozen_and_serialisable():
     with pytest.raises(dataclasses.FrozenInstanceError):
         r.rx_packets = 5  # type: ignore[misc]
     d = r.to_dict()
-    assert PUBLIC_FIELDS <= set(d)
+    assert PUBLIC_TRIAL_FIELDS <= set(d)
     assert set(d) == {f.name for f in dataclasses.fields(TrialResult)}
     back = json.loads(json.dumps(d))
     assert back["loss_packets"] == 10 and back["details"] == {"k": [1, 2]}
@@ -152,7 +133,7 @@ def test_result_is_frozen_and_serialisable():
 
 def test_public_field_names_stable():
     names = [f.name for f in dataclasses.fields(TrialResult)]
-    assert PUBLIC_FIELDS <= set(names)
+    assert PUBLIC_TRIAL_FIELDS <= set(names)
     assert LIMITED_BY_GENERATOR == "generator"
 
 
@@ -240,7 +221,7 @@ def test_testpmd_forward_stats_20kpps():
 
 
 def test_testpmd_cumulative_stats_delta_per_trial():
-    from dpgate.testbeds.embedded.suts.testpmd import stats_delta
+    from dpgate.testbeds.lab.testpmd import stats_delta
 
     a = parse_forward_stats(fixture("testpmd", "stop-io-20kpps.txt"))
     b = dict(a, rx_packets=a["rx_packets"] + 5000, cycles=a["cycles"] + 5000 * 300, cycles_packets=25000)

@@ -69,10 +69,21 @@ def mask(text: str, secrets: Sequence[str]) -> str:
 
 
 class LocalNode:
-    """Runs argv on this machine, optionally inside network namespace ``ns`` (dpgate.exec.runner)."""
+    """Runs argv on this machine, optionally inside network namespace ``ns`` (dpgate.exec.runner).
 
-    def __init__(self, ns: Optional[str] = None, sudo: bool = False, name: str = "local"):
+    ``cpus``: where the long-running processes it starts as console services are pinned
+    (``dpgate.testbeds.lab.console``); its short commands are not pinned.
+    """
+
+    def __init__(
+        self,
+        ns: Optional[str] = None,
+        sudo: bool = False,
+        name: str = "local",
+        cpus: Optional[Sequence[int]] = None,
+    ):
         self.ns, self.sudo, self.name = ns, sudo, name
+        self.cpus = list(cpus) if cpus else None
 
     def run(
         self,

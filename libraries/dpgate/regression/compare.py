@@ -34,7 +34,7 @@ the history.
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import jumpavg
@@ -189,19 +189,7 @@ def verdicts_for(
             v = classify_lower_is_better(
                 classify_current, past, cur if isinstance(cur, list) else [cur], min_change, cpp_noise
             )
-            out.append(
-                Verdict(
-                    rec.get("name", rec["longname"]),
-                    metric,
-                    v.verdict,
-                    v.current,
-                    v.baseline,
-                    v.change_pct,
-                    v.history_len,
-                    v.allowance_pct,
-                    v.noise_source,
-                )
-            )
+            out.append(replace(v, test=rec.get("name", rec["longname"]), metric=metric))
             continue
         declared = mrr_noise if metric == "mrr_pps" else noise
         v = classify_current(past, cur if isinstance(cur, list) else [cur], min_change, declared)
@@ -213,30 +201,8 @@ def verdicts_for(
         ):
             # at the generator's ceiling a number measures the generator, not the SUT: a drop
             # there is not a SUT regression, nor a rise over such a history a SUT progression
-            v = Verdict(
-                "",
-                "",
-                "generator-limited",
-                v.current,
-                v.baseline,
-                v.change_pct,
-                v.history_len,
-                v.allowance_pct,
-                v.noise_source,
-            )
-        out.append(
-            Verdict(
-                rec.get("name", rec["longname"]),
-                metric,
-                v.verdict,
-                v.current,
-                v.baseline,
-                v.change_pct,
-                v.history_len,
-                v.allowance_pct,
-                v.noise_source,
-            )
-        )
+            v = replace(v, verdict="generator-limited")
+        out.append(replace(v, test=rec.get("name", rec["longname"]), metric=metric))
     return out
 
 

@@ -1,10 +1,14 @@
 """What both testbeds' keyword libraries share: the test's result record, the NDR/PDR
-result with its console line, telemetry at the goals, the ``Rate`` argument converter."""
+result with its console line, telemetry at the goals, the ``Rate`` argument converter, and
+the one flow of ``Find NDR And PDR`` (:meth:`TestbedKeywords._find_ndr_and_pdr`): each
+testbed fills in its hooks (generator, liveness, CPU frequency, what it measures after the
+search, what it adds to the result and the record)."""
 
 from __future__ import annotations
 
 import time
-from typing import Any, Dict, Optional, Tuple, Union
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Optional, Tuple, Union
 
 from robot.api import logger
 from robot.api.deco import keyword
@@ -16,7 +20,7 @@ from dpgate.model.errors import ConfigError
 from dpgate.model.ndrpdr import CEILING_MARGIN, NdrPdrResult
 from dpgate.model.trial import TrialResult
 from dpgate.outputs.results import ResultStore
-from dpgate.search.bounded import SearchRun, _opt
+from dpgate.search.bounded import SearchRun, _measured_cpp_near, _opt, search_ndr_pdr, trial_dicts
 
 
 def rate_arg(value: Union[str, int, float]) -> Rate:
@@ -132,9 +136,121 @@ def trial_line(result: TrialResult) -> str:
     )
 
 
+@dataclass(frozen=True)
+class SearchSetting:
+    """What a testbed puts into the shared ``Find NDR And PDR`` result and record."""
+
+    cores: int  # for CPP: the SUT's cores (lab: physical cores of the allocation)
+    testbed: str
+    prefix: str
+    ceiling_note: str  # logged when NDR/PDR reach the generator ceiling ``{hi}``
+
+
 class TestbedKeywords:
     """What the embedded and the lab keyword libraries share: the pabot pool, the record of
-    every trial with its console line, and the ``SUT Version`` keyword (``_sut_version``)."""
+    every trial with its console line, the ``SUT Version`` keyword (``_sut_version``), and
+    the ``Find NDR And PDR`` flow (``_find_ndr_and_pdr`` and its ``_search_*`` hooks)."""
+
+    nf: Optional[str] = None
+    telemetry: bool = True
+
+    # -- Find NDR And PDR: one flow, the hooks each testbed implements ----------------------
+    def _find_ndr_and_pdr(
+        self,
+        frame_size: str,
+        profile: str,
+        min_rate: Rate,
+        max_rate: Rate,
+        ndr_loss: str,
+        pdr_loss: str,
+        time_limit: float,
+        overrides: Dict[str, str],
+        **after_kw: Any,
+    ) -> NdrPdrResult:
+        """Search between the rates (resolved against the generator ceiling) with the SUT
+        checked alive before and after; then the testbed's own trials (``after_kw``), CPP,
+        telemetry at the goals, the logged result and the test's record."""
+        gen = self._search_generator(frame_size)
+        lo, hi = min_rate.resolve(gen.max_pps), max_rate.resolve(gen.max_pps)
+        self._search_alive(gen)
+        run = search_ndr_pdr(
+            self._search_measure(gen), lo, hi, ndr_loss, pdr_loss, profile, overrides, time_limit, logger.warn
+        )
+        self._search_alive(gen)
+        after = self._after_search(gen, run, **after_kw)
+        hz, source = self._search_cpu_freq()
+        sut_cpp, busy_cpp = _measured_cpp_near(run.res, run.ndr, hz)
+        telemetry = self._search_telemetry(run, busy_cpp, after)
+        if self.telemetry:
+            telemetry.update(telemetry_at_goals(lambda load, sfx: self._telemetry_at(gen, load, sfx), run))
+        setting = self._search_setting()
+        out = ndrpdr_result(
+            run,
+            nf=self.nf or "?",
+            frame_size=frame_size,
+            profile=profile,
+            lo=lo,
+            hi=hi,
+            cores=setting.cores,
+            hz=hz,
+            source=source,
+            generator_max_pps=gen.max_pps,
+            sut_cpp=sut_cpp,
+            telemetry=telemetry,
+            mrr=tuple(after.get("mrr", ())),
+            testbed=setting.testbed,
+            ceiling_note=setting.ceiling_note,
+        )
+        metrics, fields = self._search_record(gen, run, out, after)
+        record(
+            metrics=metrics,
+            nf=out.nf,
+            sut_version=self.sut_version(),
+            testbed=setting.testbed,
+            prefix=setting.prefix,
+            profile=profile,
+            trials=trial_dicts(run.res),
+            **fields,
+        )
+        return out
+
+    def _search_generator(self, frame_size: str) -> Any:
+        """The generator for ``frame_size``, ready to send (the testbed must be up)."""
+        raise NotImplementedError
+
+    def _search_measure(self, gen: Any) -> Callable[[float, float], TrialResult]:
+        """``measure(load_pps, duration_s)`` for the search: each trial recorded and printed."""
+        raise NotImplementedError
+
+    def _search_alive(self, gen: Any) -> None:
+        """SutError naming the SUT when its process is not running."""
+        raise NotImplementedError
+
+    def _search_cpu_freq(self) -> Tuple[float, str]:
+        """(Hz, source) of the SUT cores for CPP."""
+        raise NotImplementedError
+
+    def _after_search(self, gen: Any, run: SearchRun, **after_kw: Any) -> Dict[str, Any]:
+        """Trials after the search (e.g. MRR: ``{"mrr": (pps, ...)}``); nothing by default."""
+        return {}
+
+    def _search_telemetry(
+        self, run: SearchRun, busy_cpp: Optional[float], after: Dict[str, Any]
+    ) -> Dict[str, Any]:
+        """The result's telemetry before the captures at the goals."""
+        return {"search_complete": run.complete}
+
+    def _search_setting(self) -> SearchSetting:
+        raise NotImplementedError
+
+    def _search_record(
+        self, gen: Any, run: SearchRun, out: NdrPdrResult, after: Dict[str, Any]
+    ) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+        """(metrics, more record fields: latency, ...) of the test's record."""
+        raise NotImplementedError
+
+    def _telemetry_at(self, gen: Any, load: float, suffix: str = "") -> Dict[str, Any]:
+        raise NotImplementedError
 
     def _sut_version(self) -> str:
         raise NotImplementedError

@@ -22,7 +22,7 @@ Example suite::
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 from robot.api import Failure, logger
 from robot.api.deco import keyword, library
@@ -30,8 +30,8 @@ from robot.api.deco import keyword, library
 from dpgate.config.units import Rate, format_pps, frame_size_tag, parse_frame_size, parse_ratio
 from dpgate.model.errors import ConfigError
 from dpgate.model.ndrpdr import NdrPdrResult
-from dpgate.robot.base import TestbedKeywords, ndrpdr_result, rate_arg, record, telemetry_at_goals
-from dpgate.search.bounded import _measured_cpp_near, search_ndr_pdr, trial_dicts
+from dpgate.robot.base import SearchSetting, TestbedKeywords, rate_arg
+from dpgate.search.bounded import SearchRun
 from dpgate.telemetry.collector import TelemetryCollector, capture_during_trial
 from dpgate.telemetry.disturbance import case_signal, measure_cpp_at_load
 from dpgate.testbeds.embedded.handicap import CpuSteal
@@ -239,15 +239,46 @@ class EmbeddedTestbed(TestbedKeywords):
         | ${r}= | `Find NDR And PDR` | 64B | profile=per-commit |
         | ${r}= | `Find NDR And PDR` | IMIX | mrr_trials=3 |
         """
-        gen = self._gen(frame_size)
-        lo, hi = min_rate.resolve(gen.max_pps), max_rate.resolve(gen.max_pps)
-        gen.sut.check_alive()
-        run = search_ndr_pdr(
-            gen.measure, lo, hi, ndr_loss, pdr_loss, profile, overrides, time_limit, logger.warn
+        return self._find_ndr_and_pdr(
+            frame_size,
+            profile,
+            min_rate,
+            max_rate,
+            ndr_loss,
+            pdr_loss,
+            time_limit,
+            overrides,
+            mrr_trials=mrr_trials,
+            mrr_duration=mrr_duration,
+            cpp_at_load=cpp_at_load,
         )
+
+    # -- the hooks of the shared Find NDR And PDR flow (dpgate.robot.base) ------------------
+    def _search_generator(self, frame_size: str):
+        return self._gen(frame_size)
+
+    def _search_measure(self, gen):
+        return gen.measure
+
+    def _search_alive(self, gen) -> None:
         gen.sut.check_alive()
+
+    def _search_cpu_freq(self) -> Tuple[float, str]:
+        return self._s.cpu_freq()
+
+    def _after_search(
+        self,
+        gen,
+        run: SearchRun,
+        mrr_trials: int = 0,
+        mrr_duration: float = 1.0,
+        cpp_at_load: bool = True,
+        **unknown: Any,
+    ) -> Dict[str, Any]:
+        """MRR trials at the generator ceiling, then the SUT's cycles per packet at a fixed load."""
+        if unknown:
+            raise TypeError(f"unknown options after the search: {sorted(unknown)}")
         mrr_runs = [gen.measure(gen.max_pps, float(mrr_duration)) for _ in range(int(mrr_trials))]
-        mrr = tuple(t.rx_rate_pps for t in mrr_runs)
         cpp, cpp_load, cpp_runs = (
             measure_cpp_at_load(
                 gen.measure, gen.max_pps, run.ndr, polling=bool(getattr(gen.sut, "polls", False))
@@ -255,52 +286,43 @@ class EmbeddedTestbed(TestbedKeywords):
             if cpp_at_load
             else (None, None, [])
         )
-        hz, source = self._s.cpu_freq()
-        sut_cpp, busy_cpp = _measured_cpp_near(run.res, run.ndr, hz)
+        return {
+            "mrr_runs": mrr_runs,
+            "mrr": tuple(t.rx_rate_pps for t in mrr_runs),
+            "cpp": (cpp, cpp_load, cpp_runs),
+        }
+
+    def _search_telemetry(self, run: SearchRun, busy_cpp, after: Dict[str, Any]) -> Dict[str, Any]:
         telemetry: Dict[str, Any] = {"cpp_busy": round(busy_cpp, 1)} if busy_cpp else {}
         telemetry["search_complete"] = run.complete
         search_trials = [t[-1] if isinstance(t, tuple) else t for t in getattr(run.res, "trials", ())]
         bounds = [run.ndr, run.pdr, getattr(run.res, "ndr_upper", None), getattr(run.res, "pdr_upper", None)]
-        telemetry.update(case_signal(search_trials, bounds, mrr_runs, cpp_runs, cpp, cpp_load))
-        if self.telemetry:
-            telemetry.update(telemetry_at_goals(lambda load, sfx: self._telemetry_at(gen, load, sfx), run))
-        out = ndrpdr_result(
-            run,
-            nf=self.nf or "?",
-            frame_size=frame_size,
-            profile=profile,
-            lo=lo,
-            hi=hi,
+        cpp, cpp_load, cpp_runs = after["cpp"]
+        telemetry.update(case_signal(search_trials, bounds, after["mrr_runs"], cpp_runs, cpp, cpp_load))
+        return telemetry
+
+    def _search_setting(self) -> SearchSetting:
+        return SearchSetting(
             cores=len(self._s.testbed.sut_cpus),
-            hz=hz,
-            source=source,
-            generator_max_pps=gen.max_pps,
-            sut_cpp=sut_cpp,
-            telemetry=telemetry,
-            mrr=mrr,
             testbed=self._s.topology.name,
+            prefix=self._s.topology.prefix,
             ceiling_note="generator ceiling {hi}: the SUT may be faster than this testbed can show",
         )
+
+    def _search_record(self, gen, run: SearchRun, out: NdrPdrResult, after: Dict[str, Any]):
         metrics = dict(out.metrics(), tg=_tg_name())
         if self._steal is not None:
             metrics["injected_sut_cpu_steal"] = self._steal.share
         cost_info = getattr(self, "_cost", None)
         if cost_info:
             metrics["injected_cost"] = cost_info["percent"] / 100.0
-        record(
-            metrics=metrics,
-            nf=out.nf,
-            sut_version=self.sut_version(),
-            testbed=self._s.topology.name,
-            prefix=self._s.topology.prefix,
-            profile=profile,
-            trials=trial_dicts(run.res),
+        mrr = after["mrr"]
+        return metrics, dict(
             latency=None,
             samples={"mrr_pps": list(mrr)} if mrr else {},
             latency_note="not measured: the embedded generator (tcpreplay) sends no timestamped latency "
             "streams; lab runs with TRex report latency",
         )
-        return out
 
 
 def _tg_name() -> str:

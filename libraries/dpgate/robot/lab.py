@@ -38,9 +38,9 @@ from dpgate.config.units import Rate
 from dpgate.exec.nodelock import NodeLock
 from dpgate.model.errors import ConfigError, DpgateError
 from dpgate.model.ndrpdr import NdrPdrResult
-from dpgate.robot.base import ndrpdr_result, rate_arg, record, telemetry_at_goals
+from dpgate.robot.base import SearchSetting, rate_arg
 from dpgate.robot.lab_measure import LabPlumbing
-from dpgate.search.bounded import _measured_cpp_near, search_ndr_pdr, trial_dicts
+from dpgate.search.bounded import SearchRun
 from dpgate.testbeds.lab.cores import allocate, parse_cores, parse_ht
 from dpgate.testbeds.lab.dut import read_cpus, restrict_to
 from dpgate.testbeds.lab.nfs import lab_nf
@@ -254,67 +254,55 @@ class LabTestbed(LabPlumbing):
         | ${r}= | `Find NDR And PDR` | 64B | profile=per-commit |
         | ${r}= | `Find NDR And PDR` | IMIX | profile=sign-off | trial_duration=30 |
         """
+        return self._find_ndr_and_pdr(
+            frame_size, profile, min_rate, max_rate, ndr_loss, pdr_loss, time_limit, overrides
+        )
+
+    # -- the hooks of the shared Find NDR And PDR flow (dpgate.robot.base) ------------------
+    def _search_generator(self, frame_size: str):
         if self.sut is None:
             raise ConfigError("lab testbed is not up: call 'Bring Up Lab Testbed' first")
         gen = self._gen(frame_size)
         self._active(gen)
-        lo, hi = min_rate.resolve(gen.max_pps), max_rate.resolve(gen.max_pps)
+        return gen
+
+    def _search_measure(self, gen):
+        return lambda load, duration: self._measure(gen, load, duration)
+
+    def _search_alive(self, gen) -> None:
         self._check_sut_alive()
-        run = search_ndr_pdr(
-            lambda load, duration: self._measure(gen, load, duration),
-            lo,
-            hi,
-            ndr_loss,
-            pdr_loss,
-            profile,
-            overrides,
-            time_limit,
-            logger.warn,
-        )
-        self._check_sut_alive()
-        hz, source = self.cpu_freq()
-        sut_cpp, _ = _measured_cpp_near(run.res, run.ndr, hz)
-        telemetry: Dict[str, Any] = {
+
+    def _search_cpu_freq(self) -> Tuple[float, str]:
+        return self.cpu_freq()
+
+    def _search_telemetry(self, run: SearchRun, busy_cpp, after: Dict[str, Any]) -> Dict[str, Any]:
+        return {
             "search_complete": run.complete,
             "core_tag": self.cores.tag,
             "threads": len(self.cores.workers),
         }
-        if self.telemetry:
-            telemetry.update(telemetry_at_goals(lambda load, sfx: self._telemetry_at(gen, load, sfx), run))
-        out = ndrpdr_result(
-            run,
-            nf=self.nf or "?",
-            frame_size=frame_size,
-            profile=profile,
-            lo=lo,
-            hi=hi,
-            cores=self.cores.phy_cores,
-            hz=hz,
-            source=source,
-            generator_max_pps=gen.max_pps,
-            sut_cpp=sut_cpp,
-            telemetry=telemetry,
-            testbed=self._topo().name,
-            ceiling_note="TG line rate {hi}: the SUT may be faster than these ports can show",
-        )
+
+    def _search_setting(self) -> SearchSetting:
         topo = self._topo()
-        latency, note = self._latency_after(gen, run.pdr)
-        metrics = dict(out.metrics(), tg=getattr(gen, "tg_name", "TRex"), **latency_metrics(latency or {}))
-        record(
-            metrics=metrics,
-            nf=out.nf,
-            sut_version=self.sut_version(),
+        return SearchSetting(
+            cores=self.cores.phy_cores,
             testbed=topo.name,
             prefix=topo.prefix,
+            ceiling_note="TG line rate {hi}: the SUT may be faster than these ports can show",
+        )
+
+    def _search_record(self, gen, run: SearchRun, out: NdrPdrResult, after: Dict[str, Any]):
+        """CSIT's latency trials at 90/50/10 % of PDR, then the metrics and the DUT cores."""
+        latency, note = self._latency_after(gen, run.pdr)
+        metrics = dict(out.metrics(), tg=getattr(gen, "tg_name", "TRex"), **latency_metrics(latency or {}))
+        cores = self.cores
+        return metrics, dict(
             dut_cores={
-                "tag": self.cores.tag,
-                "main": self.cores.main,
-                "workers": list(self.cores.workers),
-                "numa": self.cores.numa,
+                "tag": cores.tag,
+                "main": cores.main,
+                "workers": list(cores.workers),
+                "numa": cores.numa,
             },
-            profile=profile,
-            trials=trial_dicts(run.res),
             latency=latency,
             latency_note=note,
         )
-        return out

@@ -88,6 +88,16 @@ def _remove_hugepage_files(prefix: str) -> None:
                         pass
 
 
+def link_counters(stats64: Dict) -> Dict[str, int]:
+    """rx/tx packets, bytes and dropped of one link from the ``stats64`` of ``ip -j -s link``.
+
+    >>> link_counters({"rx": {"packets": 3, "bytes": 192, "dropped": 0},
+    ...                "tx": {"packets": 2, "bytes": 128, "dropped": 1}})["tx_dropped"]
+    1
+    """
+    return {f"{d}_{k}": stats64[d][k] for d in ("rx", "tx") for k in ("packets", "bytes", "dropped")}
+
+
 def run_dir(prefix: str) -> str:
     """Per-testbed scratch directory (pcaps, SUT logs, OVS db/sockets)."""
     return os.path.join(os.environ.get("DPGATE_RUN_DIR", "/tmp"), f"dpgate-{prefix.rstrip('-')}")
@@ -290,15 +300,7 @@ class NamespaceTestbed:
                 raise EnvironmentProblem(f"interface {ifname!r} not found in namespace {ns!r}")
             return stats[ifname]
         res = run(["ip", "-j", "-s", "link", "show", "dev", ifname], ns=ns)
-        st = json.loads(res.stdout)[0]["stats64"]
-        return {
-            "rx_packets": st["rx"]["packets"],
-            "rx_bytes": st["rx"]["bytes"],
-            "rx_dropped": st["rx"]["dropped"],
-            "tx_packets": st["tx"]["packets"],
-            "tx_bytes": st["tx"]["bytes"],
-            "tx_dropped": st["tx"]["dropped"],
-        }
+        return link_counters(json.loads(res.stdout)[0]["stats64"])
 
     def ns_stats(self, ns: str) -> Dict[str, Dict[str, int]]:
         """Counters of every link of a namespace (``/proc/<holder>/net/dev`` while the testbed
@@ -306,20 +308,11 @@ class NamespaceTestbed:
         if self.is_up:
             return self.counters(ns).read()
         res = run(["ip", "-j", "-s", "link", "show"], ns=ns)
-        out = {}
-        for link in json.loads(res.stdout):
-            st = link.get("stats64")
-            if not st:
-                continue
-            out[link["ifname"]] = {
-                "rx_packets": st["rx"]["packets"],
-                "rx_bytes": st["rx"]["bytes"],
-                "rx_dropped": st["rx"]["dropped"],
-                "tx_packets": st["tx"]["packets"],
-                "tx_bytes": st["tx"]["bytes"],
-                "tx_dropped": st["tx"]["dropped"],
-            }
-        return out
+        return {
+            link["ifname"]: link_counters(link["stats64"])
+            for link in json.loads(res.stdout)
+            if link.get("stats64")
+        }
 
     def all_port_stats(self) -> Dict[str, Dict[str, int]]:
         out = {}

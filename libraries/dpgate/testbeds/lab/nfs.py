@@ -85,8 +85,18 @@ def _net16(ip: str) -> str:
     return f"{a}.{b}.0.0/16"
 
 
-def make_sut(nf: str, node: Any, topology: Any, cores: CoreAllocation, flows: Optional[int] = None) -> LabSut:
+def make_sut(
+    nf: str,
+    node: Any,
+    topology: Any,
+    cores: CoreAllocation,
+    flows: Optional[int] = None,
+    options: Optional[Dict[str, Any]] = None,
+) -> LabSut:
     """The lab SUT driver of ``nf`` on ``node``, pinned to ``cores``.
+
+    ``options``: driver keyword arguments beyond the catalogue's (testpmd's ``mode``,
+    ``eth_peers``, ``noise_reads``, ``interactive``: the embedded testbed's testpmd SUTs).
 
     A lab on one machine (the DUT has a ``namespace``) keeps every file of the SUT under the
     topology's run dir, names units after the prefix, and takes VPP and l3fwd from
@@ -97,20 +107,29 @@ def make_sut(nf: str, node: Any, topology: Any, cores: CoreAllocation, flows: Op
     q = rx_queues(cores)
     local = bool(getattr(dut, "namespace", None))
     state = f"{topology.run_dir}/dut" if local else ""
-    sut = _make(spec, node, topology, cores, flows, q, state)
+    sut = _make(spec, node, topology, cores, flows, q, state, dict(options or {}))
     if local:
         sut.unit = f"{topology.prefix}{sut.unit}"
     return sut
 
 
 def _make(
-    spec: LabNf, node: Any, topology: Any, cores: CoreAllocation, flows: Optional[int], q: int, state: str
+    spec: LabNf,
+    node: Any,
+    topology: Any,
+    cores: CoreAllocation,
+    flows: Optional[int],
+    q: int,
+    state: str,
+    options: Dict[str, Any],
 ):
     dut = topology.dut
     if spec.driver == "testpmd":
         from dpgate.testbeds.lab.testpmd import Testpmd
 
-        return Testpmd(node, dut, cores, rxq=q)
+        return Testpmd(node, dut, cores, rxq=q, **options)
+    if options:
+        raise ConfigError(f"lab NF {spec.name} takes no driver options, got {sorted(options)}", path="nf")
     if spec.driver == "l3fwd":
         from dpgate.testbeds.lab.l3fwd import L3fwd
 

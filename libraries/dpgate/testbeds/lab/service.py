@@ -12,6 +12,10 @@ at each start, the same one-run view). Liveness reads ``/proc/<pid>/stat``: a de
 of a PID 1 that does not reap stays a zombie, which ``start-stop-daemon --status`` and
 ``kill -0`` still call running.
 
+A SUT driven through its stdin on this machine (testpmd ``-i`` in the embedded testbed) is a
+``console`` service (``node._dpgate_service_mode = "console"``): our child, see
+``dpgate.testbeds.lab.console``; :func:`unit_command` sends it a command.
+
 Example::
 
     start_unit(node, "dpgate-testpmd", ["dpdk-testpmd", "-l", "1,2", "--", "--forward-mode=io"])
@@ -25,13 +29,14 @@ import time
 from typing import Any, Callable, Dict, Sequence
 
 from dpgate.model.errors import SutError
+from dpgate.testbeds.lab import console
 
 #: Where start-stop-daemon keeps pid and log files on a node without systemd.
 STATE_DIR = "/run/dpgate"
 
 
 def service_mode(node: Any) -> str:
-    """``systemd`` or ``daemon`` (start-stop-daemon), detected once per node."""
+    """``systemd``, ``daemon`` (start-stop-daemon) or ``console`` (set by the caller), detected once per node."""
     mode = getattr(node, "_dpgate_service_mode", None)
     if mode is None:
         res = node.run(["test", "-d", "/run/systemd/system"], check=False, timeout=15)
@@ -61,6 +66,9 @@ def _invocations(node: Any) -> Dict[str, str]:
 def start_unit(node: Any, unit: str, argv: Sequence[str], timeout: float = 30.0) -> None:
     """Start ``argv`` as ``unit`` (one run; its log starts empty)."""
     args = [str(a) for a in argv]
+    if service_mode(node) == "console":
+        console.start_console(node, unit, args, _paths(unit)["log"])
+        return
     if service_mode(node) == "systemd":
         node.run(["systemctl", "reset-failed", unit], check=False, timeout=timeout)
         node.run(["systemd-run", f"--unit={unit}", "--collect", "--"] + args, timeout=timeout)
@@ -104,6 +112,9 @@ def start_unit(node: Any, unit: str, argv: Sequence[str], timeout: float = 30.0)
 
 
 def stop_unit(node: Any, unit: str, timeout: float = 30.0) -> None:
+    if service_mode(node) == "console":
+        console.stop_console(node, unit)
+        return
     if service_mode(node) == "systemd":
         node.run(["systemctl", "stop", unit], check=False, timeout=timeout)
         return
@@ -125,6 +136,8 @@ def stop_unit(node: Any, unit: str, timeout: float = 30.0) -> None:
 
 def unit_active(node: Any, unit: str) -> str:
     """``active`` when the unit's process runs, else the state (``failed``, ``dead``, ...)."""
+    if service_mode(node) == "console":
+        return console.console_state(node, unit)
     if service_mode(node) == "systemd":
         state = node.run(["systemctl", "is-active", unit], check=False, timeout=15).stdout.strip()
         return state or "no state"
@@ -140,6 +153,8 @@ def unit_active(node: Any, unit: str) -> str:
 
 def unit_log(node: Any, unit: str, lines: int = 200) -> str:
     """The last ``lines`` lines of the unit's current run."""
+    if service_mode(node) == "console":
+        return console.console_log(node, unit, lines)
     if service_mode(node) == "systemd":
         inv = _invocations(node).get(unit)
         match = [f"_SYSTEMD_INVOCATION_ID={inv}"] if inv else []
@@ -149,6 +164,15 @@ def unit_log(node: Any, unit: str, lines: int = 200) -> str:
             timeout=30,
         ).stdout
     return node.run(["tail", "-n", str(lines), _paths(unit)["log"]], check=False, timeout=30).stdout
+
+
+def unit_command(node: Any, unit: str, line: str, until: str, timeout: float = 10.0) -> str:
+    """Send ``line`` to a console unit's stdin; its output up to ``until``. Other modes have no stdin."""
+    if service_mode(node) != "console":
+        raise SutError(
+            f"{unit}: commands go to a console service only, this node runs {service_mode(node)} units"
+        )
+    return console.console_command(node, unit, line, until, timeout)
 
 
 def write_file(node: Any, path: str, text: str) -> None:

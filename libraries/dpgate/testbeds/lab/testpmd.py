@@ -1,7 +1,16 @@
 """DPDK testpmd (io forwarding, L2 packet looping point-to-point; seed 000 Table 1 NF 2).
 
-Runs non-interactive with ``--stats-period`` (keeps forwarding until stopped, prints port
-statistics to its log), as a transient systemd unit on the DUT.
+On a lab DUT it runs non-interactive with ``--stats-period`` (keeps forwarding until
+stopped, prints port statistics to its log), as a transient systemd unit.
+
+``interactive=True`` (the embedded testbed's testpmd-io/testpmd-mac, a ``console`` service
+of ``dpgate.testbeds.lab.service``): ``-i --record-core-cycles``, forwarding started with
+``start`` once the prompt shows, and :meth:`Testpmd.forward_stats` asks ``show fwd stats all``
+(cumulative counters and busy cycles; forwarding keeps running, unlike ``stop``/``start``
+which cost tens of ms per trial), so two readings give one trial's counters
+(:func:`stats_delta`). ``mode="mac"`` rewrites MACs towards ``eth_peers``; ``noise_reads``
+selects DPDK's noisy-VNF engine (io forwarding plus random lookup-table reads per packet,
+cost injection: ``dpgate.testbeds.embedded.suts.cost``).
 
 Example::
 
@@ -12,13 +21,26 @@ Example::
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional, Sequence
 
-from dpgate.model.errors import ConfigError
+from dpgate.model.errors import ConfigError, SutError
 from dpgate.testbeds.lab import ports as ports_mod
 from dpgate.testbeds.lab.base import LabSut
 from dpgate.testbeds.lab.cores import CoreAllocation
-from dpgate.testbeds.lab.service import start_unit, stop_unit, unit_active, unit_log, wait_until
+from dpgate.testbeds.lab.service import (
+    start_unit,
+    stop_unit,
+    unit_active,
+    unit_command,
+    unit_log,
+    wait_until,
+)
+
+#: Lookup table size (MB) of the noisy engine used for cost injection (beyond the caches).
+NOISY_MB = 64
+#: Forwarding modes this driver runs (the noisy engine is io plus lookups: ``noise_reads``).
+MODES = ("io", "mac")
+PROMPT = "testpmd>"
 
 
 def eal_args(
@@ -64,6 +86,58 @@ def parse_port_stats(log: str) -> Dict[int, Dict[str, int]]:
     return out
 
 
+def parse_forward_stats(text: str) -> Dict[str, float]:
+    """Totals and cycles from the block testpmd prints at ``stop`` or ``show fwd stats all``.
+
+    >>> parse_forward_stats("RX-packets: 10  RX-dropped: 0  RX-total: 10\\n"
+    ...                     "  CPU cycles/packet=812.35 (busy cycles=1 / total packets=1) at 2994 MHz Clock\\n")["cycles_per_packet"]
+    812.35
+    """
+    out: Dict[str, float] = {}
+    m = re.search(r"Accumulated forward statistics for all ports\+*\s*(.*?)\+{5,}", text, re.S)
+    block = m.group(1) if m else text
+    for key, pat in (
+        ("rx_packets", r"RX-packets:\s*(\d+)"),
+        ("rx_dropped", r"RX-dropped:\s*(\d+)"),
+        ("tx_packets", r"TX-packets:\s*(\d+)"),
+        ("tx_dropped", r"TX-dropped:\s*(\d+)"),
+    ):
+        vals = re.findall(pat, block)
+        if vals:
+            out[key] = float(vals[-1])
+    m = re.search(r"CPU cycles/packet=([0-9.]+).*?at\s+(\d+)\s*MHz", text)
+    if m:
+        out["cycles_per_packet"] = float(m.group(1))
+        out["cycles_mhz"] = float(m.group(2))
+    # DPDK 22.11 counts every polling cycle ("total cycles"), later releases only busy ones.
+    m = re.search(r"\((busy|total) cycles=(\d+) / total (?:io )?packets=(\d+)\)", text)
+    if m:
+        out["cycles"] = float(m.group(2))
+        out["cycles_packets"] = float(m.group(3))
+        out["cycles_include_idle"] = 1.0 if m.group(1) == "total" else 0.0
+    return out
+
+
+def stats_delta(before: Dict[str, float], after: Dict[str, float]) -> Dict[str, float]:
+    """Per-trial statistics from two cumulative ``show fwd stats all`` readings.
+
+    >>> stats_delta({"rx_packets": 10, "cycles": 100, "cycles_packets": 10},
+    ...             {"rx_packets": 30, "cycles": 900, "cycles_packets": 30, "cycles_mhz": 2600})
+    {'rx_packets': 20.0, 'cycles': 800.0, 'cycles_packets': 20.0, 'cycles_mhz': 2600, 'cycles_per_packet': 40.0}
+    """
+    out: Dict[str, float] = {}
+    for k, v in after.items():
+        if k in ("cycles_mhz", "cycles_include_idle", "cycles_per_packet"):
+            continue
+        out[k] = float(v - before.get(k, 0.0))
+    for k in ("cycles_mhz", "cycles_include_idle"):
+        if k in after:
+            out[k] = after[k]
+    if out.get("cycles_packets"):
+        out["cycles_per_packet"] = round(out["cycles"] / out["cycles_packets"], 2)
+    return out
+
+
 def parse_dpdk_version(log: str) -> str:
     m = re.search(r"RTE Version: '([^']+)'", log)
     return m.group(1) if m else "unknown"
@@ -82,24 +156,61 @@ class Testpmd(LabSut):
         rxq: int = 1,
         descriptors: int = 1024,
         burst: int = 64,
+        mode: str = "io",
+        eth_peers: Sequence[str] = (),
+        noise_reads: int = 0,
+        interactive: bool = False,
     ):
+        """``eth_peers[i]``: destination MAC of frames sent on topology port ``i`` (``mode="mac"``)."""
+        if mode not in MODES:
+            raise ConfigError(
+                f"testpmd forwarding mode {mode!r}: expected one of {', '.join(MODES)}", path="mode"
+            )
+        if noise_reads and mode != "io":
+            raise ConfigError(
+                f"cost injection needs testpmd io forwarding (DPDK 22.11's noisy engine forwards like io), not {mode}",
+                path="inject_cost",
+            )
         self.node, self.dut, self.cores = node, dut, cores
         self.rxq, self.descriptors, self.burst = rxq, descriptors, burst
+        self.mode, self.eth_peers, self.noise_reads = mode, list(eth_peers), int(noise_reads)
+        self.interactive = interactive
+        self._version: Optional[str] = None
+
+    def forward_args(self) -> List[str]:
+        if self.noise_reads:
+            # DPDK's noisy VNF: io forwarding plus random reads of a lookup table per packet.
+            return [
+                "--forward-mode=noisy",
+                f"--noisy-lkup-memory={NOISY_MB}",
+                f"--noisy-lkup-num-reads={self.noise_reads}",
+            ]
+        args = [f"--forward-mode={self.mode}"]
+        if self.mode == "mac":
+            ids = ports_mod.dpdk_port_ids(dut_ports(self.dut))
+            args += [f"--eth-peer={ids[i]},{mac}" for i, mac in enumerate(self.eth_peers)]
+        return args
 
     def app_args(self) -> List[str]:
         n = len(self.cores.workers)
         extra = ["--total-num-mbufs=32768"] if ports_mod.virtual_only(dut_ports(self.dut)) else []
-        return extra + [
-            "--forward-mode=io",
-            f"--nb-cores={n}",
-            f"--rxq={self.rxq}",
-            f"--txq={self.rxq}",
-            f"--rxd={self.descriptors}",
-            f"--txd={self.descriptors}",
-            f"--burst={self.burst}",
-            "--stats-period=1",
-            "--numa",
-        ]
+        head = ["-i", "--record-core-cycles"] if self.interactive else []
+        tail = [] if self.interactive else ["--stats-period=1"]
+        return (
+            head
+            + extra
+            + self.forward_args()
+            + [
+                f"--nb-cores={n}",
+                f"--rxq={self.rxq}",
+                f"--txq={self.rxq}",
+                f"--rxd={self.descriptors}",
+                f"--txd={self.descriptors}",
+                f"--burst={self.burst}",
+                "--numa",
+            ]
+            + tail
+        )
 
     def argv(self) -> List[str]:
         return (
@@ -114,20 +225,43 @@ class Testpmd(LabSut):
 
     def start(self, timeout_s: float = 60.0, **wait_kw: Any) -> None:
         start_unit(self.node, self.unit, self.argv())
+        if self.interactive:
+            self._start_forwarding(timeout_s, **wait_kw)
         self.ready(timeout_s, **wait_kw)
+        self._version = parse_dpdk_version(self._log(400))
 
-    def _log(self) -> str:
-        return unit_log(self.node, self.unit)
-
-    def ready(self, timeout_s: float = 60.0, **wait_kw: Any) -> None:
+    def _start_forwarding(self, timeout_s: float, **wait_kw: Any) -> None:
+        """Wait for the prompt (or the process's end), then ``start``: forwarding runs."""
+        wait_kw.setdefault("interval_s", 0.02)
         wait_until(
-            lambda: "NIC statistics for port" in self._log() or "io packet forwarding" in self._log(),
+            lambda: PROMPT in self._log() or self.alive() != "active",
             timeout_s,
             self.binary,
             log=self._log,
             **wait_kw,
         )
-        ports_mod.check_port_macs(self._log(), dut_ports(self.dut), self.binary)
+        if self.alive() != "active":
+            tail = " | ".join(self._log().strip().splitlines()[-5:])
+            raise SutError(f"{self.binary} exited while starting ({self.alive()}): {tail}")
+        out = unit_command(self.node, self.unit, "start", until=PROMPT)
+        if "forwards packets on" not in out:
+            raise SutError(
+                f"{self.binary}: forwarding did not start: {' | '.join(out.strip().splitlines()[-5:])}"
+            )
+
+    def _log(self, lines: int = 200) -> str:
+        return unit_log(self.node, self.unit, lines)
+
+    def ready(self, timeout_s: float = 60.0, **wait_kw: Any) -> None:
+        if not self.interactive:
+            wait_until(
+                lambda: "NIC statistics for port" in self._log() or "io packet forwarding" in self._log(),
+                timeout_s,
+                self.binary,
+                log=self._log,
+                **wait_kw,
+            )
+        ports_mod.check_port_macs(self._log(400), dut_ports(self.dut), self.binary)
 
     def alive(self) -> str:
         """``active`` while the process runs, else its state."""
@@ -136,8 +270,15 @@ class Testpmd(LabSut):
     def stop(self) -> None:
         stop_unit(self.node, self.unit)
 
+    def forward_stats(self) -> Dict[str, float]:
+        """Cumulative forwarding counters and cycles of an interactive testpmd (``show fwd stats all``)."""
+        return parse_forward_stats(unit_command(self.node, self.unit, "show fwd stats all", until=PROMPT))
+
     def stats(self) -> Dict[int, Dict[str, int]]:
+        if self.interactive:
+            return parse_port_stats(unit_command(self.node, self.unit, "show port stats all", until=PROMPT))
         return parse_port_stats(self._log())
 
     def version(self) -> str:
-        return parse_dpdk_version(self._log())
+        """``DPDK 22.11.11``: from the ``-v`` line of this run's log (read once at start)."""
+        return self._version or parse_dpdk_version(self._log(400))

@@ -14,13 +14,11 @@ Config (``dpgate.traffic.trex.config.render_config``), one entry per TG port in 
 With only virtual ports the config says ``low_end: true`` and ``low_end_core: <cpu>``: TRex
 then runs its main, RX and worker threads on that one CPU and adds ``--no-pci --no-huge``.
 
-Example::
+Example (the config file's own examples are in ``dpgate.traffic.trex.config``)::
 
-    >>> p = TrexPort("af_packet", "02:00:00:00:00:01", "02:00:00:00:00:02", iface="tg0")
-    >>> p.interface_arg(0)
-    '--vdev=net_af_packet0,iface=tg0,blocksz=4096,framesz=2048,framecnt=8192,qdisc_bypass=1'
-    >>> print(render_config([p], core=1).splitlines()[4])
-      low_end: true
+    with TrexServer.for_topology(topo, run_dir="/tmp/dpgate-tp0") as trex:   # started, RPC answers
+        trex.tg_name                                                        # e.g. 'TRex v3.08'
+    # stopped here, nothing of it left (trex.leftovers() == [])
 
 The server command is an argv list, run as
 ``ip netns exec <ns> <trex>/trex-sw-server -i --cfg <cfg> -c 1 --software --no-key --iom 0 --hdrh``

@@ -1,10 +1,13 @@
-"""Embedded SUTs run through the lab drivers: DPDK l3fwd (IPv4 LPM) and OVS-DPDK L2 cross-connect.
+"""Embedded SUTs run through the lab drivers: DPDK l3fwd (IPv4 LPM) and OVS-DPDK L2 cross-connect
+(here), DPDK testpmd io/mac (``dpgate.testbeds.embedded.suts.testpmd``).
 
 The embedded testbed's SUT namespace is a DUT whose ports are af_packet on its veths: the
 same ``dpgate.testbeds.lab`` drivers that run on a lab DUT (``dpgate.testbeds.lab.l3fwd.L3fwd``,
 ``dpgate.testbeds.lab.ovs_dpdk.OvsDpdk``) run here through a ``LocalNode`` in that namespace, with
-``start-stop-daemon`` (never a systemd unit: a unit would run outside the namespace), the
-SUT's one CPU as DPDK main and worker lcore, and every file under the testbed's work dir.
+``start-stop-daemon`` (never a systemd unit: a unit would run outside the namespace), or as
+our child holding its stdin (``service_mode = "console"``, ``dpgate.testbeds.lab.console``:
+testpmd, asked for its counters per trial), the SUT's one CPU as DPDK main and worker lcore,
+and every file under the testbed's work dir.
 Debian packages only: l3fwd is built by ``.ci/install`` from dpdk-doc's examples, OVS-DPDK is
 ``openvswitch-switch-dpdk`` (a private ovsdb-server/ovs-vswitchd-dpdk, never the host's service).
 
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import types
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 from dpgate.exec.remote import LocalNode
 from dpgate.model.errors import SutError
@@ -28,6 +31,8 @@ from dpgate.testbeds.lab.cores import CoreAllocation
 class _LabDriverSut(EmbeddedSut):
     has_process = True
     lab_nf = ""
+    #: how the driver's process runs: ``daemon`` (start-stop-daemon) or ``console`` (our child)
+    service_mode = "daemon"
 
     def __init__(self, testbed, flows=None):
         super().__init__(testbed, flows)
@@ -43,8 +48,9 @@ class _LabDriverSut(EmbeddedSut):
         shim = types.SimpleNamespace(
             dut=dut, prefix=topo.prefix, run_dir=self.tb.workdir, pairs=lambda: list(zip(tgs, ports))
         )
-        node = LocalNode(ns=self.ns)
-        node._dpgate_service_mode = "daemon"  # type: ignore[attr-defined]  # a unit would leave the namespace
+        # console processes are pinned to the SUT CPUs (taskset), as every embedded SUT
+        node = LocalNode(ns=self.ns, cpus=self.cpus if self.service_mode == "console" else None)
+        node._dpgate_service_mode = self.service_mode  # type: ignore[attr-defined]  # a unit would leave the namespace
         cpu = self.cpus[0]
         return make_sut(
             self.lab_nf,
@@ -52,10 +58,18 @@ class _LabDriverSut(EmbeddedSut):
             shim,
             CoreAllocation(main=cpu, workers=(cpu,), phy_cores=1, threads_per_core=1, numa=0),
             flows=self.flows,
+            options=self.driver_options(),
         )
 
+    def driver_options(self) -> Dict[str, Any]:
+        """Keyword arguments for the lab driver beyond the lab NF catalogue's (see ``make_sut``)."""
+        return {}
+
     def _start(self) -> None:
+        from dpgate.testbeds.lab.service import STATE_DIR
+
         self.driver = self._driver()
+        self.log_path = f"{STATE_DIR}/{self.driver.unit}.log"  # named in SutError messages
         self.driver.configure()
         self.driver.start()
 

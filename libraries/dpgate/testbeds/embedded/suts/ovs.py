@@ -99,6 +99,17 @@ class OvsXconnect(EmbeddedSut):
         target = os.path.join(self.dir, "ovs-vswitchd.ctl")
         return run(["ovs-appctl", "-t", target, *args], ns=self.ns, env=self.env(), check=check)
 
+    def _daemon(self, prog: str, *args: str, log: str):
+        """``prog`` in the SUT namespace on the SUT CPUs, its control socket ``<dir>/<prog>.ctl``,
+        its log file ``log``, stdout/stderr in ``<dir>/<prog>.out``."""
+        return spawn(
+            [prog, *args, f"--unixctl={os.path.join(self.dir, prog + '.ctl')}", f"--log-file={log}"],
+            ns=self.ns,
+            cpus=self.cpus,
+            env=self.env(),
+            log=os.path.join(self.dir, f"{prog}.out"),
+        )
+
     def _start(self) -> None:
         for tool in ("ovsdb-tool", "ovsdb-server", "ovs-vswitchd", "ovs-vsctl", "ovs-ofctl", "ovs-appctl"):
             require_tool(tool)
@@ -107,33 +118,15 @@ class OvsXconnect(EmbeddedSut):
         if os.path.exists(db):
             os.unlink(db)
         run(["ovsdb-tool", "create", db, SCHEMA], env=self.env())
-        self.db_proc = spawn(
-            [
-                "ovsdb-server",
-                db,
-                f"--remote=punix:{self.db_sock}",
-                f"--unixctl={os.path.join(self.dir, 'ovsdb-server.ctl')}",
-                f"--log-file={os.path.join(self.dir, 'ovsdb-server.log')}",
-            ],
-            ns=self.ns,
-            cpus=self.cpus,
-            env=self.env(),
-            log=os.path.join(self.dir, "ovsdb-server.out"),
+        self.db_proc = self._daemon(
+            "ovsdb-server",
+            db,
+            f"--remote=punix:{self.db_sock}",
+            log=os.path.join(self.dir, "ovsdb-server.log"),
         )
         self._wait_file(self.db_sock)
         self.vsctl("--no-wait", "init")
-        self.proc = spawn(
-            [
-                "ovs-vswitchd",
-                f"unix:{self.db_sock}",
-                f"--unixctl={os.path.join(self.dir, 'ovs-vswitchd.ctl')}",
-                f"--log-file={self.log_path}",
-            ],
-            ns=self.ns,
-            cpus=self.cpus,
-            env=self.env(),
-            log=os.path.join(self.dir, "ovs-vswitchd.out"),
-        )
+        self.proc = self._daemon("ovs-vswitchd", f"unix:{self.db_sock}", log=self.log_path)
         self._wait_file(os.path.join(self.dir, "ovs-vswitchd.ctl"))
         a, b = self.ports()
         self.vsctl("add-br", self.bridge, "--", "set", "bridge", self.bridge, "datapath_type=netdev")

@@ -1,0 +1,150 @@
+"""What several test folders (unit, integration, faults) share: the public names they check,
+a ready NdrPdrResult for the gate keywords, the lab-on-one-machine topology copy and the
+``dpgate gate`` command line. Importable as ``helpers`` (pyproject: pytest ``pythonpath``).
+
+The public names are spelled out here, not taken from the code: a renamed field must fail
+the tests that check it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+from typing import Any, Callable, Dict, List, Optional
+
+from dpgate.model.ndrpdr import NdrPdrResult
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+#: Public trial keys (issue 2, part 6; ``dpgate trial --json``): changing them breaks users.
+PUBLIC_TRIAL_FIELDS = frozenset(
+    {
+        "intended_load_pps",
+        "intended_duration_s",
+        "intended_packets",
+        "tx_packets",
+        "rx_packets",
+        "loss_packets",
+        "loss_ratio",
+        "tg_shortfall",
+        "actual_duration_s",
+        "limited_by",
+    }
+)
+
+#: Embedded SUT names users and suites rely on (``dpgate suts`` lists at least these).
+EMBEDDED_SUTS = frozenset(
+    {"linux-xconnect", "linux-bridge", "linux-ip4", "ovs-xconnect", "testpmd-io", "testpmd-mac"}
+)
+
+
+def ndrpdr_result(
+    ndr: float = 212_000.0,
+    pdr: Optional[float] = None,
+    cpp: Optional[float] = None,
+    telemetry: Optional[Dict[str, Any]] = None,
+    max_pps: Optional[float] = 500_000.0,
+    hz: float = 2.6e9,
+    **fields: Any,
+) -> NdrPdrResult:
+    """A search result as the keywords return it (PDR = NDR unless given; ``fields`` override).
+
+    >>> ndrpdr_result(200_000.0, cpp=9000.0).cpp_ndr
+    9000.0
+    """
+    pdr = ndr if pdr is None else pdr
+    out = NdrPdrResult(
+        nf="linux-ip4",
+        frame_size="64B",
+        ndr_pps=ndr,
+        pdr_pps=pdr,
+        ndr_upper_pps=ndr * 1.005,
+        pdr_upper_pps=pdr * 1.005,
+        ndr_loss=0.0,
+        pdr_loss=0.005,
+        profile="per-commit",
+        trials=12,
+        search_s=30.0,
+        cores=1,
+        cpu_hz=hz,
+        freq_source="declared",
+        cpp_ndr=cpp if cpp is not None else hz / ndr,
+        cpp_pdr=hz / pdr,
+        generator_max_pps=max_pps,
+        limited_by=None,
+        telemetry=telemetry or {},
+    )
+    return dataclasses.replace(out, **fields) if fields else out
+
+
+def fixture_reader(*folder: str, newline: Optional[str] = None) -> Callable[..., str]:
+    """``fixture(name)``: the text of ``tests/fixtures/<folder...>/<name>`` (recorded real outputs);
+    ``newline=""`` keeps line ends as recorded (``\\r\\n`` too).
+
+    >>> fixture_reader("testpmd")("stop-io-20kpps.txt").count("Accumulated forward statistics")
+    1
+    """
+    base = os.path.join(ROOT, "tests", "fixtures", *folder)
+
+    def fixture(*name: str) -> str:
+        with open(os.path.join(base, *name), encoding="utf-8", newline=newline) as fh:
+            return fh.read()
+
+    return fixture
+
+
+def ovs_vsctl_set(setting: str) -> List[str]:
+    """The argv that sets one ``other_config`` key of Open_vSwitch without waiting for vswitchd.
+
+    >>> ovs_vsctl_set("dpdk-init=true")[-1]
+    'other_config:dpdk-init=true'
+    """
+    return ["ovs-vsctl", "--no-wait", "set", "Open_vSwitch", ".", f"other_config:{setting}"]
+
+
+def local_topology(directory: Any, tg_addr: str, dut_addr: str) -> str:
+    """A copy of topologies/lab-local.yaml with its own management addresses (so a test never
+    collides with a lab on one machine someone else runs here); returns its path."""
+    with open(os.path.join(ROOT, "topologies", "lab-local.yaml"), encoding="utf-8") as fh:
+        text = fh.read()
+    text = text.replace("198.19.255.6", tg_addr).replace("198.19.255.2", dut_addr)
+    path = os.path.join(str(directory), "lab-local.yaml")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    return path
+
+
+def assert_lab_local_clean(prefix: str) -> None:
+    """Nothing of a lab on one machine with ``prefix`` left: namespaces, run dir, processes."""
+    names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert f"{prefix}tg" not in names and f"{prefix}dut" not in names
+    run_dir = "/tmp/dpgate-" + prefix.rstrip("-")
+    assert not os.path.exists(run_dir)
+    ps = subprocess.run(["ps", "-eo", "stat=,args="], capture_output=True, text=True).stdout
+    assert [line for line in ps.splitlines() if run_dir in line and not line.startswith("Z")] == []
+
+
+def gate_argv(
+    topology: str, prefix: str, outdir: str, include: str, time_limit_s: int, suites: str
+) -> List[str]:
+    """``python -m dpgate.cli gate`` on ``suites`` without history, tests matching ``include``."""
+    return [
+        sys.executable,
+        "-m",
+        "dpgate.cli",
+        "gate",
+        "--topology",
+        topology,
+        "--prefix",
+        prefix,
+        "--outdir",
+        outdir,
+        "--no-history",
+        "--include",
+        include,
+        "--variable",
+        f"SEARCH_TIME_LIMIT:{time_limit_s}",
+        suites,
+    ]
