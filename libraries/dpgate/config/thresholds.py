@@ -97,6 +97,10 @@ class CaseThresholds:
     noise: Optional[str] = field(default=None, metadata={"check": _ratio_check})
     #: the same for MRR (several trials at the ceiling per run: usually far steadier than NDR)
     mrr_noise: Optional[str] = field(default=None, metadata={"check": _ratio_check})
+    #: the fixed offered load of ``cpp_at_load`` (e.g. "100 kpps"), the same in every run so that
+    #: runs compare (kernel SUTs batch more per interrupt at higher loads: CPP depends on load);
+    #: unset, or above this run's NDR or generator ceiling: 50 % of the smaller of those two
+    cpp_load: Optional[str] = field(default=None, metadata={"check": _rate_check})
     #: ceiling of the SUT's own cycles per packet at a fixed load (``cpp_at_load``)
     cpp_at_load_max: Optional[float] = field(default=None, metadata={"check": _pos})
     #: run-to-run noise of cpp_at_load (the regression check's allowance while history is short)
@@ -111,6 +115,20 @@ class CaseThresholds:
             for f in fields(self)
         }
         return CaseThresholds(**vals)
+
+    @property
+    def fixed_cpp_load(self) -> Optional[str]:
+        """The load of ``cpp_at_load`` for this case: ``cpp_load``, else half the NDR floor (a
+        load every passing run sustains without loss), else None (50 % of this run's NDR or
+        ceiling, whichever is smaller).
+
+        >>> CaseThresholds(ndr_min="0.300 Mpps").fixed_cpp_load, CaseThresholds(cpp_load="80kpps").fixed_cpp_load
+        ('150000pps', '80kpps')
+        """
+        if self.cpp_load is not None:
+            return self.cpp_load
+        floor = self.rate("ndr_min")
+        return f"{floor / 2:.0f}pps" if floor else None
 
     def rate(self, key: str) -> Optional[float]:
         v = getattr(self, key)

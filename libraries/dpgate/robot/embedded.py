@@ -27,7 +27,7 @@ from typing import Any, Dict, Optional, Tuple
 from robot.api import Failure, logger
 from robot.api.deco import keyword, library
 
-from dpgate.config.units import Rate, format_pps, frame_size_tag, parse_frame_size, parse_ratio
+from dpgate.config.units import Rate, format_pps, frame_size_tag, parse_frame_size, parse_rate, parse_ratio
 from dpgate.model.errors import ConfigError
 from dpgate.model.ndrpdr import NdrPdrResult
 from dpgate.robot.base import SearchSetting, TestbedKeywords, rate_arg
@@ -221,6 +221,7 @@ class EmbeddedTestbed(TestbedKeywords):
         mrr_trials: int = 0,
         mrr_duration: float = 1.0,
         cpp_at_load: bool = True,
+        cpp_load: Optional[str] = None,
         **overrides: str,
     ) -> NdrPdrResult:
         """Search NDR and PDR for ``frame_size`` with a search profile, compute CPP, record metrics.
@@ -234,7 +235,9 @@ class EmbeddedTestbed(TestbedKeywords):
         the search: that many ``mrr_duration`` trials at the generator ceiling, whose rx rates
         are recorded as ``mrr_pps`` (mean) and samples for the regression check (they
         let jumpavg see the noise within a run). Other keyword arguments override profile
-        settings (e.g. ``trial_duration=2``).
+        settings (e.g. ``trial_duration=2``). ``cpp_load`` (e.g. ``100kpps``, the case's
+        threshold of that name) fixes the load of ``cpp_at_load`` across runs; unset or above
+        this run's NDR or ceiling, it is 50 % of the smaller of the two.
 
         | ${r}= | `Find NDR And PDR` | 64B | profile=per-commit |
         | ${r}= | `Find NDR And PDR` | IMIX | mrr_trials=3 |
@@ -251,6 +254,7 @@ class EmbeddedTestbed(TestbedKeywords):
             mrr_trials=mrr_trials,
             mrr_duration=mrr_duration,
             cpp_at_load=cpp_at_load,
+            cpp_load=_absolute_rate(cpp_load, "cpp_load"),
         )
 
     # -- the hooks of the shared Find NDR And PDR flow (dpgate.robot.base) ------------------
@@ -273,6 +277,7 @@ class EmbeddedTestbed(TestbedKeywords):
         mrr_trials: int = 0,
         mrr_duration: float = 1.0,
         cpp_at_load: bool = True,
+        cpp_load: Optional[float] = None,
         **unknown: Any,
     ) -> Dict[str, Any]:
         """MRR trials at the generator ceiling, then the SUT's cycles per packet at a fixed load."""
@@ -281,7 +286,11 @@ class EmbeddedTestbed(TestbedKeywords):
         mrr_runs = [gen.measure(gen.max_pps, float(mrr_duration)) for _ in range(int(mrr_trials))]
         cpp, cpp_load, cpp_runs = (
             measure_cpp_at_load(
-                gen.measure, gen.max_pps, run.ndr, polling=bool(getattr(gen.sut, "polls", False))
+                gen.measure,
+                gen.max_pps,
+                run.ndr,
+                polling=bool(getattr(gen.sut, "polls", False)),
+                fixed_pps=cpp_load,
             )
             if cpp_at_load
             else (None, None, [])
@@ -339,3 +348,17 @@ _TG_NAME: Optional[str] = None
 def _profile_for(session, size):
     p = session.profile
     return make_profile(p.kind, size, p.flows, p.bidirectional)
+
+
+def _absolute_rate(text: Optional[str], name: str) -> Optional[float]:
+    """pps of an absolute rate argument ("100kpps"), None when unset (Robot's None or empty).
+
+    >>> _absolute_rate("100kpps", "cpp_load"), _absolute_rate("None", "cpp_load")
+    (100000.0, None)
+    """
+    if text in (None, "", "None"):
+        return None
+    pps = parse_rate(str(text)).pps
+    if pps is None:
+        raise ConfigError(f"{name} must be an absolute rate such as 100kpps, got {text!r}", path=name)
+    return pps

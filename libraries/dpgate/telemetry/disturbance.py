@@ -9,8 +9,9 @@ forwarded frame). Here:
 * :func:`disturbance_of` is the largest disturbance among them, and :func:`inconclusive`
   says whether a gate that would FAIL must be *inconclusive* instead (skipped with the
   reason and the figure): a neighbour, not the SUT, may have caused the miss;
-* :func:`cpp_at_load_rate` is the fixed load for ``cpp_at_load``: ``share`` (default 50 %) of
-  the smaller of the generator ceiling and the NDR, so that neither limits it;
+* :func:`cpp_at_load_rate` is the load for ``cpp_at_load``: the case's fixed ``cpp_load`` (the
+  same in every run), else ``share`` (default 50 %) of the smaller of the generator ceiling
+  and the NDR, so that neither limits it;
 * :func:`cpp_at_load` is the median of the SUT's own cycles per packet over the trials at
   that load (SUT-reported cycles for SUTs that poll, whose CPU time is 100 % by design).
 
@@ -65,17 +66,29 @@ def inconclusive(disturbance: Optional[float], threshold: Optional[float] = DIST
 
 
 def cpp_at_load_rate(
-    generator_max_pps: Optional[float], ndr_pps: Optional[float], share: float = CPP_LOAD_SHARE
+    generator_max_pps: Optional[float],
+    ndr_pps: Optional[float],
+    share: float = CPP_LOAD_SHARE,
+    fixed: Optional[float] = None,
 ) -> Optional[float]:
-    """The fixed load for cpp_at_load.
+    """The load for cpp_at_load: ``fixed`` (the case's ``cpp_load``, the same in every run)
+    when it is below both the generator ceiling and the NDR, else ``share`` of the smaller.
 
     >>> cpp_at_load_rate(600_000, 190_000)
     95000.0
+    >>> cpp_at_load_rate(600_000, 190_000, fixed=80_000)
+    80000.0
+    >>> cpp_at_load_rate(600_000, 70_000, fixed=80_000)  # NDR fell below it: a lossless load instead
+    35000.0
     >>> cpp_at_load_rate(None, 0) is None
     True
     """
     cands = [v for v in (generator_max_pps, ndr_pps) if v and v > 0]
-    return share * min(cands) if cands else None
+    if not cands:
+        return None
+    if fixed and 0 < fixed <= min(cands):
+        return float(fixed)
+    return share * min(cands)
 
 
 def cpp_at_load(trials: Iterable, polling: bool = False) -> Optional[float]:
@@ -110,10 +123,11 @@ def measure_cpp_at_load(
     polling: bool = False,
     trials: int = CPP_TRIALS,
     duration_s: float = CPP_TRIAL_S,
+    fixed_pps: Optional[float] = None,
 ):
     """(cpp_at_load or None, the load, the trials) with ``measure(load, duration)``; nothing is
     measured when there is no load to use (no ceiling and no NDR)."""
-    load = cpp_at_load_rate(generator_max_pps, ndr_pps)
+    load = cpp_at_load_rate(generator_max_pps, ndr_pps, fixed=fixed_pps)
     if not load:
         return None, None, []
     gen: Any = getattr(measure, "__self__", None)
