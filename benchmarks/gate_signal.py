@@ -9,8 +9,8 @@ For each SUT, with its 64B case only (``dpgate gate --include 64B <suite>``):
 
 1. ``--k`` healthy runs sharing one history store; the second half of them with a
    ``nice -n 19`` CPU hog pinned on each of the TG and SUT cores (a normal CI neighbour);
-2. one run per injected cost step (``--inject-cost 5``, ``--inject-cost 10``), checked
-   against that history (injected runs are never added to it).
+2. ``--inject-runs`` runs per injected cost step (``--inject-cost 5``, ``--inject-cost 10``),
+   checked against that history (injected runs are never added to it).
 
 Prints per metric (NDR, PDR, MRR, cpp_at_load) the spread over the healthy runs (max/min
 - 1) and the change of each injected run against the healthy median; per run the verdict
@@ -106,12 +106,13 @@ def main(argv=None) -> int:
     ap.add_argument("--prefix", default="sg0-")
     ap.add_argument("--k", type=int, default=6, help="healthy runs per SUT (second half with CPU hogs)")
     ap.add_argument("--steps", default="5,10", help="injected cost steps in %%")
+    ap.add_argument("--inject-runs", type=int, default=1, help="runs per injected cost step")
     ap.add_argument("--outdir", default="/tmp/gate-signal")
     ap.add_argument("--hog-cpus", default="0,1")
     a = ap.parse_args(argv)
     hog_cpus = [int(c) for c in a.hog_cpus.split(",") if c]
     steps = [float(s) for s in a.steps.split(",") if s]
-    totals = {"healthy": 0, "false_fail": 0, "inconclusive": 0}
+    totals: Dict = {"healthy": 0, "false_fail": 0, "inconclusive": 0}
     for sut in a.suts.split(","):
         base = os.path.join(a.outdir, sut)
         history = os.path.join(base, "history")
@@ -128,9 +129,16 @@ def main(argv=None) -> int:
             res["hog"] = hogged
             healthy.append(res)
         injected = {
-            s: run_gate(
-                sut, a.prefix, os.path.join(base, f"inject-{s:g}"), history, ["--inject-cost", f"{s:g}"]
-            )
+            s: [
+                run_gate(
+                    sut,
+                    a.prefix,
+                    os.path.join(base, f"inject-{s:g}-{j}"),
+                    history,
+                    ["--inject-cost", f"{s:g}", "--no-history-add"],
+                )
+                for j in range(a.inject_runs)
+            ]
             for s in steps
         }
         print(
@@ -152,18 +160,24 @@ def main(argv=None) -> int:
             vals = [r["props"].get(m) for r in healthy if isinstance(r["props"].get(m), float)]
             med = statistics.median(vals) if vals else None
             line = f"  {m:12s} healthy spread {fmt(spread(vals))}"
-            for s, r in injected.items():
-                v = r["props"].get(m)
-                ch = (v / med - 1) if isinstance(v, float) and med else None
-                line += f" | +{s:g} %: {fmt(ch)}"
+            for s, runs in injected.items():
+                chs = [
+                    fmt(r["props"][m] / med - 1) if isinstance(r["props"].get(m), float) and med else "n/a"
+                    for r in runs
+                ]
+                line += f" | +{s:g} %: {', '.join(chs)}"
             print(line)
-        for s, r in injected.items():
-            print(
-                f"  inject +{s:g} %: {r['verdict']} ({'detected' if r['verdict'] == 'FAIL' else 'not detected'})"
-                + (f" [{r['message'][:140]}]" if r["message"] else "")
-            )
+        for s, runs in injected.items():
+            hits = sum(r["verdict"] == "FAIL" for r in runs)
+            totals.setdefault(f"detected +{s:g} %", [0, 0])
+            totals[f"detected +{s:g} %"][0] += hits
+            totals[f"detected +{s:g} %"][1] += len(runs)
+            print(f"  inject +{s:g} %: detected in {hits}/{len(runs)} runs")
+            for r in runs:
+                print(f"    {r['verdict']:5s} {r['message'][:160]}")
     print(
         f"total: {totals['healthy']} healthy runs, {totals['false_fail']} false FAIL, {totals['inconclusive']} inconclusive"
+        + "".join(f"; {k} in {v[0]}/{v[1]}" for k, v in totals.items() if isinstance(v, list))
     )
     return 0
 
