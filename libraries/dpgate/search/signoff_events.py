@@ -170,12 +170,12 @@ def event_search(
             if (here >= T and rd.firm) or (decided and spent >= budget) or not sr.budget_left():
                 sr.bracket = (rd.low, rd.high if upper is None else min(rd.high or upper, upper))
                 if here >= T:
-                    return nxt, upper
+                    return refine(sr, start, nxt, upper, rd.high)
                 # Out of budget: the highest full trial the counts put under the goal, or
                 # one full trial at the highest load they do.
                 tried = [x for x, d, _ in sr.log.trials[start:] if d >= T and x <= rd.below * (1 + 1e-9)]
                 if tried or not sr.budget_left():
-                    return max(tried, default=rd.below), upper
+                    return refine(sr, start, max(tried, default=rd.below), upper, rd.high)
                 nxt = rd.below
         c = sr.long(nxt)
         decided = True  # a full trial was spent deciding: the budget may end the search
@@ -191,6 +191,31 @@ def event_search(
                 # a fail).
                 own = max(nxt - c.loss / slope, nxt * (1 - 4 * margin * fails))
                 target = min(target, own * (1 - margin / 2))
+
+
+def refine(
+    sr: _Search, start: int, answer: float, upper: float | None, high: float | None
+) -> tuple[float, float | None]:
+    """Thin evidence: a full trial passed at ``answer`` but the nearest load known to
+    lose too often (``upper``, the lowest failed full trial, or ``high``, the lowest
+    load the counts put over the goal) lies more than ``event_refine`` above it. Rather
+    than report the pass (one trial says little about where the pass probability
+    crosses one half), bisect with full trials (at most ``event_refine_trials``)."""
+    T = sr.s.trial_duration
+    passed = [x for x, d, r in sr.log.trials[start:] if d >= T and x == answer and not counts_of(r).loss]
+    hi = min((v for v in (upper, high) if v is not None), default=None)
+    for _ in range(sr.s.event_refine_trials if passed else 0):
+        if hi is None or hi <= answer * (1 + sr.s.event_refine) or not sr.budget_left():
+            break
+        mid = math.sqrt(answer * hi)
+        if sr.long(mid).loss:
+            hi = upper = mid if upper is None else min(upper, mid)
+        else:
+            answer = mid
+    if sr.bracket is not None and upper is not None:
+        low, high_b = sr.bracket
+        sr.bracket = (low, upper if high_b is None else min(high_b, upper))
+    return answer, upper
 
 
 def step_like(events: list[tuple[float, float]], slope: float, theta: float, spread: float) -> bool:
