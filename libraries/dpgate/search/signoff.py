@@ -97,7 +97,10 @@ How it works
      until a full trial ran there and the counts around it are decisive (over it at
      least 3x the goal, or 3 full trials' time under it), or ``event_budget`` full
      trials' time is spent: the NDR is then the highest load a full trial passed
-     under the answer (one is run if none did);
+     under the answer (one is run if none did). A pass more than ``event_refine``
+     under the nearest load known to lose too often (a failed full trial, or the
+     counts' 90 % lower bound over the goal) is thin evidence: the gap is bisected
+     with up to ``event_refine_trials`` more full trials rather than reported;
    * no event caught in probes though full trials lose: loss short probes cannot
      see; the NDR is searched with full trials alone (steps of ``long_step``,
      regula falsi on the failures' loss counts, a second pass required unless those
@@ -111,18 +114,20 @@ bracket of the full-trial-only search), ``samples_min`` 5, ``samples_max`` 15,
 ``long_step`` 0.08, ``max_long_trials`` 10, ``tail_accept`` 3,
 ``tail_probe_duration`` 10, ``pdr_margin`` 0.001, ``event_probe_duration`` 2,
 ``event_near`` 0.04, ``event_margin`` 0.005, ``event_accept`` 0.01, ``event_spread``
-0.03, ``event_budget`` 3 (full trials' time of the counted event search).
+0.03, ``event_budget`` 3 (full trials' time of the counted event search),
+``event_refine`` 0.03, ``event_refine_trials`` 2.
 
 ``ndr_upper``/``pdr_upper`` are the lowest loads whose full-length trial failed
 (``None`` if none did; equal to the answer when its trial failed by the coin flip that
 confirms it). Measured on the simulated SUTs of ``benchmarks/search.py`` (100 seeds
 each, simulated time with 0.5 s per trial, against one 60 s trial per bound = 121 s):
-hard capacity 130 s (1.07x), per-trial noise 149 s (1.23x), rare stalls 271 s (2.24x),
-soft knee 163 s (1.35x), bimodal 144 s (1.19x); 857 s in all, 1.42x. On the stall
-family (:mod:`dpgate.search.stall_family`) the median search takes 3.2x and the NDR
-error spreads over tens of percent: there the pass probability falls so slowly with
-load that counting events for minutes cannot place it closer (see the benchmark's
-oracle line).
+hard capacity 130 s (1.07x), per-trial noise 149 s (1.23x), rare stalls 275 s (2.27x),
+soft knee 163 s (1.35x), bimodal 144 s (1.19x); 860 s in all, 1.42x. On the stall
+family (:mod:`dpgate.search.stall_family`) the median search takes 4.1x and the NDR
+error spreads over tens of percent: on most draws the pass probability falls so
+slowly with load that counting events for minutes cannot place it closer (see the
+benchmark's oracle lines); on the draws where 60 s trials can place it
+(:func:`~dpgate.search.stall_family.resolvable`) the NDR spread is 2.5 % at 2.3x.
 """
 
 from __future__ import annotations
