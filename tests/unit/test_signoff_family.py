@@ -4,7 +4,8 @@ Four draws the event search before issue 16 got wrong (its error in the comments
 its code at commit 18de767: it read the NDR off a line through the stalls' losses and
 took the first full trial that passed as the answer); three draws the counted search of
 commit b5c6d5e got wrong (it reported the first full trial that passed, however far
-under the lowest load known to lose; now that gap is bisected with full trials); and
+under the lowest load known to lose; now that gap is bisected with full trials); two it
+spent 718 s on (a rare lossy cluster just under capacity sent it stepping down); and
 the family's statistics over draws. The draws are seeded: each run is deterministic.
 """
 
@@ -83,6 +84,18 @@ def test_draws_the_first_pass_got_wrong(seed, why):
     assert any(x > r.ndr and lost for x, lost in full), why  # and one over it failed
     low, high = r.ndr_bracket
     assert high is not None and high >= truth and (low is None or low <= truth)
+
+
+@pytest.mark.parametrize("seed", [5002, 5018])
+def test_a_rare_lossy_cluster_at_capacity_is_decided_by_one_more_full_trial(seed):
+    # The answer is the capacity (under ln 2 lossy clusters a full trial even there),
+    # but the first full trial just under it met one. b5c6d5e read that as loss short
+    # probes cannot see and stepped down with full trials: -1.5 % and -3.5 % after
+    # 718 s. One lossy full trial in three full trials' time is under the goal's rate.
+    sut, truth, r = _run(seed)
+    assert truth == sut.capacity
+    assert -0.011 <= r.ndr / truth - 1 <= 0.0
+    assert r.total_time_s <= 2.5 * FLOOR_S
 
 
 def test_family_statistics_over_draws():

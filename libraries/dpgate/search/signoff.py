@@ -101,8 +101,11 @@ How it works
      under the nearest load known to lose too often (a failed full trial, or the
      counts' 90 % lower bound over the goal) is thin evidence: the gap is bisected
      with up to ``event_refine_trials`` more full trials rather than reported;
-   * no event caught in probes though full trials lose: loss short probes cannot
-     see; the NDR is searched with full trials alone (steps of ``long_step``,
+   * no event caught in a full trial's time of probes just under ``C``, and the full
+     trial there lost: one more full trial there; if it passes, lossy events come
+     about ``(1 + ln 2) / 3`` per full trial, under the goal's rate, and that load is
+     the answer. If it fails too, events are caught lower (as above); if none is,
+     loss short probes cannot see: full trials alone (steps of ``long_step``,
      regula falsi on the failures' loss counts, a second pass required unless those
      counts agree).
 
