@@ -69,8 +69,18 @@ def _quantile(values: Sequence[float], q: float) -> float:
     return v[lo] + (v[hi] - v[lo]) * (pos - lo)
 
 
-#: (ndr, pdr, trials, sim_time, full_trials, 60 s truths, 1 s truths, pass probability)
-Run = tuple[float, float, int, float, int, tuple[float, float], tuple[float, float], float]
+#: (ndr, pdr, trials, sim_time, full_trials, 60 s truths, 1 s truths, pass probability,
+#: NDR bracket: 0 none, 1 open and consistent with the 60 s truth, 2 closed around it, -1 wrong)
+Run = tuple[float, float, int, float, int, tuple[float, float], tuple[float, float], float, int]
+
+
+def _bracket(bracket: Any, truth: float) -> int:
+    if bracket is None or bracket == (None, None):
+        return 0
+    low, high = bracket
+    if (low is not None and low > truth * (1 + 1e-9)) or (high is not None and high < truth * (1 - 1e-9)):
+        return -1
+    return 2 if low is not None and high is not None else 1
 
 
 def _sut(kind: str, seed: int) -> Any:
@@ -95,7 +105,17 @@ def run_kind(kind: str, reps: int, seed0: int) -> dict[str, list[Run]]:
             full = sum(1 for _, d, _ in r.trials if d >= 60.0)
             p_pass = _pass_probability(sut, r.ndr or 0.0) if kind == FAMILY else 0.5
             out[name].append(
-                (r.ndr or 0.0, r.pdr or 0.0, r.trial_count, r.total_time_s, full, t60, t1, p_pass)
+                (
+                    r.ndr or 0.0,
+                    r.pdr or 0.0,
+                    r.trial_count,
+                    r.total_time_s,
+                    full,
+                    t60,
+                    t1,
+                    p_pass,
+                    _bracket(r.ndr_bracket, t60[0]),
+                )
             )
     return out
 
@@ -214,6 +234,14 @@ def main(argv: Sequence[str] = ()) -> int:
                     for name, runs in results.items():
                         rows.append(_row(name, label, [r for r, f in zip(runs, flags) if f is flag]))
                     checked.append(rows[-1])  # sign-off: the last of SEARCHES
+            for flag, label in SPLIT.items():
+                br = [r[8] for r, f in zip(results["sign-off"], flags) if f is flag]
+                if br:
+                    family_lines.append(
+                        f"  sign-off ndr_bracket on {label}: closed around the truth "
+                        f"{100 * br.count(2) / len(br):.0f} %, open on one side and consistent "
+                        f"{100 * br.count(1) / len(br):.0f} %, excluding it {100 * br.count(-1) / len(br):.0f} %"
+                    )
             family_lines.append(
                 f"  {SPLIT[True]}: the {sum(flags)} draws where that oracle's own p10-90 is <= 3 %; "
                 f"{SPLIT[False]}: the other {len(flags) - sum(flags)} (flat pass probability)"

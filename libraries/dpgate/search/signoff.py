@@ -17,13 +17,14 @@ loss grows with duration.)
     (1000000.0, (1000000.0, None), 8)
 
 ``ndr_bracket``/``pdr_bracket`` are ``(low, high)``, the search's own uncertainty.
-Where events are counted, ``low`` is the highest load whose 90 % Poisson upper bound
-of lossy events is under the goal and ``high`` the lowest whose lower bound is over it
-(or the lowest failed full trial); either is ``None`` where the evidence does not set
-it. Elsewhere they are the answer and the lowest load whose full trial failed. On the
-stall family of ``benchmarks/search.py`` the truth lies inside about two times in
-three: where the pass probability falls slowly with load, a few minutes of trials
-cannot place the answer closely, and the bracket says so by being wide or open.
+Where loss grows with trial duration (rare events: a pass or a failure is a coin
+flip, not a bound), they are 95 % Poisson bounds over every trial of the search
+(:func:`~dpgate.search.signoff_events.sure`): ``low`` the highest load whose lossy
+exposures, pooled with those over it, stay under the goal's rate; ``high`` the lowest
+whose exposures pooled with those under it exceed it; either is ``None`` where the
+evidence does not set it, which on the stall family of ``benchmarks/search.py`` is
+most of the time: minutes of trials rarely make one side sure, and the bracket says
+so. Elsewhere they are the answer and the lowest load whose full trial failed.
 
 How it works
 ------------
@@ -140,7 +141,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dpgate.search.result import Counts, TrialLog
-from dpgate.search.signoff_events import event_search
+from dpgate.search.signoff_events import event_search, sure
 from dpgate.search.signoff_fit import event_line as _event_line
 from dpgate.search.signoff_fit import fit_log_rate as _fit_log_rate
 from dpgate.search.signoff_fit import line as _line
@@ -351,6 +352,9 @@ def run(
             "pdr_bracket": pdr_bracket,
         }
     ndr, ndr_upper = search.decide(min(ndr_c, pdr), ndr_loss, cap_limited, floor=min_rate)
+    if search.duration_dependent:
+        # Loss grows with duration: a pass or a failure is a coin flip, not a bound.
+        search.bracket = sure(search, 0, min_rate)
     ndr_bracket = search.bracket or (ndr, ndr_upper)
     return {
         "ndr": ndr,
