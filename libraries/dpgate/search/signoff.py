@@ -125,13 +125,13 @@ bracket of the full-trial-only search), ``samples_min`` 5, ``samples_max`` 15,
 (``None`` if none did; equal to the answer when its trial failed by the coin flip that
 confirms it). Measured on the simulated SUTs of ``benchmarks/search.py`` (100 seeds
 each, simulated time with 0.5 s per trial, against one 60 s trial per bound = 121 s):
-hard capacity 130 s (1.07x), per-trial noise 149 s (1.23x), rare stalls 275 s (2.27x),
-soft knee 163 s (1.35x), bimodal 144 s (1.19x); 860 s in all, 1.42x. On the stall
-family (:mod:`dpgate.search.stall_family`) the median search takes 4.1x and the NDR
+hard capacity 130 s (1.07x), per-trial noise 149 s (1.23x), rare stalls 277 s (2.29x),
+soft knee 163 s (1.35x), bimodal 144 s (1.19x); 863 s in all, 1.43x. On the stall
+family (:mod:`dpgate.search.stall_family`) the median search takes 3.8x and the NDR
 error spreads over tens of percent: on most draws the pass probability falls so
 slowly with load that counting events for minutes cannot place it closer (see the
 benchmark's oracle lines); on the draws where 60 s trials can place it
-(:func:`~dpgate.search.stall_family.resolvable`) the NDR spread is 2.5 % at 2.3x.
+(:func:`~dpgate.search.stall_family.resolvable`) the NDR spread is 2.4 % at 2.2x.
 """
 
 from __future__ import annotations
