@@ -36,8 +36,10 @@ if TYPE_CHECKING:
     from dpgate.search.signoff import _Search
 
 LN2 = math.log(2.0)
-#: one-sided 90 % normal quantile (the bracket's Poisson bounds)
+#: one-sided 90 % normal quantile (the counted search's Poisson bounds)
 Z90 = 1.2816
+#: one-sided 95 % (the reported bracket: two sides, each tried at several loads)
+Z95 = 1.6449
 
 
 def hunt(sr: _Search, load: float) -> tuple[float, int]:
@@ -61,6 +63,17 @@ def hunt(sr: _Search, load: float) -> tuple[float, int]:
 def event_search(
     sr: _Search, candidate: float, floor: float, upper: float | None
 ) -> tuple[float | None, float | None]:
+    """NDR when loss grows with trial duration (:func:`_search`); sets ``sr.bracket`` to
+    the 95 % Poisson bounds of its trials (:func:`sure`), whatever path it took."""
+    start = len(sr.log.trials)
+    out = _search(sr, candidate, floor, upper)
+    sr.bracket = sure(sr, start, floor)
+    return out
+
+
+def _search(
+    sr: _Search, candidate: float, floor: float, upper: float | None
+) -> tuple[float | None, float | None]:
     """NDR when loss grows with trial duration: rare loss events (stalls).
 
     A stall at load L loses ``s x (L - theta)`` frames, what arrives during it beyond
@@ -68,7 +81,7 @@ def event_search(
     their losses (:func:`event_line`) gives ``theta``; step-like events are decided by
     full trials from there down (:func:`_line_decide`), others by counting lossy
     exposures per load (:func:`read`). See :mod:`dpgate.search.signoff`, section 3.
-    Returns (NDR or None, lowest failed full trial); sets ``sr.bracket``.
+    Returns (NDR or None, lowest failed full trial).
     """
     w, step = sr.s.width, sr.s.long_step
     margin, near = sr.s.event_margin, sr.s.event_near
@@ -83,6 +96,11 @@ def event_search(
         if c.loss == 0:
             return la, upper
         upper = min(upper or la, la)
+        if sr.budget_left() and sr.long(la).loss == 0:
+            # One lossy full trial in two full trials' time of probes and one more full
+            # trial: (1 + ln 2) / 3 lossy events a full trial, under ln 2. Rarer than the
+            # goal's rate: the coin flip expected at the answer.
+            return la, upper
         for x in (la, la * (1 - step)):  # events do happen: catch one
             x, g = hunt(sr, x)
             if g:
@@ -141,7 +159,6 @@ def event_search(
             upper = upper if sr.long(x0).loss == 0 else min(upper or x0, x0)  # thin: look longer
         if lossy / seen <= LN2:
             # Rarer than ln 2 lossy events per full trial even where every event is lossy.
-            sr.bracket = (None if thin else x0, upper)
             return x0, upper
         return _line_decide(sr, slope, theta, floor, upper)
     budget = sr.s.event_budget * T
@@ -159,7 +176,6 @@ def event_search(
                 nxt = min(nxt, rd.answer)  # the line failed here: the counts lead
             nxt = max(nxt, lowest * (1 - 2 * step), floor)
             if lowest <= floor or not sr.budget_left():
-                sr.bracket = (None, upper)
                 return None, upper
         else:
             assert rd.answer is not None  # read() sets it whenever it sets below
@@ -168,14 +184,13 @@ def event_search(
                 nxt = target  # the line's answer lies in the counted bracket: trust it there
             here = sum(d for x, d, _ in sr.log.trials[start:] if d >= T and abs(x / nxt - 1) <= w / 2)
             if (here >= T and rd.firm) or (decided and spent >= budget) or not sr.budget_left():
-                sr.bracket = (rd.low, rd.high if upper is None else min(rd.high or upper, upper))
                 if here >= T:
-                    return nxt, upper
+                    return refine(sr, start, nxt, upper, rd.high)
                 # Out of budget: the highest full trial the counts put under the goal, or
                 # one full trial at the highest load they do.
                 tried = [x for x, d, _ in sr.log.trials[start:] if d >= T and x <= rd.below * (1 + 1e-9)]
                 if tried or not sr.budget_left():
-                    return max(tried, default=rd.below), upper
+                    return refine(sr, start, max(tried, default=rd.below), upper, rd.high)
                 nxt = rd.below
         c = sr.long(nxt)
         decided = True  # a full trial was spent deciding: the budget may end the search
@@ -184,13 +199,72 @@ def event_search(
             fails += 1
             if slope is not None and c.loss <= slope * nxt * accept:
                 # The coin flip expected at the answer: one event, barely lossy here.
-                sr.bracket = (rd.low, upper)
                 return nxt, upper
             if slope is not None:
                 # Under the zero-loss load of the event it met (if one: at most 4 margins
                 # a fail).
                 own = max(nxt - c.loss / slope, nxt * (1 - 4 * margin * fails))
                 target = min(target, own * (1 - margin / 2))
+
+
+def refine(
+    sr: _Search, start: int, answer: float, upper: float | None, high: float | None
+) -> tuple[float, float | None]:
+    """Thin evidence: a full trial passed at ``answer`` but the nearest load known to
+    lose too often (``upper``, the lowest failed full trial, or ``high``, the lowest
+    load the counts put over the goal) lies more than ``event_refine`` above it. Rather
+    than report the pass (one trial says little about where the pass probability
+    crosses one half), bisect with full trials (at most ``event_refine_trials``)."""
+    T = sr.s.trial_duration
+    passed = [x for x, d, r in sr.log.trials[start:] if d >= T and x == answer and not counts_of(r).loss]
+    hi = min((v for v in (upper, high) if v is not None), default=None)
+    for _ in range(sr.s.event_refine_trials if passed else 0):
+        if hi is None or hi <= answer * (1 + sr.s.event_refine) or not sr.budget_left():
+            break
+        mid = math.sqrt(answer * hi)
+        if sr.long(mid).loss:
+            hi = upper = mid if upper is None else min(upper, mid)
+        else:
+            answer = mid
+    return answer, upper
+
+
+def sure(sr: _Search, start: int, floor: float) -> tuple[float | None, float | None]:
+    """The bracket the event search is sure of, from all its trials (lossy or clean
+    exposures per load). The rate of lossy events does not fall with load, so the
+    exposures at ``x`` and over it, pooled, over-state the rate at ``x``: ``low`` is the
+    highest ``x`` where their 95 % upper Poisson bound is under ``ln 2`` per full trial
+    (the answer is at or over it). Likewise the exposures at and under ``x`` under-state
+    it: ``high`` is the lowest ``x`` where their 95 % lower bound is over ``ln 2``.
+    (One failed full trial is no such bound: it fails up to half the time at the
+    answer, and often under it where the pass probability is flat.)"""
+    T = sr.s.trial_duration
+    per: dict[float, list[float]] = {}
+    for x, d, r in sr.log.trials[start:]:
+        if x >= floor:
+            acc = per.setdefault(x, [0.0, 0.0])
+            acc[0] += d
+            acc[1] += 1.0 if counts_of(r).loss else 0.0
+    loads = sorted(per)
+    low = high = None
+    for i, x in enumerate(loads):
+        over = loads[i:]
+        for j in range(len(over)):
+            t = sum(per[y][0] for y in over[: j + 1])
+            n = sum(per[y][1] for y in over[: j + 1])
+            if _poisson_bound(n, True, Z95) * T / t <= LN2:
+                low = x
+                break
+        under = loads[: i + 1]
+        if high is None and any(
+            _poisson_bound(sum(per[y][1] for y in under[k:]), False, Z95)
+            * T
+            / sum(per[y][0] for y in under[k:])
+            > LN2
+            for k in range(len(under))
+        ):
+            high = x
+    return low, high
 
 
 def step_like(events: list[tuple[float, float]], slope: float, theta: float, spread: float) -> bool:
@@ -215,11 +289,9 @@ def _line_decide(
     while sr.budget_left():
         c = sr.long(load)
         if c.loss == 0:
-            sr.bracket = (load, upper)
             return load, upper
         upper = min(upper or load, load)
         if c.loss <= slope * load * accept:
-            sr.bracket = (load, upper)
             return load, upper
         fails += 1
         own = load - c.loss / slope  # zero-loss load of the event it met, if one
@@ -230,18 +302,17 @@ def _line_decide(
         if load <= floor:
             break
         load = max(nxt, floor)
-    sr.bracket = (None, upper)
     return None, upper
 
 
-def _poisson_bound(k: float, upper: bool) -> float:
-    """One-sided 90 % Poisson bound of a count ``k`` (Wilson-Hilferty)."""
+def _poisson_bound(k: float, upper: bool, z: float = Z90) -> float:
+    """One-sided Poisson bound of a count ``k`` (Wilson-Hilferty; 90 % for ``Z90``)."""
     if upper:
         n = k + 1
-        return n * (1 - 1 / (9 * n) + Z90 / (3 * math.sqrt(n))) ** 3
+        return n * (1 - 1 / (9 * n) + z / (3 * math.sqrt(n))) ** 3
     if k <= 0:
         return 0.0
-    return k * (1 - 1 / (9 * k) - Z90 / (3 * math.sqrt(k))) ** 3
+    return k * (1 - 1 / (9 * k) - z / (3 * math.sqrt(k))) ** 3
 
 
 @dataclass

@@ -48,6 +48,11 @@ class SignOffSettings(SearchSettings):
         0.03, "positive", "events whose zeros lie this close to the line's are step-like"
     )
 
+    event_refine: float = setting(
+        0.03, "positive", "a passed answer this far under the nearest lossy load is bisected further"
+    )
+    event_refine_trials: int = setting(2, "count", "full trials the event search may spend bisecting")
+
 
 #: The defaults by name (read-only; the settings are :class:`SignOffSettings`).
 DEFAULTS: Mapping[str, Any] = own_defaults(SignOffSettings)

@@ -134,6 +134,49 @@ class StallSut(SimulatedSut):
         return load
 
 
+def oracle_spread(sut: StallSut, exposure_s: float = 240.0, goal_s: float = 60.0) -> float:
+    """p10-p90 spread (percentage points of the NDR) of an oracle that knows ``sut``'s
+    curve of lossy events against load up to its scale and counts them for
+    ``exposure_s`` at the truth: ``n`` ~ Poisson, scale ``(n + 0.5) / mean``, answer
+    where the scaled curve crosses ``ln 2`` per ``goal_s`` trial (exact over ``n``).
+
+    No search without a model of the curve beats it with that much time: a draw whose
+    spread exceeds 3 % has an NDR that 60 s trials cannot place within +-1.5 %.
+
+    >>> round(oracle_spread(draw_stall_sut(5061)), 1), round(oracle_spread(draw_stall_sut(3)), 1)
+    (1.6, 14.8)
+    """
+    truth = sut.truth(0.0, goal_s)
+    mean = sut.lossy_clusters(truth, goal_s) * exposure_s / goal_s
+
+    def answer(k: float) -> float:
+        lo, hi = MIN_RATE, sut.capacity
+        if k * sut.lossy_clusters(hi, goal_s) <= math.log(2.0):
+            return hi
+        for _ in range(50):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if k * sut.lossy_clusters(mid, goal_s) <= math.log(2.0) else (lo, mid)
+        return lo
+
+    cdf, n, pn = 0.0, 0, math.exp(-mean)
+    p10 = p90 = None
+    while p90 is None:  # answers fall as n grows: the 90th percentile of n is the p10 answer
+        cdf += pn
+        if p10 is None and cdf >= 0.1:
+            p10 = answer((n + 0.5) / mean)
+        if cdf >= 0.9 or n > 10_000:
+            p90 = answer((n + 0.5) / mean)
+        n += 1
+        pn *= mean / n
+    assert p10 is not None
+    return (p10 - p90) / truth * 100
+
+
+def resolvable(sut: StallSut, target: float = 3.0) -> bool:
+    """True if 240 s of counting can place this draw's NDR within ``target`` p10-p90."""
+    return oracle_spread(sut) <= target
+
+
 def draw_stall_sut(seed: int) -> StallSut:
     """The stall SUT of draw ``seed`` (its parameters and its random stream)."""
     rng = random.Random(f"stall-family/{seed}")
