@@ -11,7 +11,8 @@ seen (max/min - 1, at least ``--min-margin``):
 
 * ``ndr_min``/``pdr_min`` = lowest value seen x (1 - s): a healthy run can land one more
   spread below the worst one seen, a collapse cannot;
-* ``cpp_at_load_max`` = highest value seen x (1 + s);
+* ``cpp_at_load_max`` = highest value seen x (1 + s), and ``cpp_load`` = the load it was
+  measured at (the lowest of the runs' ``cpp_at_load_pps``), so later runs measure there;
 * ``noise`` (NDR/PDR) and ``mrr_noise`` = s x 1.1, the regression check's allowance while
   its history is short;
 * a throughput at the generator's ceiling in any run gives no floor (``limited_by``
@@ -62,6 +63,9 @@ def derive_case(
     cpp = [v for v in values.get("cpp_at_load", []) if v and v > 0]
     if cpp:
         s = _spread(cpp, min_margin)
+        loads = [v for v in values.get("cpp_at_load_pps", []) if v and v > 0]
+        if loads:  # the ceiling holds at the load it was measured at: pin that load
+            out["cpp_load"] = f"{min(loads):.0f}pps"
         out["cpp_at_load_max"] = f"{max(cpp) * (1 + s):.0f}"
     if noise:
         out["noise"] = _pct(noise * 1.1)
@@ -91,7 +95,7 @@ def collect(run_dirs: List[str], disturbance_max: float = DEFAULT_DISTURBANCE_MA
                 continue
             key = (rec.get("nf") or "?", str(rec.get("name", "?")).split("-")[0])
             vals, ceil = cases.setdefault(key, ({}, {}))
-            for k in ("ndr_pps", "pdr_pps", "mrr_pps", "cpp_at_load"):
+            for k in ("ndr_pps", "pdr_pps", "mrr_pps", "cpp_at_load", "cpp_at_load_pps"):
                 if isinstance(m.get(k), (int, float)):
                     vals.setdefault(k, []).append(float(m[k]))
             if m.get("limited_by") == "generator":

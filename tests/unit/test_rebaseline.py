@@ -1,0 +1,63 @@
+"""Re-baselining thresholds from healthy runs (dpgate.config.rebaseline), through real record
+files written by the ResultStore and read back by the thresholds loader."""
+
+from __future__ import annotations
+
+import pytest
+
+from dpgate.config.rebaseline import main as rebaseline_main
+from dpgate.config.thresholds import load_thresholds
+from dpgate.outputs.results import ResultStore
+
+LONG = "Embedded.Linux-Ip4-Ndrpdr.64B-1c-linux-ip4-ndrpdr"
+
+
+def _run(tmp_path, i: int, **metrics) -> str:
+    out = str(tmp_path / f"base-{i}")
+    ResultStore(out).update(LONG, status="PASS", nf="linux-ip4", metrics=metrics)
+    return out
+
+
+def _derive(tmp_path, capsys, runs, *extra) -> str:
+    path = tmp_path / "new.yaml"
+    code = rebaseline_main(runs + list(extra))
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    path.write_text(out)
+    return str(path)
+
+
+def test_floors_ceiling_and_cpp_load_from_the_spread_seen(tmp_path, capsys):
+    ndrs = [500e3, 520e3, 480e3, 510e3, 490e3]
+    cpps = [3000.0, 3100.0, 3050.0, 2990.0, 3020.0]
+    runs = [
+        _run(tmp_path, i, ndr_pps=n, pdr_pps=n, mrr_pps=n, cpp_at_load=c, cpp_at_load_pps=150e3)
+        for i, (n, c) in enumerate(zip(ndrs, cpps))
+    ]
+    th = load_thresholds(_derive(tmp_path, capsys, runs)).lookup("linux-ip4", "64B")
+    spread = 520 / 480 - 1
+    assert th.rate("ndr_min") == pytest.approx(480e3 * (1 - spread), abs=500)
+    assert th.cpp_at_load_max == pytest.approx(3100 * (1 + max(0.03, 3100 / 2990 - 1)), abs=1)
+    assert th.cpp_load == "150000pps" and th.fixed_cpp_load == "150000pps"
+
+
+def test_disturbed_and_injected_runs_are_left_out(tmp_path, capsys):
+    runs = [_run(tmp_path, i, ndr_pps=500e3 + i * 1e3, pdr_pps=500e3) for i in range(5)]
+    runs.append(_run(tmp_path, 5, ndr_pps=100e3, pdr_pps=100e3, disturbance=0.4))
+    runs.append(_run(tmp_path, 6, ndr_pps=90e3, pdr_pps=90e3, injected_cost=0.1))
+    th = load_thresholds(_derive(tmp_path, capsys, runs)).lookup("linux-ip4", "64B")
+    assert th.rate("ndr_min") > 450e3  # the 100 and 90 kpps runs would have put it near 0
+
+
+def test_too_few_usable_runs_is_one_error_naming_the_case(tmp_path, capsys):
+    runs = [_run(tmp_path, i, ndr_pps=500e3, pdr_pps=500e3) for i in range(3)]
+    assert rebaseline_main(runs) == 2
+    err = capsys.readouterr().err
+    assert "linux-ip4 64B: only 3 usable run(s) (need 5)" in err
+
+
+def test_a_result_at_the_generator_ceiling_gives_no_floor(tmp_path, capsys):
+    runs = [_run(tmp_path, i, ndr_pps=500e3, pdr_pps=500e3) for i in range(4)]
+    runs.append(_run(tmp_path, 4, ndr_pps=500e3, pdr_pps=500e3, limited_by="generator"))
+    th = load_thresholds(_derive(tmp_path, capsys, runs)).lookup("linux-ip4", "64B")
+    assert th.ndr_min is None and th.noise is not None
