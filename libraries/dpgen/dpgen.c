@@ -284,8 +284,7 @@ int main(int argc, char **argv)
 		char *eq = strchr(argv[i], '=');
 		if (!eq || eq == argv[i] || !eq[1])
 			die("argument '%s' is not <port>=<pcap>%s", argv[i], "");
-		*eq = 0;
-		ports[nports].name = argv[i];
+		ports[nports].name = strndup(argv[i], (size_t)(eq - argv[i])); /* argv stays as given */
 		load_pcap(&ports[nports], eq + 1);
 		open_port(&ports[nports]);
 		nports++;

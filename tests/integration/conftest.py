@@ -29,6 +29,7 @@ NETNS_DIR = "/run/netns"
 #: Programs dpgate starts; any of them mentioning our prefix or scratch dir is a leftover.
 OUR_PROGRAMS = (
     "tcpreplay",
+    "dpgen",
     "ovs-vswitchd",
     "ovsdb-server",
     "dpdk-testpmd",
