@@ -236,7 +236,7 @@ def test_trial_through_a_real_sut(session):
 def test_dpgen_killed_mid_trial_is_a_trial_error(session):
     pid = session.generator.proc.pid
     threading.Timer(0.3, os.kill, (pid, signal.SIGKILL)).start()
-    with pytest.raises(TrialError, match=r"dpgen exited \(signal 9\) during the trial at 50000 pps"):
+    with pytest.raises(TrialError, match=r"generator exited \(signal 9\) during trial at 50000 pps: dpgen"):
         session.measure(50_000, 1.0)
     assert session.measure(20_000, 0.2).tx_packets == 4000  # a new dpgen for the next trial
     assert session.generator.proc.pid != pid
@@ -250,7 +250,8 @@ def test_hung_dpgen_is_killed_and_named(session):
     threading.Timer(0.1, os.kill, (pid, signal.SIGSTOP)).start()
     t0 = time.monotonic()
     with pytest.raises(
-        TrialError, match=r"dpgen did not answer within 1.5\d* s during the trial .*\(hung\): killed"
+        TrialError,
+        match=r"generator \(dpgen\) did not answer within 1.5\d* s during trial .*\(hung\): killed",
     ):
         session.measure(50_000, 1.0)
     assert time.monotonic() - t0 < 3.0

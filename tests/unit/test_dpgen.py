@@ -106,7 +106,7 @@ class FakeDpgen:
 
     def request(self, line: str, timeout: float, what: str) -> str:
         if not self.running:
-            raise TrialError(f"dpgen exited (code 0) {what}")
+            raise TrialError(f"generator exited (code 0) {what}: dpgen (pid 4242)")
         if not self.ready:
             raise AssertionError("a command was sent before dpgen said 'ready'")
         self.lines.append(line)
@@ -118,7 +118,9 @@ class FakeDpgen:
             return ""
         if self.die_on_run:
             self.running = False
-            raise TrialError(f"dpgen exited (signal 9) {what}\n--- dpgen output ---\nready")
+            raise TrialError(
+                f"generator exited (signal 9) {what}: dpgen (pid 4242)\n--- dpgen output ---\nready"
+            )
         _, pps, count, deadline = ans
         sent = count - self.short
         for p in self.ports:
@@ -181,7 +183,7 @@ def test_shortfall_and_loss_are_counted_against_the_intended_count(tmp_path):
 
 def test_dead_dpgen_fails_the_trial_naming_it_and_is_started_again(tmp_path):
     gen, fake = make(tmp_path, die_on_run=True)
-    with pytest.raises(TrialError, match=r"dpgen exited \(signal 9\)"):
+    with pytest.raises(TrialError, match=r"generator exited \(signal 9\) during trial at 10000 pps: dpgen"):
         gen.measure(10_000, 0.1)
     assert gen.proc is None
     fake.die_on_run = False
@@ -192,7 +194,7 @@ def test_dpgen_gone_between_trials_is_reported_not_hidden(tmp_path):
     gen, fake = make(tmp_path)
     gen.measure(10_000, 0.1)
     fake.running = False
-    fake._gone = lambda what: TrialError(f"dpgen exited (code 1) {what}")
+    fake._gone = lambda what: TrialError(f"generator exited (code 1) {what}: dpgen (pid 4242)")
     with pytest.raises(TrialError, match="between trials"):
         gen.measure(10_000, 0.1)
 

@@ -125,7 +125,10 @@ class DpgenProcess:
         if code == 126:
             how = "code 126: could not enter the TG namespace"
         self.kill()
-        return TrialError(f"dpgen exited ({how}) {what}\n--- dpgen output ---\n{self.last_output()}")
+        return TrialError(
+            f"generator exited ({how}) {what}: dpgen (pid {self.proc.pid})\n"
+            f"--- dpgen output ---\n{self.last_output()}"
+        )
 
     def readline(self, timeout: float) -> Optional[str]:
         """One line of output; None when none came within ``timeout``; "" at end of output."""
@@ -168,7 +171,7 @@ class DpgenProcess:
         if answer is None:
             self.kill()
             raise TrialError(
-                f"dpgen did not answer within {timeout:g} s {what} (hung): killed\n"
+                f"generator (dpgen) did not answer within {timeout:g} s {what} (hung): killed\n"
                 f"--- dpgen output ---\n{self.last_output()}"
             )
         if answer == "":
@@ -231,7 +234,7 @@ class DpgenGenerator(EmbeddedGenerator):
     def _send(self, plan: TrialPlan, tx_ports: List[str], tg0, clock: Phases) -> None:
         proc = self.start()
         deadline = plan.duration_s + plan.grace_s
-        what = f"during the trial at {plan.load_pps:.0f} pps"
+        what = f"during trial at {plan.load_pps:.0f} pps"
         try:
             answer = proc.request(
                 f"run {plan.per_dir_pps:.3f} {plan.count} {deadline:.6f}", deadline + self.budget_s, what
