@@ -256,3 +256,27 @@ def test_hung_dpgen_is_killed_and_named(session):
         session.measure(50_000, 1.0)
     assert time.monotonic() - t0 < 3.0
     assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z"
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def test_ctrl_c_mid_trial_leaves_no_dpgen(topology_path, leftovers):
+    left = leftovers(SUT_PREFIX)
+    old = signal.signal(signal.SIGALRM, _interrupt)
+    seen = {}
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with EmbeddedSession(
+                topology_path, "linux-xconnect", prefix=SUT_PREFIX, calibrate=False, generator="dpgen"
+            ) as s:
+                left.remember()
+                seen["pid"] = s.generator.proc.pid
+                signal.setitimer(signal.ITIMER_REAL, 0.3)  # "Ctrl-C" while dpgen sends
+                s.measure(50_000, 2.0)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    assert not os.path.exists(f"/proc/{seen['pid']}")
+    left.assert_clean()

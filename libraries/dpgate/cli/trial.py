@@ -138,6 +138,9 @@ def format_trial(r: TrialResult, max_pps: Optional[float], sut: str) -> str:
         lines.append(f"  SUT own CPU cycles/packet {r.sut_cpu_cycles_per_packet:.1f}")
     if r.disturbance is not None:
         lines.append(f"  disturbance {r.disturbance * 100:.1f} % of a TG/SUT core used by other work")
+    gen = (r.details or {}).get("generator")
     if max_pps:
-        lines.append(f"  generator ceiling {format_pps(max_pps)}")
+        lines.append(f"  generator ceiling {format_pps(max_pps)}" + (f" ({gen})" if gen else ""))
+    elif gen:
+        lines.append(f"  generator {gen}")
     return "\n".join(lines)
