@@ -2,7 +2,8 @@
 """Framework overhead per embedded trial: real testbed, real SUT, back-to-back trials.
 
     sudo .venv/bin/python benchmarks/trial_overhead.py --sut linux-xconnect --prefix sg0- \\
-        [--trials 20] [--rate 100kpps] [--duration 1] [--frame-size 64]
+        [--trials 20] [--rate 100kpps] [--duration 1] [--frame-size 64] \\
+        [--generator auto|dpgen|tcpreplay] [--calibrate]
 
 Overhead of a trial = the time between the ends of two consecutive trials minus the trial's
 intended duration, measured exactly as trials.jsonl's ``time`` stamps would show it (the
@@ -46,6 +47,8 @@ def main(argv=None) -> int:
     ap.add_argument("--rate", default="100kpps")
     ap.add_argument("--duration", type=float, default=1.0)
     ap.add_argument("--frame-size", default="64")
+    ap.add_argument("--generator", default="auto", choices=("auto", "dpgen", "tcpreplay"))
+    ap.add_argument("--calibrate", action="store_true", help="also measure and print the generator ceiling")
     a = ap.parse_args(argv)
     ends: List[float] = []
     results = []
@@ -59,9 +62,15 @@ def main(argv=None) -> int:
         a.sut,
         frame_size=parse_frame_size(a.frame_size),
         prefix=a.prefix,
-        calibrate=False,
+        calibrate=a.calibrate,
         on_trial=on_trial,
+        generator=a.generator,
     ) as s:
+        if a.calibrate:
+            cal = s.generator.calibration if s.generator else {}
+            print(f"{s.tg_name} ceiling {s.max_pps:.0f} pps (probes {cal.get('samples_pps')})")
+            ends.clear()
+            results.clear()
         load = parse_rate(a.rate).resolve(None)
         t_first = time.time()
         for _ in range(a.trials):
@@ -69,7 +78,7 @@ def main(argv=None) -> int:
     gaps = [(e - b) - a.duration for b, e in zip([t_first] + ends[:-1], ends)]
     ms = [g * 1e3 for g in gaps]
     print(
-        f"{a.sut} {a.frame_size}B {a.rate} x {a.duration:g} s, {len(ms)} trials: overhead per trial "
+        f"[{a.generator}] {a.sut} {a.frame_size}B {a.rate} x {a.duration:g} s, {len(ms)} trials: overhead per trial "
         f"median {statistics.median(ms):.1f} ms, p90 {pct(ms, 0.9):.1f} ms, min {min(ms):.1f}, max {max(ms):.1f}"
     )
     phases: Dict[str, List[float]] = {}

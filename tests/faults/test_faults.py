@@ -35,18 +35,29 @@ def env():
     return e
 
 
-def test_generator_killed_mid_trial_fails_that_trial_only():
+@pytest.mark.parametrize("generator", ["tcpreplay", "dpgen"])
+def test_generator_killed_mid_trial_fails_that_trial_only(generator):
     from dpgate.model.errors import TrialError
     from dpgate.testbeds.embedded.session import EmbeddedSession
+    from dpgate.traffic.dpgen import dpgen_binary
 
+    if generator == "dpgen" and not dpgen_binary():
+        pytest.skip("build/dpgen/dpgen is missing: run bash .ci/install")
     prefix = "ft1-"
     with EmbeddedSession(
-        os.path.join(ROOT, "topologies/embedded.yaml"), "linux-xconnect", prefix=prefix, calibrate=False
+        os.path.join(ROOT, "topologies/embedded.yaml"),
+        "linux-xconnect",
+        prefix=prefix,
+        calibrate=False,
+        generator=generator,
     ) as s:
 
         def killer():
             time.sleep(1.0)
-            subprocess.run(["pkill", "-KILL", "-f", f"tcpreplay.*dpgate-{prefix.rstrip('-')}"])
+            if generator == "dpgen":  # the session's one dpgen, by its pid
+                os.kill(s.generator.proc.pid, signal.SIGKILL)
+            else:
+                subprocess.run(["pkill", "-KILL", "-f", f"tcpreplay.*dpgate-{prefix.rstrip('-')}"])
 
         threading.Thread(target=killer).start()
         with pytest.raises(TrialError, match=r"generator exited \(signal 9\) during trial at 50000 pps"):

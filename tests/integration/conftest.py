@@ -30,6 +30,7 @@ NETNS_DIR = "/run/netns"
 #: Programs dpgate starts; any of them mentioning our prefix or scratch dir is a leftover.
 OUR_PROGRAMS = (
     "tcpreplay",
+    "dpgen",
     "ovs-vswitchd",
     "ovsdb-server",
     "dpdk-testpmd",
@@ -195,3 +196,35 @@ def dpgate_env() -> Dict[str, str]:
     env["PYTHONPATH"] = LIBRARIES + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.pop("DPGATE_PREFIX", None)
     return env
+
+
+def generator_sending(prefix: str) -> bool:
+    """True while the testbed ``prefix`` sends: a tcpreplay of ours runs, or our dpgen (alive for
+    the whole session) sees a TG port's tx counter move off zero (its own /proc/<pid>/net/dev)."""
+    from dpgate.traffic.nsdev import parse_net_dev
+
+    tag = run_dir(prefix).encode()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        argv = [a.encode() for a in _proc_cmdline(pid)]
+        if not argv or tag not in b" ".join(argv):
+            continue
+        name = os.path.basename(argv[0])
+        if name == b"tcpreplay":
+            return True
+        if name == b"dpgen":
+            try:
+                with open(f"/proc/{pid}/net/dev") as fh:
+                    ports = parse_net_dev(fh.read())
+            except OSError:
+                continue
+            if any(c["tx_packets"] > 0 for n, c in ports.items() if n.startswith("tg")):
+                return True
+    return False
+
+
+@pytest.fixture(scope="session")
+def sending():
+    """``sending(prefix)``: is that testbed's generator sending (tcpreplay or dpgen)?"""
+    return generator_sending

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import signal
 import subprocess
 import time
@@ -89,7 +88,7 @@ def test_trial_percent_of_calibrated_maximum_text_output(dpgate):
     assert loss_line.split()[1] == "0", text  # 10 % of the ceiling is far below the bridge's capacity
 
 
-def test_sigterm_mid_trial_tears_down(dpgate_cmd, topology_path, leftovers):
+def test_sigterm_mid_trial_tears_down(dpgate_cmd, topology_path, leftovers, sending):
     """CI cancels a job: SIGTERM during the trial -> teardown runs, exit code 143."""
     argv0, env = dpgate_cmd
     left = leftovers(PREFIX)
@@ -116,10 +115,10 @@ def test_sigterm_mid_trial_tears_down(dpgate_cmd, topology_path, leftovers):
     )
     try:
         end = time.monotonic() + 30
-        while time.monotonic() < end and not _sending(PREFIX):
+        while time.monotonic() < end and not sending(PREFIX):
             assert proc.poll() is None, proc.communicate()
             time.sleep(0.1)
-        assert _sending(PREFIX), "the trial never started sending"
+        assert sending(PREFIX), "the trial never started sending"
         left.remember()
         time.sleep(0.5)
         proc.send_signal(signal.SIGTERM)
@@ -131,20 +130,3 @@ def test_sigterm_mid_trial_tears_down(dpgate_cmd, topology_path, leftovers):
     assert proc.returncode == 128 + signal.SIGTERM, err
     assert "teardown done" in err
     left.assert_clean()
-
-
-def _sending(prefix: str) -> bool:
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                    argv = fh.read().split(b"\0")
-            except OSError:
-                continue
-            if (
-                argv
-                and os.path.basename(argv[0]) == b"tcpreplay"
-                and f"dpgate-{prefix.rstrip('-')}".encode() in b" ".join(argv)
-            ):
-                return True
-    return False

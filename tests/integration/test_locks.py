@@ -106,12 +106,12 @@ def test_two_prefixes_run_side_by_side(dpgate, leftovers):
     leftovers("lk2-").assert_clean()
 
 
-def test_killed_run_leftovers_are_removed_by_the_next_run(dpgate, leftovers):
+def test_killed_run_leftovers_are_removed_by_the_next_run(dpgate, leftovers, sending):
     left = leftovers("lk2-")
     victim = dpgate("trial", *TRIAL, "--duration", "30", "--prefix", "lk2-")
     wait_held_by("lk2-", victim)
     end = time.monotonic() + 60
-    while not subprocess.run(["pgrep", "-f", "tcpreplay.*dpgate-lk2"], capture_output=True).stdout:
+    while not sending("lk2-"):
         assert time.monotonic() < end and victim.poll() is None, "the trial never started sending"
         time.sleep(0.1)
     left.remember()

@@ -38,7 +38,7 @@ import subprocess
 import sys
 from typing import Dict, List, Optional
 
-from dpgate.cli.trial import add_wait_option
+from dpgate.cli.trial import add_generator_option, add_wait_option
 from dpgate.config.thresholds import load_thresholds
 from dpgate.config.topology import Topology, load_topology
 from dpgate.exec.lock import FileLock, hold_testbed, inherit, outdir_lock
@@ -50,6 +50,7 @@ from dpgate.outputs.results import load_records
 from dpgate.regression.history import add_to_history
 from dpgate.testbeds.embedded.testbed import check_environment
 from dpgate.testbeds.lab.session import is_local_lab, local_lab_session
+from dpgate.traffic.choice import generator_kind
 
 PROFILES = ("per-commit", "sign-off", "rfc2544-binary")
 
@@ -102,6 +103,7 @@ def add_parser(sub) -> None:
         default=0.0,
         help="fault injection: take this %% of the SUT core(s) away (shows the regression check works)",
     )
+    add_generator_option(g)
     add_wait_option(g)
     g.set_defaults(func=cmd_gate)
 
@@ -162,6 +164,8 @@ def robot_argv(args) -> List[str]:
         argv += ["--variable", f"MRR_TRIALS:{args.mrr_trials}"]
     if getattr(args, "sut_cpu_steal", 0):
         argv += ["--variable", f"SUT_CPU_STEAL:{args.sut_cpu_steal:g}%"]
+    if getattr(args, "generator", "auto") != "auto":
+        argv += ["--variable", f"GENERATOR:{args.generator}"]
     if getattr(args, "inject_cost", 0):
         argv += ["--variable", f"INJECT_COST:{args.inject_cost:g}%"]
     for tag in args.include:
@@ -190,6 +194,7 @@ def preflight(args) -> Topology:
     load_thresholds(args.thresholds or "variables/embedded.yaml")
     if topo.kind == "embedded":
         check_environment()
+        generator_kind(getattr(args, "generator", "auto"))  # --generator dpgen when it is not built
     return topo
 
 

@@ -68,6 +68,16 @@ def add_wait_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_generator_option(parser: argparse.ArgumentParser) -> None:
+    """``--generator`` (trial, gate): the embedded traffic generator."""
+    parser.add_argument(
+        "--generator",
+        choices=("auto", "dpgen", "tcpreplay"),
+        default="auto",
+        help="embedded traffic generator (default auto: dpgen when build/dpgen/dpgen is built, else tcpreplay)",
+    )
+
+
 def add_parser(sub) -> None:
     t = sub.add_parser("trial", help="bring up the embedded testbed, run one trial, tear down")
     t.add_argument("--topology", default="topologies/embedded.yaml")
@@ -81,6 +91,7 @@ def add_parser(sub) -> None:
     t.add_argument("--bidirectional", action="store_true")
     t.add_argument("--prefix", default=None, help="namespace prefix (default: the topology's)")
     t.add_argument("--no-calibrate", action="store_true", help="skip measuring the generator ceiling")
+    add_generator_option(t)
     t.add_argument("--json", action="store_true", help="print one JSON object (TrialResult fields)")
     add_wait_option(t)
     t.set_defaults(func=cmd_trial)
@@ -95,6 +106,7 @@ def cmd_trial(args: argparse.Namespace) -> int:
         bidirectional=args.bidirectional,
         prefix=args.prefix,
         calibrate=not args.no_calibrate or args.rate.percent is not None,
+        generator=args.generator,
     )
     lock = hold_testbed(session.topology.prefix, args.wait_testbed, "dpgate trial")
     try:
@@ -126,6 +138,9 @@ def format_trial(r: TrialResult, max_pps: Optional[float], sut: str) -> str:
         lines.append(f"  SUT own CPU cycles/packet {r.sut_cpu_cycles_per_packet:.1f}")
     if r.disturbance is not None:
         lines.append(f"  disturbance {r.disturbance * 100:.1f} % of a TG/SUT core used by other work")
+    gen = (r.details or {}).get("generator")
     if max_pps:
-        lines.append(f"  generator ceiling {format_pps(max_pps)}")
+        lines.append(f"  generator ceiling {format_pps(max_pps)}" + (f" ({gen})" if gen else ""))
+    elif gen:
+        lines.append(f"  generator {gen}")
     return "\n".join(lines)

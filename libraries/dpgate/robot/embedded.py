@@ -37,19 +37,24 @@ from dpgate.telemetry.disturbance import case_signal, measure_cpp_at_load
 from dpgate.testbeds.embedded.handicap import CpuSteal
 from dpgate.testbeds.embedded.session import EmbeddedSession
 from dpgate.traffic.profiles import make_profile
-from dpgate.traffic.tcpreplay import TcpreplayGenerator, tcpreplay_name
 
 
 @library(scope="SUITE", converters={Rate: rate_arg}, doc_format="ROBOT")
 class EmbeddedTestbed(TestbedKeywords):
-    """Embedded testbed keywords: namespaces, veth links, a real SUT and tcpreplay.
+    """Embedded testbed keywords: namespaces, veth links, a real SUT and a generator (dpgen or
+    tcpreplay: ``generator=auto`` takes dpgen when it is built, see ``dpgate.traffic.choice``).
 
     Import: ``Library  dpgate.robotlib.EmbeddedTestbed  topologies/embedded.yaml  prefix=dpg1-``
     """
 
     def __init__(
-        self, topology: str = "topologies/embedded.yaml", prefix: Optional[str] = None, telemetry: bool = True
+        self,
+        topology: str = "topologies/embedded.yaml",
+        prefix: Optional[str] = None,
+        telemetry: bool = True,
+        generator: str = "auto",
     ):
+        self.generator = generator or "auto"
         self.topology_path = topology
         self.prefix = prefix or None
         self.telemetry = telemetry
@@ -94,14 +99,18 @@ class EmbeddedTestbed(TestbedKeywords):
         sizes = [parse_frame_size(s) for s in (frame_sizes or ("64B",))]
         self.nf = nf
         self.session = EmbeddedSession(
-            self.topology_path, nf, frame_size=sizes[0], prefix=self.prefix, calibrate=False
+            self.topology_path,
+            nf,
+            frame_size=sizes[0],
+            prefix=self.prefix,
+            calibrate=False,
+            generator=self.generator,
         )
         s = self._s
         s.testbed.up()
         try:
             for size in sizes:
-                gen = TcpreplayGenerator(s.testbed, _profile_for(s, size), on_trial=self._on_trial)
-                gen.pcaps()
+                gen = s.new_generator(_profile_for(s, size), on_trial=self._on_trial)
                 ceiling = gen.calibrate()
                 logger.info(f"generator ceiling at {frame_size_tag(size)}: {format_pps(ceiling)}")
                 self.generators[frame_size_tag(size)] = gen
@@ -319,7 +328,7 @@ class EmbeddedTestbed(TestbedKeywords):
         )
 
     def _search_record(self, gen, run: SearchRun, out: NdrPdrResult, after: Dict[str, Any]):
-        metrics = dict(out.metrics(), tg=_tg_name())
+        metrics = dict(out.metrics(), tg=self._s.tg_name)
         if self._steal is not None:
             metrics["injected_sut_cpu_steal"] = self._steal.share
         cost_info = getattr(self, "_cost", None)
@@ -329,20 +338,9 @@ class EmbeddedTestbed(TestbedKeywords):
         return metrics, dict(
             latency=None,
             samples={"mrr_pps": list(mrr)} if mrr else {},
-            latency_note="not measured: the embedded generator (tcpreplay) sends no timestamped latency "
+            latency_note="not measured: the embedded generators (dpgen, tcpreplay) send no timestamped latency "
             "streams; lab runs with TRex report latency",
         )
-
-
-def _tg_name() -> str:
-    """``tcpreplay 4.4.3``, read once per process."""
-    global _TG_NAME
-    if _TG_NAME is None:
-        _TG_NAME = tcpreplay_name()
-    return _TG_NAME
-
-
-_TG_NAME: Optional[str] = None
 
 
 def _profile_for(session, size):

@@ -1,6 +1,6 @@
 """Generator calibration: the embedded testbed's "line rate" (the generator's own ceiling).
 
-``calibrate(generator)`` is :meth:`TcpreplayGenerator.calibrate`; ``ceiling_from_probes`` is
+``calibrate(generator)`` is :meth:`EmbeddedGenerator.calibrate` (dpgen and tcpreplay); ``ceiling_from_probes`` is
 the rule that turns probe rates into one ceiling.
 """
 
@@ -42,7 +42,8 @@ def calibrate(gen, duration_s: float = 1.0, probe_pps: float = 5e6, repeats: int
     gen.max_pps = best
     if not gen.max_pps:
         raise TrialError(
-            "generator calibration sent nothing: is tcpreplay working? see the logs in " + gen.tb.workdir
+            f"generator calibration sent nothing: is {getattr(gen, 'name', 'the generator')} working? "
+            "see the logs in " + gen.tb.workdir
         )
     gen.calibration = {
         "max_pps": gen.max_pps,

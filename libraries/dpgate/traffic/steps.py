@@ -1,6 +1,7 @@
 """The steps of an embedded trial around the generator: start detection, end of sending,
-late packets, leftover generators. Mixed into :class:`~dpgate.traffic.tcpreplay.TcpreplayGenerator`
-(which provides ``tb``, ``settle_s``, ``budget_s``, ``_procs``, ``_exiting``)."""
+late packets, leftover generators. Mixed into :class:`~dpgate.traffic.trialflow.EmbeddedGenerator`
+(which provides ``tb``, ``settle_s``, ``budget_s``, ``_procs``, ``_exiting``); the start and end
+detection is tcpreplay's, the settle is every embedded generator's."""
 
 from __future__ import annotations
 

@@ -17,8 +17,9 @@ from dpgate.exec.remote import LocalNode
 from dpgate.model.trial import TrialResult
 from dpgate.testbeds.embedded.suts.base import EmbeddedSut, sut_class
 from dpgate.testbeds.embedded.testbed import NamespaceTestbed
+from dpgate.traffic.choice import generator_kind, generator_name, make_generator
 from dpgate.traffic.profiles import make_profile
-from dpgate.traffic.tcpreplay import TcpreplayGenerator
+from dpgate.traffic.trialflow import EmbeddedGenerator
 
 
 class EmbeddedSession:
@@ -32,6 +33,7 @@ class EmbeddedSession:
         prefix: Optional[str] = None,
         calibrate: bool = True,
         on_trial: Optional[Callable[[TrialResult], None]] = None,
+        generator: Optional[str] = None,
     ):
         self.topology: Topology = (
             topology if isinstance(topology, Topology) else load_topology(topology, prefix)
@@ -39,7 +41,9 @@ class EmbeddedSession:
         self.sut_cls = sut_class(sut)
         self.profile = make_profile(self.sut_cls.traffic, frame_size, flows, bidirectional)
         self.testbed = NamespaceTestbed(self.topology)
-        self.generator: Optional[TcpreplayGenerator] = None
+        #: "dpgen" or "tcpreplay" (``generator``: None or "auto" = dpgen when built)
+        self.generator_kind = generator_kind(generator)
+        self.generator: Optional[EmbeddedGenerator] = None
         self.sut: Optional[EmbeddedSut] = None
         self.do_calibrate = calibrate
         self.on_trial = on_trial
@@ -51,8 +55,7 @@ class EmbeddedSession:
     def up(self) -> EmbeddedSession:
         self.testbed.up()
         try:
-            self.generator = TcpreplayGenerator(self.testbed, self.profile, on_trial=self.on_trial)
-            self.generator.pcaps()
+            self.generator = self.new_generator(self.profile)
             if self.do_calibrate:
                 self.generator.calibrate()
             self.sut = self.sut_cls(
@@ -64,6 +67,20 @@ class EmbeddedSession:
             self.down()
             raise
         return self
+
+    def new_generator(self, profile, **kw) -> EmbeddedGenerator:
+        """A generator of this session's kind for ``profile``, frames built, process started."""
+        kw.setdefault("on_trial", self.on_trial)
+        gen = make_generator(self.generator_kind, self.testbed, profile, **kw)
+        gen.pcaps()
+        if hasattr(gen, "start"):
+            gen.start()
+        return gen
+
+    @property
+    def tg_name(self) -> str:
+        """The generator and its version (``dpgen 1.0``, ``tcpreplay 4.4.3``) for ``tg``."""
+        return generator_name(self.generator_kind)
 
     def measure(self, load_pps: float, duration_s: float) -> TrialResult:
         assert self.generator is not None, "session is not up"

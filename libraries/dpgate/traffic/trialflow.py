@@ -1,0 +1,329 @@
+"""One embedded trial, whatever sends the frames: the flow both embedded generators share.
+
+``EmbeddedGenerator.measure(load_pps, duration_s) -> TrialResult`` is the seam every search
+uses. ``load_pps`` is the aggregate over directions (bidirectional: half per port).
+A generator subclass only says how frames are sent (:class:`~dpgate.traffic.tcpreplay.
+TcpreplayGenerator`: one tcpreplay per direction and trial; :class:`~dpgate.traffic.dpgen.
+DpgenGenerator`: one persistent ``dpgen`` per session):
+
+* ``_send(plan, clock)``: send ``plan.count`` frames per direction at ``plan.per_dir_pps``,
+  return once they are sent (or cut at the deadline); a dead or hung generator raises
+  :class:`~dpgate.model.errors.TrialError`;
+* ``_report(plan)``: the generator's own account (:class:`SendReport`);
+* ``_tg_pids()``: the generator's processes, whose CPU time is the TG's own.
+
+Trial discipline:
+
+1. read port counters (TG tx, TG rx) and SUT drop counters;
+2. send, pinned to the TG cpus; a generator that falls behind is cut at the deadline
+   (it shows as shortfall and never stretches the trial);
+3. wait for late packets: poll the rx counters until they stop moving (settle), so
+   nothing still in flight is counted as lost (no phantom loss);
+4. loss = intended - received; ``tg_shortfall`` = intended - sent; when the shortfall
+   happens at a load at or above the calibrated generator ceiling, ``limited_by`` is
+   ``"generator"``. A lossy trial whose cores were disturbed is measured again.
+
+>>> TrialPlan(per_dir_pps=50e3, count=50_000, duration_s=1.0, directions=2).intended
+100000
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional
+
+from dpgate.exec.cpu import busy_ratio, cpu_times
+from dpgate.model.errors import ConfigError
+from dpgate.model.ndrpdr import CEILING_MARGIN
+from dpgate.model.trial import LIMITED_BY_GENERATOR, TrialResult
+from dpgate.telemetry.cpuacct import CpuAccount
+
+from .pcap import frames, write_pcap
+from .profiles import Profile, directions_for
+from .steps import Phases, TrialSteps
+
+#: Quiet time (s) after which late packets are given up for lost (see ``_settle``): late
+#: frames on veth arrived within a few ms of the generator's stop in measured trials.
+SETTLE_S = 0.02
+#: Largest foreign share of a TG/SUT core (0..1) a trial may see before it is measured again.
+DISTURBANCE_MAX = 0.10
+#: How many times a disturbed trial is measured again before its result is kept as it is.
+REMEASURE = 2
+
+
+@dataclass
+class TrialPlan:
+    """What one trial sends: ``count`` frames per direction at ``per_dir_pps`` each."""
+
+    per_dir_pps: float
+    count: int
+    duration_s: float
+    directions: int
+    load_pps: float = 0.0
+
+    @property
+    def intended(self) -> int:
+        return self.count * self.directions
+
+    @property
+    def grace_s(self) -> float:
+        """How long after ``duration_s`` a generator still short of its count is cut."""
+        return 0.005 + 0.5 / self.per_dir_pps
+
+
+@dataclass
+class SendReport:
+    """The generator's own account of a trial (None: it did not say)."""
+
+    seconds: float
+    retried: Optional[int] = None
+    failed: Optional[int] = None
+    cut: int = 0
+    exited: bool = True
+
+
+class EmbeddedGenerator(TrialSteps):
+    """Real frames through real SUTs. ``sut`` (optional) is checked for liveness and asked for
+    per-trial counters; ``max_pps`` is the calibrated ceiling once :meth:`calibrate` ran."""
+
+    #: the generator's name in messages and the ``failed`` detail key
+    name = "generator"
+
+    def __init__(
+        self,
+        testbed,
+        profile: Profile,
+        sut=None,
+        settle_s: float = SETTLE_S,
+        budget_s: float = 10.0,
+        on_trial: Optional[Callable[[TrialResult], None]] = None,
+        disturbance_max: Optional[float] = DISTURBANCE_MAX,
+        remeasure: int = REMEASURE,
+    ):
+        self.tb = testbed
+        self.profile = profile
+        self.sut = sut
+        self.settle_s = settle_s
+        self.budget_s = budget_s
+        self.on_trial = on_trial
+        self.max_pps: Optional[float] = None
+        self.calibration: Dict[str, Any] = {}
+        self._pcaps: Optional[List[str]] = None
+        self._procs: List = []
+        self._exiting: List = []
+        self._trial_no = 0
+        self.disturbance_max = disturbance_max
+        self.remeasure = int(remeasure)
+        #: also measure again a disturbed trial that lost nothing (e.g. for cycles per packet)
+        self.remeasure_clean = False
+        #: pids whose CPU time counts as the SUT's (e.g. an injected CPU stealer)
+        self.extra_sut_pids: List[int] = []
+        self.cpu = CpuAccount(
+            testbed,
+            extra_sut_pids=lambda: self.extra_sut_pids,
+            extra_tg_pids=self._tg_pids,
+        )
+        self._sock_drops: Optional[int] = None
+        #: also read af_packet socket drops (``ss``, ~15 ms per trial) into details; the loss
+        #: attribution does not need them (``sut_drops`` = frames in minus frames out)
+        self.socket_drops = False
+        self._hz: Optional[float] = None
+
+    # -- what a generator provides ----------------------------------------------
+    def _tg_pids(self) -> List[int]:
+        raise NotImplementedError
+
+    def _send(self, plan: TrialPlan, tx_ports: List[str], tg0, clock: Phases) -> None:
+        raise NotImplementedError
+
+    def _report(self, plan: TrialPlan) -> SendReport:
+        raise NotImplementedError
+
+    def abort(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """The TrafficGenerator seam's end: stop any generator still running."""
+        self.abort()
+
+    # -- frames --------------------------------------------------------------
+    def pcaps(self) -> List[str]:
+        if self._pcaps is None:
+            dirs = directions_for(self.tb.topology, self.profile)
+            tag = f"{self.profile.kind}-{self.profile.frame_size}-{self.profile.effective_flows}"
+            paths = []
+            for i, d in enumerate(dirs):
+                path = os.path.join(self.tb.workdir, f"{tag}-dir{i}.pcap")
+                if not os.path.exists(path):
+                    write_pcap(path + ".tmp", frames(self.profile, d))
+                    os.replace(path + ".tmp", path)
+                paths.append(path)
+            self._pcaps = paths
+        return self._pcaps
+
+    def _ports(self):
+        pairs = self.tb.topology.pairs()
+        dirs = directions_for(self.tb.topology, self.profile)
+        tx = [pairs[d.tx_port][0].name for d in dirs]
+        rx = [pairs[d.rx_port][0].name for d in dirs]
+        return tx, rx
+
+    def _counters(self, names: List[str], key: str) -> int:
+        return sum(self.tb.port_stats(self.tb.tg_ns, n)[key] for n in names)
+
+    # -- the seam ------------------------------------------------------------
+    def measure(self, load_pps: float, duration_s: float) -> TrialResult:
+        """One trial; a lossy trial whose cores were disturbed beyond ``disturbance_max``
+        (foreign share of a core, see ``dpgate.telemetry.cpuacct``) is measured again, at most
+        ``remeasure`` times; the last attempt is returned (its ``disturbance`` says how it
+        went) and every attempt is reported to ``on_trial`` (superseded ones marked)."""
+        attempt = 0
+        while True:
+            result = self._measure_once(load_pps, duration_s)
+            d = result.disturbance
+            # A neighbour can only make a trial look worse: a disturbed trial that lost
+            # nothing stands (unless ``remeasure_clean``), a lossy one is measured again.
+            again = (
+                d is not None
+                and self.disturbance_max is not None
+                and d > self.disturbance_max
+                and attempt < self.remeasure
+                and (result.loss_packets > 0 or self.remeasure_clean)
+            )
+            if again:
+                result.details["superseded"] = (
+                    f"disturbed {d:.1%} > {self.disturbance_max:.0%}: measured again"
+                )
+            if self.on_trial:
+                self.on_trial(result)
+            if not again:
+                return result
+            attempt += 1
+
+    def _measure_once(self, load_pps: float, duration_s: float) -> TrialResult:
+        if not load_pps > 0:
+            raise ConfigError(f"trial load must be > 0 pps, got {load_pps!r}", path="load")
+        if not duration_s > 0:
+            raise ConfigError(f"trial duration must be > 0 s, got {duration_s!r}", path="duration")
+        clock = Phases()
+        if self.sut is not None:
+            self.sut.check_alive()
+        pcaps = self.pcaps()
+        tx_ports, rx_ports = self._ports()
+        ndir = len(pcaps)
+        per_dir_pps = load_pps / ndir
+        plan = TrialPlan(
+            per_dir_pps, max(1, int(round(per_dir_pps * duration_s))), duration_s, ndir, load_pps
+        )
+        intended = plan.intended
+        sut_ports = [s.name for _, s in self.tb.topology.pairs()]
+        tg0, sut0 = self.tb.ns_stats(self.tb.tg_ns), self.tb.ns_stats(self.tb.sut_ns)
+        sockets = self.socket_drops and self.sut is not None and getattr(self.sut, "has_process", False)
+        if sockets and self._sock_drops is None:
+            self._sock_drops = self.tb.packet_socket_drops()
+        sock_drops0 = self._sock_drops or 0
+        clock.mark("counters_before")
+        if self.sut is not None:
+            self.sut.trial_begin()
+        clock.mark("sut_begin")
+        self._trial_no += 1
+        self.cpu.begin(id(self.sut))
+        busy0 = cpu_times(self.tb.sut_cpus)
+        clock.mark("cpu_before")
+        t0 = time.monotonic()
+        self._send(plan, tx_ports, tg0, clock)
+        wall = time.monotonic() - t0
+        clock.mark("sending", add=-duration_s)
+        busy1 = cpu_times(self.tb.sut_cpus)
+        acct = self.cpu.end()
+        clock.mark("cpu_after")
+        settle_ms, (tg1, sut1) = self._settle(tx_ports, rx_ports, tg0)
+        clock.mark("settle")
+
+        def delta(before, after, names, key):
+            return sum(after[n][key] - before[n][key] for n in names)
+
+        tx = delta(tg0, tg1, tx_ports, "tx_packets")
+        rx = delta(tg0, tg1, rx_ports, "rx_packets")
+        tg_drops = delta(tg0, tg1, tx_ports, "tx_dropped")
+        rep = self._report(plan)
+        # Loss attribution: frames that entered the SUT namespace but never left it were
+        # dropped by the SUT (af_packet rings, OVS, testpmd), whatever its own counters say.
+        sut_in = delta(sut0, sut1, sut_ports, "rx_packets")
+        sut_out = delta(sut0, sut1, sut_ports, "tx_packets")
+        extra: Dict = {
+            "sut_drops": max(0, sut_in - sut_out),
+            "sut_busy_ratio": busy_ratio(busy0, busy1),
+            "disturbance": acct.get("disturbance"),
+        }
+        if sockets:
+            self._sock_drops = self.tb.packet_socket_drops()
+        sock_drops = (self._sock_drops or 0) - sock_drops0 if sockets else 0
+        per_trial: Dict = {}
+        if self.sut is not None:
+            self.sut.check_alive()
+            per_trial = self.sut.trial_end(rx)
+            if "cycles_per_packet" in per_trial:
+                extra["sut_cycles_per_packet"] = per_trial["cycles_per_packet"]
+        clock.mark("sut_end")
+        if self.sut is not None and acct.get("sut_own_s") is not None and sut_out > 0:
+            extra["sut_cpu_cycles_per_packet"] = round(acct["sut_own_s"] * self.cpu_hz() / sut_out, 1)
+        limited = None
+        if tx < intended and self.max_pps and load_pps >= CEILING_MARGIN * self.max_pps:
+            limited = LIMITED_BY_GENERATOR
+        details = {
+            "frame_size": str(self.profile.frame_size),
+            "profile": self.profile.kind,
+            "flows": self.profile.effective_flows,
+            "directions": ndir,
+            "generator": self.name,
+            "retried_enobufs": rep.retried,
+            f"{self.name}_failed": rep.failed,
+            "generator_max_pps": self.max_pps,
+            "wall_s": round(wall, 3),
+            "generator_cut_at_deadline": rep.cut,
+            "generator_exited": rep.exited,
+            "sut_rx_packets": sut_in,
+            "sut_tx_packets": sut_out,
+            "sut_socket_drops": sock_drops,
+            "sut_counters": per_trial,
+            "cpu": acct,
+            "settle_ms": settle_ms,
+            "phases_ms": clock.ms,
+        }
+        return TrialResult.from_counts(
+            load_pps,
+            duration_s,
+            tx_packets=tx,
+            rx_packets=rx,
+            actual_duration_s=rep.seconds,
+            intended_packets=intended,
+            limited_by=limited,
+            tg_drops=tg_drops,
+            frame_size=str(self.profile.frame_size),
+            details=details,
+            **extra,
+        )
+
+    def cpu_hz(self) -> float:
+        """SUT core frequency for cycles per packet (declared in the topology, else detected)."""
+        if self._hz is None:
+            cf = self.tb.topology.dut.cpu_freq
+            if cf.source == "declared" and cf.hz:
+                self._hz = float(cf.hz)
+            else:
+                from dpgate.exec.cpu import detect_cpu_hz
+                from dpgate.exec.remote import LocalNode
+
+                self._hz = detect_cpu_hz(LocalNode(), self.tb.sut_cpus[0] if self.tb.sut_cpus else 0)
+        return self._hz
+
+    # -- calibration -----------------------------------------------------------
+    def calibrate(self, duration_s: float = 1.0, probe_pps: float = 5e6, repeats: int = 3) -> float:
+        """Measure the generator's own ceiling and keep it as ``max_pps`` (see
+        :func:`dpgate.traffic.calibration.calibrate`)."""
+        from .calibration import calibrate
+
+        return calibrate(self, duration_s, probe_pps, repeats)

@@ -1,0 +1,269 @@
+"""The Python side of the persistent generator dpgen, at the :class:`DpgenProcess` boundary.
+
+``FakeDpgen`` speaks dpgen's line protocol and refuses what dpgen refuses (its answers to bad
+lines are checked against the real binary in tests/integration/test_dpgen.py); instead of
+sending frames it moves the counters of ``FakeTestbed`` (the kernel's /proc/net/dev in real
+life). CPU accounting is not under test here (``NoCpu``).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from dpgate.config.topology import load_topology
+from dpgate.model.errors import ConfigError, EnvironmentProblem, TrialError
+from dpgate.traffic import choice
+from dpgate.traffic.dpgen import DpgenGenerator, parse_done
+from dpgate.traffic.profiles import make_profile
+
+
+def fake_answer(line: str):
+    """dpgen's validation of one command line: ('error', reason) / ('run', args) / ('quit',)."""
+    words = line.split()
+    if not words:
+        return ("error", "error empty line")
+    if words[0] == "quit":
+        return ("quit",)
+    if words[0] != "run":
+        return ("error", f"error unknown command '{words[0][:40]}' (run, quit)")
+    if len(words) != 4:
+        return ("error", "error run takes 3 arguments: run <pps_per_dir> <count_per_dir> <deadline_s>")
+    try:
+        pps = float(words[1])
+        assert 0 < pps <= 1e9
+    except (ValueError, AssertionError):
+        return ("error", f"error pps_per_dir must be a number in (0, 1e9], got '{words[1]}'")
+    if not words[2].isdigit() or not 1 <= int(words[2]) <= 1 << 48:
+        return ("error", f"error count_per_dir must be an integer >= 1, got '{words[2]}'")
+    try:
+        deadline = float(words[3])
+        assert 0 < deadline <= 86400
+    except (ValueError, AssertionError):
+        return ("error", f"error deadline_s must be a number in (0, 86400], got '{words[3]}'")
+    return ("run", pps, int(words[2]), deadline)
+
+
+class FakeTestbed:
+    def __init__(self, tmp_path, bidirectional=False):
+        self.topology = load_topology("topologies/embedded.yaml", "dgu-")
+        self.tg_ns, self.sut_ns = "dgu-tg", "dgu-sut"
+        self.tg_cpus, self.sut_cpus = [0], [1]
+        self.workdir = str(tmp_path)
+        names = [(t.name, s.name) for t, s in self.topology.pairs()]
+        zero = {
+            "rx_packets": 0,
+            "tx_packets": 0,
+            "tx_dropped": 0,
+            "rx_bytes": 0,
+            "tx_bytes": 0,
+            "rx_dropped": 0,
+        }
+        self.c = {
+            self.tg_ns: {t: dict(zero) for t, _ in names},
+            self.sut_ns: {s: dict(zero) for _, s in names},
+        }
+
+    def ns_stats(self, ns):
+        return {k: dict(v) for k, v in self.c[ns].items()}
+
+    def port_stats(self, ns, name):
+        return dict(self.c[ns][name])
+
+    def forward(self, tx_port: str, n: int, lost: int = 0) -> None:
+        """n frames out of TG port tx_port through the SUT back to the other TG port."""
+        pairs = [(t.name, s.name) for t, s in self.topology.pairs()]
+        i = [t for t, _ in pairs].index(tx_port)
+        j = 1 - i
+        self.c[self.tg_ns][tx_port]["tx_packets"] += n
+        self.c[self.sut_ns][pairs[i][1]]["rx_packets"] += n
+        self.c[self.sut_ns][pairs[j][1]]["tx_packets"] += n - lost
+        self.c[self.tg_ns][pairs[j][0]]["rx_packets"] += n - lost
+
+
+class FakeDpgen:
+    """dpgen at its process boundary: ready first, one answer per line, counters move."""
+
+    pid = 4242
+
+    def __init__(self, tb: FakeTestbed, short=0, lost=0, retried=0, die_on_run=False):
+        self.tb, self.short, self.lost, self.retried, self.die_on_run = tb, short, lost, retried, die_on_run
+        self.lines: list = []
+        self.ready = False
+        self.running = False
+
+    def __call__(self, binary, ports, pcaps, ns, cpus):  # the spawn seam
+        assert ns == self.tb.tg_ns and cpus == self.tb.tg_cpus and len(ports) == len(pcaps)
+        self.ports, self.running = list(ports), True
+        return self
+
+    def alive(self):
+        return self.running
+
+    def wait_ready(self, timeout=10.0):
+        self.ready = True
+
+    def request(self, line: str, timeout: float, what: str) -> str:
+        if not self.running:
+            raise TrialError(f"generator exited (code 0) {what}: dpgen (pid 4242)")
+        if not self.ready:
+            raise AssertionError("a command was sent before dpgen said 'ready'")
+        self.lines.append(line)
+        ans = fake_answer(line)
+        if ans[0] == "error":
+            return ans[1]
+        if ans[0] == "quit":
+            self.running = False
+            return ""
+        if self.die_on_run:
+            self.running = False
+            raise TrialError(
+                f"generator exited (signal 9) {what}: dpgen (pid 4242)\n--- dpgen output ---\nready"
+            )
+        _, pps, count, deadline = ans
+        sent = count - self.short
+        for p in self.ports:
+            self.tb.forward(p, sent, self.lost)
+        n = len(self.ports)
+        return (
+            f"done sent={','.join([str(sent)] * n)} failed={','.join(['0'] * n)} "
+            f"retried={','.join([str(self.retried)] * n)} seconds={min(count / pps, deadline):.6f}"
+        )
+
+    def quit(self):
+        self.running = False
+
+    def kill(self):
+        self.running = False
+
+
+class NoCpu:
+    def begin(self, key=None):
+        pass
+
+    def end(self):
+        return {"disturbance": 0.0}
+
+
+def make(tmp_path, bidirectional=False, **kw):
+    tb = FakeTestbed(tmp_path)
+    fake = FakeDpgen(tb, **kw)
+    gen = DpgenGenerator(tb, make_profile("l2", 64, bidirectional=bidirectional), spawn=fake, settle_s=0.001)
+    gen.cpu = NoCpu()
+    return gen, fake
+
+
+def test_trial_sends_the_intended_count_in_one_request(tmp_path):
+    gen, fake = make(tmp_path, bidirectional=True)
+    r = gen.measure(100_000, 0.5)
+    assert fake.lines == ["run 50000.000 25000 0.505010"]
+    assert (r.intended_packets, r.tx_packets, r.rx_packets, r.loss_packets, r.tg_shortfall) == (
+        50_000,
+        50_000,
+        50_000,
+        0,
+        0,
+    )
+    assert r.details["generator"] == "dpgen" and r.details["retried_enobufs"] == 0
+    assert r.details["generator_cut_at_deadline"] == 0 and r.actual_duration_s == pytest.approx(0.5)
+    assert {"counters_before", "sending", "settle", "sut_end"} <= set(r.details["phases_ms"])
+    gen.measure(100_000, 0.5)
+    assert len(fake.lines) == 2  # the same process: no start per trial
+
+
+def test_shortfall_and_loss_are_counted_against_the_intended_count(tmp_path):
+    gen, fake = make(tmp_path, short=100, lost=10, retried=7)
+    gen.max_pps = 40_000.0
+    r = gen.measure(40_000, 1.0)
+    assert r.tg_shortfall == 100 and r.loss_packets == 110 and r.sut_drops == 10
+    assert r.details["retried_enobufs"] == 7 and r.details["generator_cut_at_deadline"] == 1
+    assert r.limited_by == "generator"  # short at the calibrated ceiling
+
+
+def test_dead_dpgen_fails_the_trial_naming_it_and_is_started_again(tmp_path):
+    gen, fake = make(tmp_path, die_on_run=True)
+    with pytest.raises(TrialError, match=r"generator exited \(signal 9\) during trial at 10000 pps: dpgen"):
+        gen.measure(10_000, 0.1)
+    assert gen.proc is None
+    fake.die_on_run = False
+    assert gen.measure(10_000, 0.1).tx_packets == 1000
+
+
+def test_dpgen_gone_between_trials_is_reported_not_hidden(tmp_path):
+    gen, fake = make(tmp_path)
+    gen.measure(10_000, 0.1)
+    fake.running = False
+    fake._gone = lambda what: TrialError(f"generator exited (code 1) {what}: dpgen (pid 4242)")
+    with pytest.raises(TrialError, match="between trials"):
+        gen.measure(10_000, 0.1)
+
+
+def test_refused_request_is_a_trial_error(tmp_path):
+    gen, fake = make(tmp_path)
+    gen.start()
+    assert fake.request("run 0 10 1", 1, "") == "error pps_per_dir must be a number in (0, 1e9], got '0'"
+    assert fake.request("jump", 1, "").startswith("error unknown command 'jump'")
+    assert fake.request("run 10 -1 1", 1, "").startswith("error count_per_dir")
+    assert fake.request("run 10 1", 1, "").startswith("error run takes 3 arguments")
+    with pytest.raises(AssertionError, match="before dpgen said 'ready'"):
+        unready = FakeDpgen(FakeTestbed(tmp_path))
+        unready(None, ["dgu-tg0"], ["x.pcap"], "dgu-tg", [0]).request("run 1 1 1", 1, "")
+    fake.request = lambda line, timeout, what: "error deadline_s must be a number in (0, 86400], got 'x'"
+    with pytest.raises(TrialError, match="dpgen refused the trial at 1000 pps: error deadline_s"):
+        gen.measure(1000, 0.1)
+
+
+def test_parse_done_rejects_other_lines():
+    assert parse_done("done sent=5 failed=0 retried=1 seconds=0.5", 1)["retried"] == [1]
+    for bad in (
+        "ready",
+        "done sent=5,5 failed=0 retried=1 seconds=0.5",
+        "done sent=x failed=0 retried=0 seconds=1",
+        "",
+    ):
+        with pytest.raises(TrialError, match="dpgen answered"):
+            parse_done(bad, 1)
+
+
+def test_close_quits_and_abort_kills(tmp_path):
+    gen, fake = make(tmp_path)
+    gen.start()
+    gen.close()
+    assert not fake.running and gen.proc is None
+    gen.start()
+    gen.abort()
+    assert not fake.running and gen.proc is None
+
+
+def test_generator_choice(monkeypatch, tmp_path):
+    monkeypatch.setenv("DPGATE_DPGEN", str(tmp_path / "missing"))
+    assert choice.generator_kind(None) == "tcpreplay" and choice.generator_kind("auto") == "tcpreplay"
+    with pytest.raises(EnvironmentProblem, match=r"dpgen not found .*run 'bash .ci/install'"):
+        choice.generator_kind("dpgen")
+    with pytest.raises(ConfigError, match="generator: expected 'dpgen' or 'tcpreplay'"):
+        choice.generator_kind("trafgen")
+    exe = tmp_path / "dpgen"
+    exe.write_text("#!/bin/sh\necho dpgen 9.9\n")
+    exe.chmod(0o755)
+    monkeypatch.setenv("DPGATE_DPGEN", str(exe))
+    assert choice.generator_kind(None) == "dpgen"
+    choice._NAMES.pop("dpgen", None)
+    assert choice.generator_name("dpgen") == "dpgen 9.9"
+    choice._NAMES.pop("dpgen", None)
+
+
+def test_generator_option_reaches_robot(tmp_path):
+    from dpgate.cli.gate import robot_argv
+    from dpgate.cli.main import build_parser
+
+    args = build_parser().parse_args(["gate", "--outdir", str(tmp_path), "--generator", "tcpreplay"])
+    assert "GENERATOR:tcpreplay" in robot_argv(args)
+    args = build_parser().parse_args(["gate", "--outdir", str(tmp_path)])
+    assert not any(a.startswith("GENERATOR:") for a in robot_argv(args))
+    t = build_parser().parse_args(["trial", "--sut", "linux-ip4", "--rate", "1kpps", "--generator", "dpgen"])
+    assert t.generator == "dpgen"
+    with pytest.raises(SystemExit):
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(argparse.ArgumentParser, "exit", lambda *a, **k: (_ for _ in ()).throw(SystemExit(2)))
+            build_parser().parse_args(["trial", "--sut", "x", "--rate", "1", "--generator", "pktgen"])
