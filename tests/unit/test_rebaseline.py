@@ -39,6 +39,7 @@ def test_floors_ceiling_and_cpp_load_from_the_spread_seen(tmp_path, capsys):
     assert th.rate("ndr_min") == pytest.approx(480e3 * (1 - spread), abs=500)
     assert th.cpp_at_load_max == pytest.approx(3100 * (1 + max(0.03, 3100 / 2990 - 1)), abs=1)
     assert th.cpp_load == "150000pps" and th.fixed_cpp_load == "150000pps"
+    assert th.ratio("cpp_noise") == pytest.approx(0.05)  # spread 3.68 % x 1.1 = 4.05 %, rounded up
 
 
 def test_disturbed_and_injected_runs_are_left_out(tmp_path, capsys):

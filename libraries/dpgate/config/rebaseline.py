@@ -13,8 +13,8 @@ seen (max/min - 1, at least ``--min-margin``):
   spread below the worst one seen, a collapse cannot;
 * ``cpp_at_load_max`` = highest value seen x (1 + s), and ``cpp_load`` = the load it was
   measured at (the lowest of the runs' ``cpp_at_load_pps``), so later runs measure there;
-* ``noise`` (NDR/PDR) and ``mrr_noise`` = s x 1.1, the regression check's allowance while
-  its history is short;
+* ``noise`` (NDR/PDR), ``mrr_noise`` and ``cpp_noise`` (cpp_at_load) = s x 1.1, the regression
+  check's allowance while its history is short;
 * a throughput at the generator's ceiling in any run gives no floor (``limited_by``
   generator: the testbed cannot show the SUT's throughput) and says so in a comment.
 
@@ -67,6 +67,7 @@ def derive_case(
         if loads:  # the ceiling holds at the load it was measured at: pin that load
             out["cpp_load"] = f"{min(loads):.0f}pps"
         out["cpp_at_load_max"] = f"{max(cpp) * (1 + s):.0f}"
+        out["cpp_noise"] = _pct(s * 1.1)
     if noise:
         out["noise"] = _pct(noise * 1.1)
     mrr = [v for v in values.get("mrr_pps", []) if v and v > 0]
