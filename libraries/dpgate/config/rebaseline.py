@@ -15,8 +15,8 @@ seen (max/min - 1, at least ``--min-margin``):
   measured at (the lowest of the runs' ``cpp_at_load_pps``), so later runs measure there;
 * ``noise`` (NDR/PDR), ``mrr_noise`` and ``cpp_noise`` (cpp_at_load) = s x 1.1, the regression
   check's allowance while its history is short;
-* a throughput at the generator's ceiling in any run gives no floor (``limited_by``
-  generator: the testbed cannot show the SUT's throughput) and says so in a comment.
+* a throughput at the generator's ceiling still gets a floor: it catches a collapse, and a
+  run that misses it while at the ceiling is inconclusive, not FAIL (the gates say so).
 
 Fewer than ``--min-runs`` usable runs for a case is an error naming the case: a spread from
 two runs is not a spread. Output is YAML in the layout of ``variables/embedded.yaml``.
@@ -57,8 +57,8 @@ def derive_case(
             continue
         s = _spread(vals, min_margin)
         noise = max(noise, s)
-        if (at_ceiling or {}).get(key):
-            continue
+        # At the generator's ceiling the floor still guards against a collapse: a run whose
+        # value misses it while at the ceiling is inconclusive, not FAIL (robot/gates.py).
         out[name] = f"{min(vals) * (1 - s) / 1e6:.3f} Mpps"
     cpp = [v for v in values.get("cpp_at_load", []) if v and v > 0]
     if cpp:
