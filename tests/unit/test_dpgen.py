@@ -267,3 +267,32 @@ def test_generator_option_reaches_robot(tmp_path):
         with pytest.MonkeyPatch.context() as m:
             m.setattr(argparse.ArgumentParser, "exit", lambda *a, **k: (_ for _ in ()).throw(SystemExit(2)))
             build_parser().parse_args(["trial", "--sut", "x", "--rate", "1", "--generator", "pktgen"])
+
+
+def _topology_with(tmp_path, generator: str) -> str:
+    text = (
+        open("topologies/embedded.yaml")
+        .read()
+        .replace("    generator: auto\n", f"    generator: {generator}\n")
+    )
+    path = tmp_path / "topo.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_topology_generator_is_used_unless_the_command_line_names_one(tmp_path, monkeypatch):
+    from dpgate.testbeds.embedded.session import EmbeddedSession
+
+    monkeypatch.setattr(choice, "dpgen_binary", lambda: "/usr/bin/true")  # "built"
+    monkeypatch.setattr(choice, "require_dpgen", lambda: "/usr/bin/true")
+    topo = _topology_with(tmp_path, "tcpreplay")
+    assert EmbeddedSession(topo, "linux-xconnect").generator_kind == "tcpreplay"
+    assert EmbeddedSession(topo, "linux-xconnect", generator="auto").generator_kind == "tcpreplay"
+    assert EmbeddedSession(topo, "linux-xconnect", generator="dpgen").generator_kind == "dpgen"
+    assert EmbeddedSession("topologies/embedded.yaml", "linux-xconnect").generator_kind == "dpgen"
+
+
+def test_topology_generator_must_be_a_known_one(tmp_path):
+    with pytest.raises(ConfigError) as err:
+        load_topology(_topology_with(tmp_path, "pktgen"))
+    assert "generator" in str(err.value) and "pktgen" in str(err.value)

@@ -184,7 +184,9 @@ class NodeSpec:
         metadata={"check": non_negative, "doc": "CPUs the generator (TG) or SUT (DUT) runs on"},
     )
     namespace: Optional[str] = field(default=None, metadata={"doc": "embedded: netns name, {prefix} expands"})
-    generator: Optional[Literal["tcpreplay", "trex"]] = None
+    #: embedded TG: "auto" (dpgen when built, else tcpreplay), "dpgen" or "tcpreplay" (a
+    #: command line's --generator wins over it); lab TG: "trex", or "tcpreplay"
+    generator: Optional[Literal["auto", "dpgen", "tcpreplay", "trex"]] = None
     cpu_freq: CpuFreq = field(default_factory=CpuFreq)
     ssh: Optional[Ssh] = None
     trex: Optional[Trex] = None
@@ -262,7 +264,11 @@ class Topology:
             else:
                 if node.type == "DUT" and node.ssh is None:
                     return (f"nodes.{nname}.ssh", "lab DUT nodes need ssh: {host: ..., user: ...}")
-                if node.type == "TG" and node.trex is None and node.generator != "tcpreplay":
+                if (
+                    node.type == "TG"
+                    and node.trex is None
+                    and node.generator not in ("tcpreplay", "dpgen", "auto")
+                ):
                     return (f"nodes.{nname}.trex", "lab TG nodes need trex: {server: ...}")
         if self.kind == "embedded":
             tg_cpus = set(self.tg.cpus)

@@ -41,7 +41,11 @@ class EmbeddedSession:
         self.sut_cls = sut_class(sut)
         self.profile = make_profile(self.sut_cls.traffic, frame_size, flows, bidirectional)
         self.testbed = NamespaceTestbed(self.topology)
-        #: "dpgen" or "tcpreplay" (``generator``: None or "auto" = dpgen when built)
+        #: "dpgen" or "tcpreplay": ``generator`` (the command line's), else the topology's TG
+        #: ``generator``; "auto" (or neither) = dpgen when built
+        declared = self.topology.tg.generator
+        if generator in (None, "", "auto") and declared in ("dpgen", "tcpreplay"):
+            generator = declared
         self.generator_kind = generator_kind(generator)
         self.generator: Optional[EmbeddedGenerator] = None
         self.sut: Optional[EmbeddedSut] = None
