@@ -220,3 +220,13 @@ def test_a_rise_over_a_history_at_the_generator_ceiling_is_not_a_sut_progression
     add_to_history(mrr_run(tmp_path, "sut", 4.68e5, limited="sut"), store2)
     v = {x.metric: x.verdict for x in compare(mrr_run(tmp_path, "faster", 6.4e5, limited="sut"), store2)}
     assert v["mrr_pps"] == "progression"
+
+
+def test_disturbed_tests_never_enter_the_history(tmp_path):
+    store = str(tmp_path / "history")
+    quiet = {"ndr_pps": 5.0e5, "pdr_pps": 5.0e5, "disturbance": 0.03}
+    hogged = {"ndr_pps": 2.0e5, "pdr_pps": 2.0e5, "disturbance": 0.62}
+    assert add_to_history(write_run(tmp_path, "quiet", quiet, "PASS"), store) == 1
+    assert add_to_history(write_run(tmp_path, "hogged", hogged, "PASS"), store) == 0
+    assert add_to_history(write_run(tmp_path, "hogged2", hogged, "PASS"), store, disturbance_max=0.7) == 1
+    assert [h["ndr_pps"] for h in read_history(store, "embedded", "S.64B-1c-x-ndrpdr")] == [5.0e5, 2.0e5]

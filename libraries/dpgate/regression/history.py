@@ -1,7 +1,10 @@
 """The history store: one JSON line per run and test in ``<store>/<testbed>/<test-id>.jsonl``
 with the commit (``--commit``, else DPGATE_COMMIT / CI_COMMIT_SHA / GIT_COMMIT / GITHUB_SHA),
 time, NDR, PDR, MRR and the run's samples of each (e.g. every MRR trial's rx rate).
-Runs with injected faults (``injected_sut_cpu_steal``) are never added.
+Runs with injected faults (``injected_sut_cpu_steal``) are never added, nor tests whose
+verdict trials were disturbed (``disturbance`` above ``disturbance_max``, default 10 %): a
+neighbour's slowdown in the history would widen the noise the check allows and hide the next
+real regression.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from dpgate.exec.appendfile import append_line, read_lines
 from dpgate.model.errors import ConfigError
 from dpgate.model.record import F
 from dpgate.outputs.results import load_records, test_id
+from dpgate.telemetry.disturbance import DISTURBANCE_MAX
 
 #: The metrics the regression check compares (and the history keeps).
 #: cpp_at_load is lower-is-better: the comparison turns it around (regression/compare.py)
@@ -57,8 +61,25 @@ def injected(rec: Dict) -> bool:
     return any(k.startswith("injected_") and v for k, v in (rec.get("metrics") or {}).items())
 
 
-def add_to_history(outdir: str, store: str, commit: Optional[str] = None, only_passed: bool = False) -> int:
-    """Append the run's tests to the store (PASS and FAIL, or PASS only); never injected runs."""
+def disturbed(rec: Dict, disturbance_max: float = DISTURBANCE_MAX) -> bool:
+    """A test whose verdict trials saw more than ``disturbance_max`` of a core used by others.
+
+    >>> disturbed({"metrics": {"disturbance": 0.31}}), disturbed({"metrics": {"disturbance": 0.02}})
+    (True, False)
+    """
+    d = (rec.get("metrics") or {}).get("disturbance")
+    return isinstance(d, (int, float)) and d > disturbance_max
+
+
+def add_to_history(
+    outdir: str,
+    store: str,
+    commit: Optional[str] = None,
+    only_passed: bool = False,
+    disturbance_max: float = DISTURBANCE_MAX,
+) -> int:
+    """Append the run's tests to the store (PASS and FAIL, or PASS only); never injected runs
+    or disturbed tests."""
     commit = (
         commit
         or os.environ.get("DPGATE_COMMIT")
@@ -71,7 +92,12 @@ def add_to_history(outdir: str, store: str, commit: Optional[str] = None, only_p
     for rec in load_records(outdir):
         m = rec.get(F.METRICS, {})
         allowed = ("PASS",) if only_passed else ("PASS", "FAIL")
-        if rec.get(F.STATUS) not in allowed or "ndr_pps" not in m or injected(rec):
+        if (
+            rec.get(F.STATUS) not in allowed
+            or "ndr_pps" not in m
+            or injected(rec)
+            or disturbed(rec, disturbance_max)
+        ):
             continue
         path = history_path(store, rec.get(F.TESTBED, ""), rec[F.LONGNAME])
         os.makedirs(os.path.dirname(path), exist_ok=True)
