@@ -31,7 +31,9 @@ def test_floors_ceiling_and_cpp_load_from_the_spread_seen(tmp_path, capsys):
     ndrs = [500e3, 520e3, 480e3, 510e3, 490e3]
     cpps = [3000.0, 3100.0, 3050.0, 2990.0, 3020.0]
     runs = [
-        _run(tmp_path, i, ndr_pps=n, pdr_pps=n, mrr_pps=n, cpp_at_load=c, cpp_at_load_pps=150e3)
+        _run(
+            tmp_path, i, ndr_pps=n, pdr_pps=n, mrr_pps=n, cpp=2.6e9 / n, cpp_at_load=c, cpp_at_load_pps=150e3
+        )
         for i, (n, c) in enumerate(zip(ndrs, cpps))
     ]
     th = load_thresholds(_derive(tmp_path, capsys, runs)).lookup("linux-ip4", "64B")
@@ -39,6 +41,8 @@ def test_floors_ceiling_and_cpp_load_from_the_spread_seen(tmp_path, capsys):
     assert th.rate("ndr_min") == pytest.approx(480e3 * (1 - spread), abs=500)
     assert th.cpp_at_load_max == pytest.approx(3100 * (1 + max(0.03, 3100 / 2990 - 1)), abs=1)
     assert th.cpp_load == "150000pps" and th.fixed_cpp_load == "150000pps"
+    # CPP at NDR mirrors the floor: a run at the floor passes both
+    assert th.cpp_max >= 2.6e9 / th.rate("ndr_min") and th.cpp_max - 2.6e9 / th.rate("ndr_min") < 100
     assert th.ratio("cpp_noise") == pytest.approx(0.05)  # spread 3.68 % x 1.1 = 4.05 %, rounded up
 
 

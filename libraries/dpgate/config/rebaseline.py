@@ -11,6 +11,8 @@ seen (max/min - 1, at least ``--min-margin``):
 
 * ``ndr_min``/``pdr_min`` = lowest value seen x (1 - s): a healthy run can land one more
   spread below the worst one seen, a collapse cannot;
+* ``cpp_max`` (CPP at NDR = core Hz x cores / NDR) = the mirror of the NDR floor: Hz x cores
+  / ``ndr_min``, rounded up to 100 cycles (a tighter one fails runs whose NDR passed);
 * ``cpp_at_load_max`` = highest value seen x (1 + s), and ``cpp_load`` = the load it was
   measured at (the lowest of the runs' ``cpp_at_load_pps``), so later runs measure there;
 * ``noise`` (NDR/PDR), ``mrr_noise`` and ``cpp_noise`` (cpp_at_load) = s x 1.1, the regression
@@ -60,6 +62,13 @@ def derive_case(
         # At the generator's ceiling the floor still guards against a collapse: a run whose
         # value misses it while at the ceiling is inconclusive, not FAIL (robot/gates.py).
         out[name] = f"{min(vals) * (1 - s) / 1e6:.3f} Mpps"
+    # CPP at NDR is core Hz x cores / NDR: its ceiling is the NDR floor's mirror (a tighter one
+    # failed healthy runs whose NDR passed its floor), rounded up to 100 cycles
+    hz = [v for v in values.get("hz", []) if v and v > 0]
+    if hz and "ndr_min" in out:
+        floor_pps = float(out["ndr_min"].split()[0]) * 1e6
+        if floor_pps > 0:
+            out["cpp_max"] = f"{-(-max(hz) / floor_pps // 100) * 100:.0f}"
     cpp = [v for v in values.get("cpp_at_load", []) if v and v > 0]
     if cpp:
         s = _spread(cpp, min_margin)
@@ -96,6 +105,8 @@ def collect(run_dirs: List[str], disturbance_max: float = DEFAULT_DISTURBANCE_MA
                 continue
             key = (rec.get("nf") or "?", str(rec.get("name", "?")).split("-")[0])
             vals, ceil = cases.setdefault(key, ({}, {}))
+            if isinstance(m.get("cpp"), (int, float)) and isinstance(m.get("ndr_pps"), (int, float)):
+                vals.setdefault("hz", []).append(float(m["cpp"]) * float(m["ndr_pps"]))  # Hz x cores
             for k in ("ndr_pps", "pdr_pps", "mrr_pps", "cpp_at_load", "cpp_at_load_pps"):
                 if isinstance(m.get(k), (int, float)):
                     vals.setdefault(k, []).append(float(m[k]))

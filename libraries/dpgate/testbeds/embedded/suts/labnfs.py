@@ -30,6 +30,9 @@ from dpgate.testbeds.lab.cores import CoreAllocation
 
 class _LabDriverSut(EmbeddedSut):
     has_process = True
+    #: DPDK poll-mode drivers: 100 % of their core at any load, so their CPU time per packet
+    #: is Hz / load, not a cost (cpp_at_load comes from their own busy-cycle report, if any)
+    polls = True
     lab_nf = ""
     #: how the driver's process runs: ``daemon`` (start-stop-daemon) or ``console`` (our child)
     service_mode = "daemon"
