@@ -6,7 +6,7 @@ from __future__ import annotations
 from dpgate.telemetry.disturbance import cpp_at_load
 from dpgate.testbeds.embedded.suts.base import sut_class, sut_names
 
-POLLING = {"l3fwd-ip4", "ovsdpdk-xconnect", "testpmd-io", "testpmd-mac", "ovs-afxdp-xconnect"}
+POLLING = {"l3fwd-ip4", "ovsdpdk-xconnect", "testpmd-io", "testpmd-mac", "ovs-afxdp-xconnect", "ovs-xconnect"}
 
 
 def test_dpdk_and_pmd_suts_declare_that_they_poll():
