@@ -38,7 +38,7 @@ def test_floors_ceiling_and_cpp_load_from_the_spread_seen(tmp_path, capsys):
     ]
     th = load_thresholds(_derive(tmp_path, capsys, runs)).lookup("linux-ip4", "64B")
     spread = 520 / 480 - 1
-    assert th.rate("ndr_min") == pytest.approx(480e3 * (1 - spread), abs=500)
+    assert th.rate("ndr_min") == pytest.approx(480e3 / (1 + spread), abs=500)
     assert th.cpp_at_load_max == pytest.approx(3100 * (1 + max(0.03, 3100 / 2990 - 1)), abs=1)
     assert th.cpp_load == "150000pps" and th.fixed_cpp_load == "150000pps"
     # CPP at NDR mirrors the floor: a run at the floor passes both
@@ -64,4 +64,10 @@ def test_too_few_usable_runs_is_one_error_naming_the_case(tmp_path, capsys):
 def test_a_result_at_the_generator_ceiling_still_gets_a_floor_against_collapse(tmp_path, capsys):
     runs = [_run(tmp_path, i, ndr_pps=500e3, pdr_pps=500e3, limited_by="generator") for i in range(5)]
     th = load_thresholds(_derive(tmp_path, capsys, runs)).lookup("linux-ip4", "64B")
-    assert th.rate("ndr_min") == pytest.approx(500e3 * 0.97, abs=500) and th.noise == "4%"
+    assert th.rate("ndr_min") == pytest.approx(500e3 / 1.03, abs=500) and th.noise == "4%"
+
+
+def test_a_spread_over_100_percent_still_gives_a_positive_floor(tmp_path, capsys):
+    runs = [_run(tmp_path, i, ndr_pps=n, pdr_pps=n) for i, n in enumerate([98e3, 240e3, 180e3, 200e3, 190e3])]
+    th = load_thresholds(_derive(tmp_path, capsys, runs)).lookup("linux-ip4", "64B")
+    assert 0 < th.rate("ndr_min") < 98e3

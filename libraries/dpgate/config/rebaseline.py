@@ -9,8 +9,9 @@ record says it was disturbed (``disturbance`` above ``disturbance_max``) or inje
 (``injected_*``): thresholds come from healthy measurements only. With ``s`` = the spread
 seen (max/min - 1, at least ``--min-margin``):
 
-* ``ndr_min``/``pdr_min`` = lowest value seen x (1 - s): a healthy run can land one more
-  spread below the worst one seen, a collapse cannot;
+* ``ndr_min``/``pdr_min`` = lowest value seen / (1 + s): a healthy run can land one more
+  spread (as a ratio) below the worst one seen, a collapse cannot; never negative, however
+  wide the spread;
 * ``cpp_max`` (CPP at NDR = core Hz x cores / NDR) = the mirror of the NDR floor: Hz x cores
   / ``ndr_min``, rounded up to 100 cycles (a tighter one fails runs whose NDR passed);
 * ``cpp_at_load_max`` = highest value seen x (1 + s), and ``cpp_load`` = the load it was
@@ -24,7 +25,7 @@ Fewer than ``--min-runs`` usable runs for a case is an error naming the case: a 
 two runs is not a spread. Output is YAML in the layout of ``variables/embedded.yaml``.
 
 >>> derive_case({"ndr_pps": [500e3, 520e3, 480e3]}, min_margin=0.03)["ndr_min"]
-'0.440 Mpps'
+'0.443 Mpps'
 """
 
 from __future__ import annotations
@@ -44,7 +45,12 @@ def _spread(vals: List[float], min_margin: float) -> float:
 
 
 def _pct(x: float) -> str:
-    return f"{int(-(-x * 100 // 1))}%"
+    """A noise allowance, rounded up to 1 %, at most 100 % (thresholds take ratios in [0, 1]).
+
+    >>> _pct(0.0405), _pct(1.6)
+    ('5%', '100%')
+    """
+    return f"{min(100, int(-(-x * 100 // 1)))}%"
 
 
 def derive_case(
@@ -61,7 +67,7 @@ def derive_case(
         noise = max(noise, s)
         # At the generator's ceiling the floor still guards against a collapse: a run whose
         # value misses it while at the ceiling is inconclusive, not FAIL (robot/gates.py).
-        out[name] = f"{min(vals) * (1 - s) / 1e6:.3f} Mpps"
+        out[name] = f"{min(vals) / (1 + s) / 1e6:.3f} Mpps"
     # CPP at NDR is core Hz x cores / NDR: its ceiling is the NDR floor's mirror (a tighter one
     # failed healthy runs whose NDR passed its floor), rounded up to 100 cycles
     hz = [v for v in values.get("hz", []) if v and v > 0]
@@ -118,7 +124,7 @@ def collect(run_dirs: List[str], disturbance_max: float = DEFAULT_DISTURBANCE_MA
 def render(cases, runs: int, min_runs: int, min_margin: float) -> str:
     lines = [
         f"# Derived by 'python -m dpgate.config.rebaseline' from {runs} runs (healthy measurements only):",
-        "# floors = lowest seen x (1 - spread), cpp_at_load_max = highest seen x (1 + spread),",
+        "# floors = lowest seen / (1 + spread), cpp_at_load_max = highest seen x (1 + spread),",
         f"# noise = spread x 1.1; spread = max/min - 1 over the runs, at least {min_margin:.0%}.",
         "defaults: {}",
         "nfs:",
