@@ -3,7 +3,7 @@
 
     sudo .venv/bin/python benchmarks/gate_signal.py --prefix sg0- --k 6 \\
         [--suts linux-xconnect,linux-bridge,linux-ip4,ovs-xconnect,testpmd-io] [--steps 5,10]
-        [--outdir /tmp/gate-signal]
+        [--outdir /tmp/gate-signal] [--inject-runs 2] [--report-only]
 
 For each SUT, with its 64B case only (``dpgate gate --include 64B <suite>``):
 
@@ -12,8 +12,9 @@ For each SUT, with its 64B case only (``dpgate gate --include 64B <suite>``):
 2. ``--inject-runs`` runs per injected cost step (``--inject-cost 5``, ``--inject-cost 10``),
    checked against that history (injected runs are never added to it).
 
-Prints per metric (NDR, PDR, MRR, cpp_at_load) the spread over the healthy runs (max/min
-- 1) and the change of each injected run against the healthy median; per run the verdict
+Prints per metric (NDR, PDR, MRR, cpp_at_load) the spread over the quiet healthy runs and
+over all healthy runs (max/min - 1), and the change of each injected run against the quiet
+healthy runs' median; per run the verdict
 (PASS / FAIL / SKIP: inconclusive) and the largest ``disturbance``. A FAIL in a healthy run
 is a false FAIL; an injected run whose verdict is FAIL is a detection. Every number comes
 from the runs' JUnit (``<outdir>/<sut>/<run>/junit.xml``).
@@ -62,7 +63,17 @@ def hogs(cpus: List[int]) -> List[subprocess.Popen]:
     ]
 
 
-def run_gate(sut: str, prefix: str, outdir: str, history: str, extra: List[str]) -> Dict:
+def read_run(outdir: str) -> Dict:
+    """The case of a finished run's ``junit.xml`` (ERROR when the run left none)."""
+    junit = os.path.join(outdir, "junit.xml")
+    if not os.path.exists(junit):
+        return {"verdict": "ERROR", "message": "no junit.xml", "props": {}}
+    return read_case(junit)
+
+
+def run_gate(sut: str, prefix: str, outdir: str, history: str, extra: List[str], report_only=False) -> Dict:
+    if report_only:
+        return read_run(outdir)
     suite = os.path.join(ROOT, "suites", "embedded", f"{sut}-ndrpdr.robot")
     argv = [
         sys.executable,
@@ -80,10 +91,7 @@ def run_gate(sut: str, prefix: str, outdir: str, history: str, extra: List[str])
         history,
     ] + extra
     subprocess.run(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    junit = os.path.join(outdir, "junit.xml")
-    if not os.path.exists(junit):
-        return {"verdict": "ERROR", "message": "no junit.xml", "props": {}}
-    return read_case(junit)
+    return read_run(outdir)
 
 
 def spread(vals: List[float]) -> Optional[float]:
@@ -109,7 +117,11 @@ def main(argv=None) -> int:
     ap.add_argument("--inject-runs", type=int, default=1, help="runs per injected cost step")
     ap.add_argument("--outdir", default="/tmp/gate-signal")
     ap.add_argument("--hog-cpus", default="0,1")
+    ap.add_argument(
+        "--report-only", action="store_true", help="print the table from the runs already in --outdir"
+    )
     a = ap.parse_args(argv)
+    ro = a.report_only
     hog_cpus = [int(c) for c in a.hog_cpus.split(",") if c]
     steps = [float(s) for s in a.steps.split(",") if s]
     totals: Dict = {"healthy": 0, "false_fail": 0, "inconclusive": 0}
@@ -119,9 +131,9 @@ def main(argv=None) -> int:
         healthy = []
         for i in range(a.k):
             hogged = i >= a.k - a.k // 2
-            procs = hogs(hog_cpus) if hogged else []
+            procs = hogs(hog_cpus) if hogged and not ro else []
             try:
-                res = run_gate(sut, a.prefix, os.path.join(base, f"healthy-{i}"), history, [])
+                res = run_gate(sut, a.prefix, os.path.join(base, f"healthy-{i}"), history, [], ro)
             finally:
                 for p in procs:
                     p.terminate()
@@ -136,6 +148,7 @@ def main(argv=None) -> int:
                     os.path.join(base, f"inject-{s:g}-{j}"),
                     history,
                     ["--inject-cost", f"{s:g}", "--no-history-add"],
+                    ro,
                 )
                 for j in range(a.inject_runs)
             ]
@@ -157,9 +170,13 @@ def main(argv=None) -> int:
             totals["false_fail"] += r["verdict"] in ("FAIL", "ERROR")
             totals["inconclusive"] += r["verdict"] == "SKIP"
         for m in METRICS:
-            vals = [r["props"].get(m) for r in healthy if isinstance(r["props"].get(m), float)]
-            med = statistics.median(vals) if vals else None
-            line = f"  {m:12s} healthy spread {fmt(spread(vals))}"
+            # injected runs are quiet: compare them with the quiet healthy runs' median
+            quiet = [
+                r["props"].get(m) for r in healthy if not r["hog"] and isinstance(r["props"].get(m), float)
+            ]
+            hogged = [r["props"].get(m) for r in healthy if r["hog"] and isinstance(r["props"].get(m), float)]
+            med = statistics.median(quiet) if quiet else None
+            line = f"  {m:12s} spread quiet {fmt(spread(quiet))}, with hogs {fmt(spread(quiet + hogged))}"
             for s, runs in injected.items():
                 chs = [
                     fmt(r["props"][m] / med - 1) if isinstance(r["props"].get(m), float) and med else "n/a"
