@@ -95,7 +95,7 @@ def test_embedded_file_loads_into_typed_objects():
     assert topo.source == EMBEDDED
     assert topo.prefix == "dpg0-"
     assert topo.tg.namespace == "dpg0-tg" and topo.dut.namespace == "dpg0-sut"
-    assert topo.tg.generator == "tcpreplay"
+    assert topo.tg.generator == "auto"
     assert topo.tg.cpus != topo.dut.cpus
     assert topo.dut.cpu_freq.source == "detected"
     pairs = [(t.name, s.name) for t, s in topo.pairs()]

@@ -102,7 +102,8 @@ class TcpreplayGenerator(EmbeddedGenerator):
         # else from the TG tx counters (first move to the intended count reached).
         actual = max(
             (
-                rep.get("seconds") or (self._sent_at.get(r.log, r.started_at + plan.duration_s) - r.started_at)
+                rep.get("seconds")
+                or (self._sent_at.get(r.log, r.started_at + plan.duration_s) - r.started_at)
                 for rep, r in zip(reports, done)
             ),
             default=plan.duration_s,
