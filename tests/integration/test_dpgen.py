@@ -151,7 +151,7 @@ def test_bad_lines_are_refused_like_the_fake(veths):
 
     here = os.path.dirname(os.path.abspath(__file__))
     spec = importlib.util.spec_from_file_location(
-        "dg_fake", os.path.join(here, "..", "unit", "test_dpgen.py")
+        "dg_fake", os.path.join(here, "..", "unit", "test_dpgen_driver.py")
     )
     assert spec is not None and spec.loader is not None
     fake = importlib.util.module_from_spec(spec)
