@@ -53,9 +53,7 @@ def _pct(x: float) -> str:
     return f"{min(100, int(-(-x * 100 // 1)))}%"
 
 
-def derive_case(
-    values: Dict[str, List[float]], min_margin: float = 0.03, at_ceiling: Optional[Dict[str, bool]] = None
-) -> Dict[str, str]:
+def derive_case(values: Dict[str, List[float]], min_margin: float = 0.03) -> Dict[str, str]:
     """Thresholds of one case from its per-run values (see the module doc)."""
     out: Dict[str, str] = {}
     noise = 0.0
@@ -100,7 +98,7 @@ def _usable(rec: Dict, disturbance_max: float) -> bool:
 
 
 def collect(run_dirs: List[str], disturbance_max: float = DEFAULT_DISTURBANCE_MAX):
-    """{(nf, frame size): ({metric: [value per run]}, {metric: at generator ceiling})}."""
+    """{(nf, frame size): {metric: [value per run]}} over the usable records of the runs."""
     from dpgate.outputs.results import load_records
 
     cases: Dict = {}
@@ -110,14 +108,12 @@ def collect(run_dirs: List[str], disturbance_max: float = DEFAULT_DISTURBANCE_MA
             if "ndr_pps" not in m or not _usable(rec, disturbance_max):
                 continue
             key = (rec.get("nf") or "?", str(rec.get("name", "?")).split("-")[0])
-            vals, ceil = cases.setdefault(key, ({}, {}))
+            vals = cases.setdefault(key, {})
             if isinstance(m.get("cpp"), (int, float)) and isinstance(m.get("ndr_pps"), (int, float)):
                 vals.setdefault("hz", []).append(float(m["cpp"]) * float(m["ndr_pps"]))  # Hz x cores
             for k in ("ndr_pps", "pdr_pps", "mrr_pps", "cpp_at_load", "cpp_at_load_pps"):
                 if isinstance(m.get(k), (int, float)):
                     vals.setdefault(k, []).append(float(m[k]))
-            if m.get("limited_by") == "generator":
-                ceil["ndr_pps"] = ceil["pdr_pps"] = True
     return cases
 
 
@@ -130,14 +126,14 @@ def render(cases, runs: int, min_runs: int, min_margin: float) -> str:
         "nfs:",
     ]
     by_nf: Dict[str, Dict[str, Dict[str, str]]] = {}
-    for (nf, size), (vals, ceil) in sorted(cases.items()):
+    for (nf, size), vals in sorted(cases.items()):
         n = len(vals.get("ndr_pps", []))
         if n < min_runs:
             raise ConfigError(
                 f"{nf} {size}: only {n} usable run(s) (need {min_runs}); run more healthy 'dpgate gate' runs or lower --min-runs",
                 path="rebaseline",
             )
-        by_nf.setdefault(nf, {})[size] = derive_case(vals, min_margin, ceil)
+        by_nf.setdefault(nf, {})[size] = derive_case(vals, min_margin)
     for nf, sizes in by_nf.items():
         lines.append(f"  {nf}:")
         for size, th in sizes.items():
