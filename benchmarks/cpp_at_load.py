@@ -16,6 +16,7 @@ told from a spread on a quiet one.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import sys
@@ -37,13 +38,21 @@ def spread(values: List[float]) -> Optional[float]:
     return (max(vals) / min(vals) - 1) if len(vals) >= 2 else None
 
 
-def one_run(sut: str, prefix: str, load: float, trials: int, duration: float, inject: float):
+def held(s: EmbeddedSession, hold: bool):
+    """The SUT core held awake as the gate holds it for cpp_at_load (not for polling SUTs)."""
+    if hold and not getattr(s.sut, "polls", False) and s.generator is not None:
+        return s.generator.hold_sut_awake()
+    return contextlib.nullcontext()
+
+
+def one_run(sut: str, prefix: str, load: float, trials: int, duration: float, inject: float, hold=True):
     with EmbeddedSession("topologies/embedded.yaml", sut, frame_size=64, prefix=prefix, calibrate=False) as s:
         if inject:
             from dpgate.testbeds.embedded.suts.cost import inject_cost
 
             inject_cost(s.sut, inject)
-        res = [s.measure(load, duration) for _ in range(trials)]
+        with held(s, hold):
+            res = [s.measure(load, duration) for _ in range(trials)]
     own = [r.sut_cpu_cycles_per_packet for r in res if r.sut_cpu_cycles_per_packet]
     rep = [r.sut_cycles_per_packet for r in res if r.sut_cycles_per_packet]
     return (
@@ -55,7 +64,7 @@ def one_run(sut: str, prefix: str, load: float, trials: int, duration: float, in
 
 
 def calibrate(
-    sut: str, prefix: str, load: float, trials: int, duration: float, units: int, runs: int
+    sut: str, prefix: str, load: float, trials: int, duration: float, units: int, runs: int, hold=True
 ) -> None:
     """Within one bring-up, alternate trials without and with ``units`` injection units, so
     run-to-run drift cancels; prints the cycles one unit adds per packet."""
@@ -65,12 +74,14 @@ def calibrate(
         with EmbeddedSession(
             "topologies/embedded.yaml", sut, frame_size=64, prefix=prefix, calibrate=False
         ) as s:
-            base = [s.measure(load, duration) for _ in range(trials)]
+            with held(s, hold):
+                base = [s.measure(load, duration) for _ in range(trials)]
             if sut.startswith("linux-"):
                 cost.inject_kernel(s.sut, units)
             else:
                 s.sut.set_noise(units)
-            hit = [s.measure(load, duration) for _ in range(trials)]
+            with held(s, hold):
+                hit = [s.measure(load, duration) for _ in range(trials)]
         if getattr(s.sut, "polls", False):
             # A polling SUT's CPU time is 100 %: at a load it cannot keep up with, its cycles per
             # packet are core Hz / the rate it forwarded (saturation CPP).
@@ -104,18 +115,24 @@ def main(argv=None) -> int:
         default=0,
         help="instead: measure what this many injection units add per packet",
     )
+    ap.add_argument(
+        "--no-hold", action="store_true", help="let the SUT core halt when idle (the gate holds it awake)"
+    )
     a = ap.parse_args(argv)
     load = parse_rate(a.load).resolve(None)
     if a.calibrate_units:
         for sut in a.suts.split(","):
-            calibrate(sut, a.prefix, load, a.trials, a.duration, a.calibrate_units, a.runs)
+            calibrate(sut, a.prefix, load, a.trials, a.duration, a.calibrate_units, a.runs, not a.no_hold)
         return 0
     print(
         f"cpp_at_load at {a.load}, {a.runs} runs x {a.trials} trials x {a.duration:g} s"
         + (f", injected +{a.inject_cost:g} %" if a.inject_cost else "")
     )
     for sut in a.suts.split(","):
-        rows = [one_run(sut, a.prefix, load, a.trials, a.duration, a.inject_cost) for _ in range(a.runs)]
+        rows = [
+            one_run(sut, a.prefix, load, a.trials, a.duration, a.inject_cost, not a.no_hold)
+            for _ in range(a.runs)
+        ]
         own = [r[0] for r in rows]
         rep = [r[1] for r in rows]
         sp = spread([v for v in own if v])

@@ -189,13 +189,16 @@ class CpuAccount:
     """Per-trial accounting for one testbed: ``begin()`` before traffic, ``end()`` after.
 
     ``extra_sut_pids`` (a callable) adds pids whose time counts as the SUT's (a CPU stealer
-    injected on purpose is part of the SUT under test, not a neighbour).
+    injected on purpose is part of the SUT under test, not a neighbour); ``own_pids`` (a
+    callable) adds pids whose time is ours but not the SUT's (the loop holding the SUT core
+    awake, :mod:`dpgate.exec.awake`).
     """
 
-    def __init__(self, testbed, extra_sut_pids=None, extra_tg_pids=None):
+    def __init__(self, testbed, extra_sut_pids=None, extra_tg_pids=None, own_pids=None):
         self.tb = testbed
         self.extra = extra_sut_pids
         self.extra_tg = extra_tg_pids
+        self.own = own_pids
         self._a: Optional[CpuSnapshot] = None
         self._key: object = None
         self._sut_pids: List[int] = []
@@ -216,7 +219,7 @@ class CpuAccount:
         if self.extra:
             sut += list(self.extra())
         tg = list(self._k_pids["tg"]) + (list(self.extra_tg()) if self.extra_tg else [])
-        return {"sut": sut, "tg": tg}
+        return {"sut": sut, "tg": tg, "own": list(self.own()) if self.own else []}
 
     def begin(self, key: object = None) -> None:
         """Snapshot before traffic; ``key`` identifies the SUT (a new key rescans its pids)."""

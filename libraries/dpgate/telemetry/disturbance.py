@@ -26,6 +26,7 @@ forwarded frame). Here:
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 from typing import Any, Iterable, List, Optional, Sequence
 
@@ -34,7 +35,7 @@ DISTURBANCE_MAX = 0.10
 #: Share of min(generator ceiling, NDR) at which cpp_at_load is measured.
 CPP_LOAD_SHARE = 0.5
 #: Trials (and their length, s) at that load; the median is the figure.
-CPP_TRIALS = 3
+CPP_TRIALS = 5
 CPP_TRIAL_S = 2.0
 
 
@@ -126,16 +127,22 @@ def measure_cpp_at_load(
     fixed_pps: Optional[float] = None,
 ):
     """(cpp_at_load or None, the load, the trials) with ``measure(load, duration)``; nothing is
-    measured when there is no load to use (no ceiling and no NDR)."""
+    measured when there is no load to use (no ceiling and no NDR).
+
+    For a SUT that does not poll, the trials run with its cores held awake when the generator
+    can (``hold_sut_awake``, see :mod:`dpgate.exec.awake`): its cycles per packet then do not
+    depend on what the host ran while the core slept."""
     load = cpp_at_load_rate(generator_max_pps, ndr_pps, fixed=fixed_pps)
     if not load:
         return None, None, []
     gen: Any = getattr(measure, "__self__", None)
     saved = getattr(gen, "remeasure_clean", None)
+    hold = getattr(gen, "hold_sut_awake", None) if not polling else None
     if gen is not None and saved is not None:
         gen.remeasure_clean = True  # a neighbour inflates cycles per packet even without loss
     try:
-        got = [measure(load, duration_s) for _ in range(max(1, int(trials)))]
+        with hold() if hold else contextlib.nullcontext():
+            got = [measure(load, duration_s) for _ in range(max(1, int(trials)))]
     finally:
         if gen is not None and saved is not None:
             gen.remeasure_clean = saved

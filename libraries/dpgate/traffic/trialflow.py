@@ -29,11 +29,13 @@ Trial discipline:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
+from dpgate.exec.awake import CoreAwake
 from dpgate.exec.cpu import busy_ratio, cpu_times
 from dpgate.model.errors import ConfigError
 from dpgate.model.ndrpdr import CEILING_MARGIN
@@ -120,10 +122,13 @@ class EmbeddedGenerator(TrialSteps):
         self.remeasure_clean = False
         #: pids whose CPU time counts as the SUT's (e.g. an injected CPU stealer)
         self.extra_sut_pids: List[int] = []
+        #: pids of loops holding the SUT cores awake (ours, not the SUT's), see hold_sut_awake
+        self.awake_pids: List[int] = []
         self.cpu = CpuAccount(
             testbed,
             extra_sut_pids=lambda: self.extra_sut_pids,
             extra_tg_pids=self._tg_pids,
+            own_pids=lambda: self.awake_pids,
         )
         self._sock_drops: Optional[int] = None
         #: also read af_packet socket drops (``ss``, ~15 ms per trial) into details; the loss
@@ -293,6 +298,8 @@ class EmbeddedGenerator(TrialSteps):
             "settle_ms": settle_ms,
             "phases_ms": clock.ms,
         }
+        if self.awake_pids:
+            details["sut_core_awake"] = True
         return TrialResult.from_counts(
             load_pps,
             duration_s,
@@ -319,6 +326,17 @@ class EmbeddedGenerator(TrialSteps):
 
                 self._hz = detect_cpu_hz(LocalNode(), self.tb.sut_cpus[0] if self.tb.sut_cpus else 0)
         return self._hz
+
+    @contextlib.contextmanager
+    def hold_sut_awake(self) -> Iterator[List[int]]:
+        """Hold the SUT cores awake (:mod:`dpgate.exec.awake`) for the trials inside; their
+        ``details["sut_core_awake"]`` says so and the loops' CPU time counts as ours."""
+        with CoreAwake(self.tb.sut_cpus) as held:
+            self.awake_pids = held.pids
+            try:
+                yield self.awake_pids
+            finally:
+                self.awake_pids = []
 
     # -- calibration -----------------------------------------------------------
     def calibrate(self, duration_s: float = 1.0, probe_pps: float = 5e6, repeats: int = 3) -> float:

@@ -1,0 +1,111 @@
+"""Holding the SUT core awake for cpp_at_load: a real SCHED_IDLE loop, counted as ours."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from dpgate.exec.awake import CoreAwake
+from dpgate.model.errors import EnvironmentProblem
+from dpgate.telemetry import disturbance
+from dpgate.telemetry.cpuacct import CpuSnapshot, account
+
+CPU = sorted(os.sched_getaffinity(0))[-1]
+
+
+def _gone(pid: int, within_s: float = 5.0) -> bool:
+    end = time.monotonic() + within_s
+    while time.monotonic() < end:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                if fh.read().split(")")[-1].split()[0] == "Z":
+                    return True
+        except OSError:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_the_loop_is_pinned_idle_priority_and_stopped_on_exit():
+    with CoreAwake([CPU]) as held:
+        (pid,) = held.pids
+        assert os.sched_getscheduler(pid) == os.SCHED_IDLE
+        assert os.sched_getaffinity(pid) == {CPU}
+        with open(f"/proc/{pid}/schedstat") as fh:
+            before = int(fh.read().split()[0])
+        time.sleep(0.2)
+        with open(f"/proc/{pid}/schedstat") as fh:
+            assert int(fh.read().split()[0]) > before  # it spins
+    assert held.pids == [] and _gone(pid)
+
+
+def test_a_cpu_that_does_not_exist_is_one_clear_error():
+    with pytest.raises(EnvironmentProblem, match=r"could not hold CPU 4095 awake.*taskset"):
+        CoreAwake([4095]).start()
+
+
+def test_the_loop_dies_with_its_parent():
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]);"
+        "from dpgate.exec.awake import CoreAwake;"
+        f"h = CoreAwake([{CPU}]).start(); print(h.pids[0], flush=True);"
+        "import os; os._exit(0)"
+    )
+    lib = os.path.join(os.path.dirname(__file__), "..", "..", "libraries")
+    out = subprocess.run([sys.executable, "-c", code, lib], capture_output=True, text=True, timeout=30)
+    pid = int(out.stdout.split()[0])
+    assert _gone(pid), "the awake loop outlived the process that started it"
+
+
+def test_awake_time_is_ours_but_not_the_suts():
+    # core 1, 1 s: SUT 0.4 s, the awake loop 0.55 s, idle 0.05 s
+    a = CpuSnapshot({1: [0] * 8}, {("sut", 1): 1.0, ("own", 1): 2.0}, 0.0, 0.0)
+    b = CpuSnapshot({1: [95, 0, 0, 5, 0, 0, 0, 0]}, {("sut", 1): 1.4, ("own", 1): 2.55}, 0.0, 0.0)
+    r = account(a, b, tg_cpus=[], sut_cpus=[1], hz_user=100)
+    assert r["disturbance"] == 0.0
+    assert r["sut_own_s"] == pytest.approx(0.4)
+    # the same busy time without the loop counted as ours would be a neighbour's
+    b2 = CpuSnapshot({1: [95, 0, 0, 5, 0, 0, 0, 0]}, {("sut", 1): 1.4}, 0.0, 0.0)
+    assert account(a, b2, tg_cpus=[], sut_cpus=[1], hz_user=100)["disturbance"] == pytest.approx(0.55)
+
+
+class _Gen:
+    """A generator at the seam: records whether each trial ran with the SUT core held."""
+
+    def __init__(self):
+        self.remeasure_clean, self.held, self.seen = False, False, []
+
+    def hold_sut_awake(self):
+        gen = self
+
+        class _Ctx:
+            def __enter__(self):
+                gen.held = True
+
+            def __exit__(self, *exc):
+                gen.held = False
+
+        return _Ctx()
+
+    def measure(self, load, duration):
+        self.seen.append((load, duration, self.held, self.remeasure_clean))
+        t = type("T", (), {})()
+        t.sut_cpu_cycles_per_packet, t.sut_cycles_per_packet, t.details = 5000.0 + len(self.seen), None, {}
+        return t
+
+
+def test_cpp_at_load_trials_hold_the_core_unless_the_sut_polls():
+    gen = _Gen()
+    cpp, load, got = disturbance.measure_cpp_at_load(
+        gen.measure, 600_000, 300_000, fixed_pps=100_000, trials=5
+    )
+    assert (cpp, load, len(got)) == (5003.0, 100_000, 5)
+    assert all(held and clean for _, _, held, clean in gen.seen)
+    assert gen.held is False and gen.remeasure_clean is False
+    gen = _Gen()
+    disturbance.measure_cpp_at_load(gen.measure, 600_000, 300_000, polling=True)
+    assert not any(held for _, _, held, _ in gen.seen)  # a polling SUT keeps its core busy itself
