@@ -59,21 +59,32 @@ def test_trial_records_disturbance_own_time_and_phases(session):
     assert sorted(n.split("-")[0] for n in names) == ["napi/sut0", "napi/sut1"]
 
 
-def test_cost_injection_puts_filters_before_the_cross_connect(session):
-    from dpgate.testbeds.embedded.suts.cost import inject_cost
+def test_cost_injection_runs_before_the_cross_connect_and_keeps_forwarding(session):
+    import statistics
 
-    done = inject_cost(session.sut, 10)
+    from dpgate.testbeds.embedded.suts.cost import inject_kernel
+
+    def cpp():  # as the gate measures cpp_at_load: SUT core held awake, median of trials
+        with session.generator.hold_sut_awake():
+            return statistics.median(session.measure(50_000, 0.5).sut_cpu_cycles_per_packet for _ in range(3))
+
+    base = cpp()
+    done = inject_kernel(session.sut, 3000)
     out = subprocess.run(
         ["ip", "netns", "exec", session.testbed.sut_ns, "tc", "filter", "show", "dev", "sut0", "ingress"],
         capture_output=True,
         text=True,
         check=True,
     ).stdout
-    handles = [ln.split(" fh ")[1].split()[0] for ln in out.splitlines() if " fh 800::" in ln]
-    assert handles[: done["filters_per_port"]] == [f"800::{i + 1}" for i in range(done["filters_per_port"])]
-    assert handles[-1] == "800::800"  # the mirred filter is still walked last
+    prefs = [
+        ln.split(" pref ")[1].split()[:2] for ln in out.splitlines() if " pref " in ln and "handle" in ln
+    ]
+    assert prefs[0] == ["1", "bpf"] and ["10", "u32"] in prefs  # ours first, the mirred one after
+    assert done["bpf_insns_per_frame"] == 3000 and "'3001," in out
     r = session.measure(20_000, 0.5)
-    assert r.rx_packets >= 0.99 * r.tx_packets  # never-matching filters do not change forwarding
+    assert r.rx_packets >= 0.99 * r.tx_packets  # "no match": forwarding is unchanged
+    # a JIT-compiled add is about a cycle: 3000 of them per frame must show
+    assert cpp() > base + 1500
 
 
 def test_teardown_leaves_nothing(topology_path, leftovers):

@@ -128,11 +128,25 @@ def test_cost_units_and_refusals():
         cost.units_for("linux-ip4", 0)
 
 
-def test_never_matching_filter_compares_all_keys_and_sits_before_node_800():
-    argv = cost.never_matching_filter("sut0", 7)
-    assert argv[argv.index("handle") + 1] == "800::7"
-    assert argv.count("match") == cost.KEYS
-    assert argv[-4:] == ["at", "12", "flowid", "ffff:1"]
+def test_work_filter_is_n_adds_then_no_match_ahead_of_the_cross_connect():
+    from dpgate.testbeds.embedded.suts.linux import LinuxXconnect
+
+    argv = cost.work_filter("sut0", 670)
+    assert argv[argv.index("dev") + 1] == "sut0" and argv[argv.index("bytecode") - 1] == "bpf"
+    code = argv[-1].split(",")
+    assert code[0] == "671" and len(code) == 672  # count, 670 x "A += 1", "return 0"
+    assert set(code[1:-1]) == {"4 0 0 1"} and code[-1] == "6 0 0 0"
+    assert int(argv[argv.index("prio") + 1]) < LinuxXconnect.mirred_prio
+    assert len(cost.work_filter("sut0", cost.BPF_MAX_INSNS - 1)[-1].split(",")) == cost.BPF_MAX_INSNS + 1
+    for bad in (0, cost.BPF_MAX_INSNS):
+        with pytest.raises(ConfigError, match="BPF instructions per frame"):
+            cost.work_filter("sut0", bad)
+
+
+def test_units_are_the_percentage_of_the_reference_cost():
+    base, unit = cost.CALIBRATION["linux-ip4"]
+    assert cost.units_for("linux-ip4", 10) == round(0.10 * base / unit)
+    assert cost.units_for("linux-ip4", 5) == round(0.05 * base / unit)
 
 
 def _serve_once(path, reply):

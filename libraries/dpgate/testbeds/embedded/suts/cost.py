@@ -4,49 +4,52 @@
 SUT's own forwarding path, so its cycles per packet (``cpp_at_load``) rise and, for a SUT
 faster than the generator no more, its throughput drops:
 
-* kernel SUTs (linux-xconnect, linux-bridge, linux-ip4): ``N`` u32 filters on the SUT
-  ports' ingress that every frame is compared against and none matches (each compares
-  ``KEYS`` 32-bit words, the last one never equal), placed before the cross-connect's own
-  mirred filter (lower u32 node handles are walked first);
+* kernel SUTs (linux-xconnect, linux-bridge, linux-ip4): one classic-BPF tc classifier on
+  each SUT port's ingress, ahead of anything the SUT has there (``prio 1``; the
+  cross-connect's own mirred filter is ``prio 10``), running ``N`` dependent ``A += 1``
+  instructions per frame and then answering "no match", so forwarding is unchanged. The
+  kernel JIT-compiles it (``net.core.bpf_jit_enable``), so one unit is about one cycle per
+  frame, linear in ``N`` (at most 4,095) and nearly free of cache effects;
 * testpmd-io: the ``noisy`` forwarding engine (io forwarding plus ``R`` random reads of
   a lookup table per packet, DPDK's own "noisy VNF" emulation); testpmd-mac has no noisy
   variant in DPDK 22.11 and is refused.
 
 ``N``/``R`` for a percentage come from :data:`CALIBRATION`: the SUT's ``cpp_at_load`` on the
-reference machine class and the measured cost of one filter / one read, so that ``percent``
-adds that share of the SUT's cycles per packet. ``benchmarks/cpp_at_load.py --inject-cost``
-measures what a setting really adds on a machine (docs/embedded.md has the calibration).
+reference machine class and the measured cost of one unit, so that ``percent`` adds that
+share of the SUT's cycles per packet. ``benchmarks/cpp_at_load.py --calibrate-units N``
+measures what ``N`` units really add on a machine (docs/embedded.md has the calibration).
 
     inject_cost(session.sut, 10)      # after the SUT started; returns what was done
 """
 
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, List
 
 from dpgate.exec.runner import run
 from dpgate.model.errors import ConfigError
 
-#: u32 keys per filter (all compared: the first KEYS-1 match anything, the last never does)
-KEYS = 4
+#: Longest classic BPF program the kernel takes (BPF_MAXINSNS), our ``ret`` included.
+BPF_MAX_INSNS = 4096
 #: Per SUT: (reference cpp_at_load in cycles, cycles one unit of injection adds per packet).
-#: A unit is one ingress filter per port (kernel SUTs) or one lookup read (testpmd noisy).
-#: Measured 2026-11-23 on the 2-core VM while it was shared (foreign share 0.8-0.9 of each
-#: core), ``benchmarks/cpp_at_load.py --calibrate-units 50``, linux-xconnect at 100 kpps:
-#: base 6202 / 4200 cycles, 50 filters per port +29.2 % / +32.3 % (36 / 27 cycles each).
-#: The kernel SUTs walk the same u32 filters, so they share the per-filter cost; their
-#: reference cpp is linux-xconnect's scaled by their NDR ratio in variables/embedded.yaml.
-#: Measured again 2026-11-23 on the quiet VM (no other job), linux-xconnect at 192.5 kpps,
-#: one bring-up, 3 x 2 s trials each: 16 filters per port took cpp_at_load from 4856/5181/5244
-#: to 5326/5338/5351 (+3.0 % of the median, ~10 cycles a filter): the shared machine's
-#: contention had tripled the per-filter cost, so the kernel SUTs now use 10 cycles a filter.
-#: testpmd-io: not calibrated (its rate was the generator's, 20 reads/packet changed nothing
-#: measurable); 300 cycles per read is one DRAM miss at 2.6 GHz, its base the CPP of its NDR.
+#: A unit is one BPF instruction per frame (kernel SUTs) or one lookup read (testpmd noisy).
+#: Kernel SUTs: reference = the median of the five re-baseline runs with the SUT core held
+#: awake (variables/embedded.yaml, 2026-11-24); one instruction costs 0.75 cycles (nominal
+#: 2.6 GHz; the core runs faster): ``benchmarks/cpp_at_load.py --calibrate-units 1000`` on
+#: linux-xconnect, two bring-ups, +12.5 % and +10.8 % (0.8 and 0.7 cycles a unit). The same
+#: 1000 instructions raised linux-bridge's cpp_at_load by only 1.5-2.0 % and linux-ip4's by
+#: -0.9..+6.0 % at their cpp_load: at half their NDR those SUTs' cycles per frame are mostly
+#: per-wake-up cost, and more work per frame means more frames per wake-up, so the number
+#: absorbs the step (the SUT still does the work: it shows at saturation, in NDR/MRR). So the
+#: unit is the work's own cost, the same for the three. The never-matching u32 filters used
+#: before were not linear and not walked on linux-xconnect (its mirred filter matched first).
+#: testpmd-io: 10 and 40 reads per packet added 23 and 13-25 cycles per read to its
+#: saturation CPP (base 7964-8560): ~20 cycles a read (the table mostly stays in L3).
 CALIBRATION: Dict[str, tuple[float, float]] = {
-    "linux-xconnect": (5200.0, 10.0),
-    "linux-bridge": (5200.0, 10.0),
-    "linux-ip4": (6000.0, 10.0),
-    "testpmd-io": (7700.0, 300.0),
+    "linux-xconnect": (6700.0, 0.75),
+    "linux-bridge": (6260.0, 0.75),
+    "linux-ip4": (8110.0, 0.75),
+    "testpmd-io": (8000.0, 20.0),
 }
 
 
@@ -54,7 +57,7 @@ def units_for(sut_name: str, percent: float) -> int:
     """Injection units for ``percent`` more cycles per packet on ``sut_name``.
 
     >>> units_for("linux-xconnect", 10)
-    52
+    893
     """
     if not 0 < percent <= 100:
         raise ConfigError(
@@ -70,42 +73,32 @@ def units_for(sut_name: str, percent: float) -> int:
     return max(1, int(round(percent / 100.0 * base / unit)))
 
 
-def never_matching_filter(dev: str, node: int, keys: int = KEYS) -> list:
-    """argv of one u32 ingress filter at node ``800::<node>`` that no frame matches.
+def work_filter(dev: str, n: int) -> List[str]:
+    """argv of a tc ingress classifier on ``dev`` doing ``n`` instructions per frame, no match.
 
-    >>> " ".join(never_matching_filter("sut0", 1, keys=2)[11:])
-    'handle 800::1 u32 match u32 0 0 at 0 match u32 0xffffffff 0xffffffff at 12 flowid ffff:1'
+    >>> argv = work_filter("sut0", 3)
+    >>> argv[argv.index("prio") + 1], argv[-1]
+    ('1', '4,4 0 0 1,4 0 0 1,4 0 0 1,6 0 0 0')
     """
-    argv = [
-        "tc",
-        "filter",
-        "add",
-        "dev",
-        dev,
-        "parent",
-        "ffff:",
-        "protocol",
-        "all",
-        "prio",
-        "1",
-        "handle",
-        f"800::{node}",
-        "u32",
-    ]
-    for k in range(keys - 1):
-        argv += ["match", "u32", "0", "0", "at", str(4 * k)]
-    # EtherType/length word at offset 12 is never 0xffffffff in a frame we send.
-    argv += ["match", "u32", "0xffffffff", "0xffffffff", "at", "12", "flowid", "ffff:1"]
-    return argv
+    n = int(n)
+    if not 1 <= n <= BPF_MAX_INSNS - 1:
+        raise ConfigError(
+            f"injected work must be 1..{BPF_MAX_INSNS - 1} BPF instructions per frame, got {n} "
+            "(a smaller --inject-cost, or a SUT with a smaller reference cpp_at_load)",
+            path="inject_cost",
+        )
+    # A += 1 (BPF_ALU|BPF_ADD|BPF_K = 4) n times, then return 0: "no match, go on".
+    code = ",".join([str(n + 1)] + ["4 0 0 1"] * n + ["6 0 0 0"])
+    head = ["tc", "filter", "add", "dev", dev, "parent", "ffff:", "protocol", "all", "prio", "1"]
+    return head + ["handle", "1", "bpf", "bytecode", code]
 
 
 def inject_kernel(sut, n: int) -> Dict:
     for p in sut.ports():
         if "ingress" not in run(["tc", "qdisc", "show", "dev", p.name], ns=sut.ns, check=False).stdout:
             run(["tc", "qdisc", "add", "dev", p.name, "ingress"], ns=sut.ns)
-        lines = [" ".join(never_matching_filter(p.name, i + 1)[1:]) for i in range(n)]
-        run(["tc", "-batch", "-"], ns=sut.ns, input="\n".join(lines) + "\n", timeout=60)
-    return {"method": "tc u32 ingress filters", "filters_per_port": n, "keys_per_filter": KEYS}
+        run(work_filter(p.name, n), ns=sut.ns)
+    return {"method": "tc ingress classic BPF, JIT-compiled", "bpf_insns_per_frame": n}
 
 
 def inject_cost(sut, percent: float) -> Dict:

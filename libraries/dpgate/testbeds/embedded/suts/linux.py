@@ -23,12 +23,14 @@ class LinuxXconnect(EmbeddedSut):
     name = "linux-xconnect"
     traffic = "l2"
     description = "Linux L2 cross-connect: tc ingress u32 match-all + mirred redirect, both directions"
+    #: tc priority of the mirred filter; prio 1 is left for injected cost (suts/cost.py)
+    mirred_prio = 10
 
     def _start(self) -> None:
         a, b = self.ports()
         for src, dst in ((a, b), (b, a)):
             run(["tc", "qdisc", "add", "dev", src.name, "ingress"], ns=self.ns)
-            run(mirred_redirect(src.name, dst.name, prio=1), ns=self.ns)
+            run(mirred_redirect(src.name, dst.name, prio=self.mirred_prio), ns=self.ns)
 
     def ready(self) -> Optional[str]:
         for p in self.ports():
