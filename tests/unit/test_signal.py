@@ -131,16 +131,18 @@ def test_cost_units_and_refusals():
 def test_work_filter_is_n_adds_then_no_match_ahead_of_the_cross_connect():
     from dpgate.testbeds.embedded.suts.linux import LinuxXconnect
 
-    argv = cost.work_filter("sut0", 670)
+    (argv,) = cost.work_filters("sut0", 670)
     assert argv[argv.index("dev") + 1] == "sut0" and argv[argv.index("bytecode") - 1] == "bpf"
     code = argv[-1].split(",")
     assert code[0] == "671" and len(code) == 672  # count, 670 x "A += 1", "return 0"
     assert set(code[1:-1]) == {"4 0 0 1"} and code[-1] == "6 0 0 0"
     assert int(argv[argv.index("prio") + 1]) < LinuxXconnect.mirred_prio
-    assert len(cost.work_filter("sut0", cost.BPF_MAX_INSNS - 1)[-1].split(",")) == cost.BPF_MAX_INSNS + 1
-    for bad in (0, cost.BPF_MAX_INSNS):
+    many = cost.work_filters("sut0", 2 * cost.BPF_CHUNK + 1)
+    assert [a[a.index("handle") + 1] for a in many] == ["1", "2", "3"]
+    assert all(8 * int(a[-1].split(",")[0]) < 16384 for a in many)  # netlink bound
+    for bad in (0, cost.WORK_MAX + 1):
         with pytest.raises(ConfigError, match="BPF instructions per frame"):
-            cost.work_filter("sut0", bad)
+            cost.work_filters("sut0", bad)
 
 
 def test_units_are_the_percentage_of_the_reference_cost():

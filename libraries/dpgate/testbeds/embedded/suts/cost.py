@@ -29,8 +29,10 @@ from typing import Dict, List
 from dpgate.exec.runner import run
 from dpgate.model.errors import ConfigError
 
-#: Longest classic BPF program the kernel takes (BPF_MAXINSNS), our ``ret`` included.
-BPF_MAX_INSNS = 4096
+#: Instructions per classic BPF program (tc's netlink message holds 16 KiB, 8 bytes each).
+BPF_CHUNK = 1900
+#: Most injected instructions per frame (programs run one after another).
+WORK_MAX = 20 * BPF_CHUNK
 #: Per SUT: (reference cpp_at_load in cycles, cycles one unit of injection adds per packet).
 #: A unit is one BPF instruction per frame (kernel SUTs) or one lookup read (testpmd noisy).
 #: Kernel SUTs: reference = the median of the five re-baseline runs with the SUT core held
@@ -73,32 +75,41 @@ def units_for(sut_name: str, percent: float) -> int:
     return max(1, int(round(percent / 100.0 * base / unit)))
 
 
-def work_filter(dev: str, n: int) -> List[str]:
-    """argv of a tc ingress classifier on ``dev`` doing ``n`` instructions per frame, no match.
+def work_filters(dev: str, n: int) -> List[List[str]]:
+    """argv of tc ingress classifiers on ``dev`` doing ``n`` instructions per frame, no match:
+    as many programs of at most :data:`BPF_CHUNK` instructions as ``n`` needs (one netlink
+    message carries at most 16 KiB of program).
 
-    >>> argv = work_filter("sut0", 3)
+    >>> argv = work_filters("sut0", 3)[0]
     >>> argv[argv.index("prio") + 1], argv[-1]
     ('1', '4,4 0 0 1,4 0 0 1,4 0 0 1,6 0 0 0')
+    >>> [len(a[-1].split(",")) - 2 for a in work_filters("sut0", 4000)]
+    [1900, 1900, 200]
     """
     n = int(n)
-    if not 1 <= n <= BPF_MAX_INSNS - 1:
+    if not 1 <= n <= WORK_MAX:
         raise ConfigError(
-            f"injected work must be 1..{BPF_MAX_INSNS - 1} BPF instructions per frame, got {n} "
-            "(a smaller --inject-cost, or a SUT with a smaller reference cpp_at_load)",
+            f"injected work must be 1..{WORK_MAX} BPF instructions per frame, got {n} "
+            "(a smaller --inject-cost)",
             path="inject_cost",
         )
-    # A += 1 (BPF_ALU|BPF_ADD|BPF_K = 4) n times, then return 0: "no match, go on".
-    code = ",".join([str(n + 1)] + ["4 0 0 1"] * n + ["6 0 0 0"])
-    head = ["tc", "filter", "add", "dev", dev, "parent", "ffff:", "protocol", "all", "prio", "1"]
-    return head + ["handle", "1", "bpf", "bytecode", code]
+    out = []
+    for i, start in enumerate(range(0, n, BPF_CHUNK)):
+        k = min(BPF_CHUNK, n - start)
+        # A += 1 (BPF_ALU|BPF_ADD|BPF_K = 4) k times, then return 0: "no match, go on".
+        code = ",".join([str(k + 1)] + ["4 0 0 1"] * k + ["6 0 0 0"])
+        head = ["tc", "filter", "add", "dev", dev, "parent", "ffff:", "protocol", "all", "prio", "1"]
+        out.append(head + ["handle", str(i + 1), "bpf", "bytecode", code])
+    return out
 
 
 def inject_kernel(sut, n: int) -> Dict:
     for p in sut.ports():
         if "ingress" not in run(["tc", "qdisc", "show", "dev", p.name], ns=sut.ns, check=False).stdout:
             run(["tc", "qdisc", "add", "dev", p.name, "ingress"], ns=sut.ns)
-        run(work_filter(p.name, n), ns=sut.ns)
-    return {"method": "tc ingress classic BPF, JIT-compiled", "bpf_insns_per_frame": n}
+        for argv in work_filters(p.name, n):
+            run(argv, ns=sut.ns)
+    return {"method": "tc ingress classic BPF, JIT-compiled", "bpf_insns_per_frame": int(n)}
 
 
 def inject_cost(sut, percent: float) -> Dict:
