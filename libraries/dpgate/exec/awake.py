@@ -5,9 +5,9 @@ wake-up of the SUT (an interrupt-driven kernel SUT wakes per batch of frames) st
 caches and branch predictors others have used. How much others used them changes from second
 to second, so the SUT's own cycles per packet at a fixed load moved 8-22 % between 2 s trials
 of one bring-up on the 2-core VM. With the core held awake (what ``idle=poll`` or a busy-poll
-does on a lab DUT, here without a reboot) the same trials moved 3.6-5 % and two halves of a
-bring-up agreed to 0.4 %, at a level ~25 % higher (the switch from the loop to the SUT is
-part of each wake-up). The loop takes only time nobody else wants: any other task on the core
+does on a lab DUT, here without a reboot) the same trials moved 3.6-6.3 %, and three quiet
+gate runs per kernel SUT agreed to 3.6-5.2 %, at a level ~25 % higher (the switch from the
+loop to the SUT is part of each wake-up; docs/embedded.md has the tables). The loop takes only time nobody else wants: any other task on the core
 preempts it at once, and its footprint is a few cache lines. Its CPU time is ours (not a
 neighbour's, not the SUT's): :class:`dpgate.telemetry.cpuacct.CpuAccount` counts it so.
 
@@ -20,7 +20,6 @@ The loop is a child Python process (argv list, no shell) that dies with this pro
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from typing import List, Sequence
@@ -93,8 +92,3 @@ class CoreAwake:
 
     def __exit__(self, *exc) -> None:
         self.stop()
-
-
-def sched_policy(pid: int) -> int:
-    """The scheduling policy of ``pid`` (``os.SCHED_IDLE`` for a holder)."""
-    return os.sched_getscheduler(pid)
