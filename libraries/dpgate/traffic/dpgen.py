@@ -247,6 +247,9 @@ class DpgenGenerator(EmbeddedGenerator):
             self.proc = None
             raise
 
+    def _claimed_sent(self) -> Optional[int]:
+        return sum(self._done["sent"]) if self._done else None
+
     def _report(self, plan: TrialPlan) -> SendReport:
         d = self._done
         short = sum(1 for s, f in zip(d["sent"], d["failed"]) if s + f < plan.count)

@@ -98,12 +98,20 @@ class TrialSteps:
             if pending:
                 time.sleep(0.0005)
 
-    def _settle(self, tx_ports: List[str], rx_ports: List[str], tg0) -> tuple[Optional[float], tuple]:
+    def _settle(
+        self, tx_ports: List[str], rx_ports: List[str], tg0, claimed: Optional[int] = None
+    ) -> tuple[Optional[float], tuple]:
         """Wait for late packets after the generator stopped: done at once when every sent
         frame is back (rx == tx on the TG ports), else when no counter of either namespace
         moved for ``settle_s`` (bounded by ``max(1 s, 20 x settle_s)``), so nothing in
         flight is counted as lost. Returns (ms from stop to the last counter change, or None
-        when nothing moved after the stop; the final (TG, SUT) counters)."""
+        when nothing moved after the stop; the final (TG, SUT) counters).
+
+        ``claimed``: frames the generator says the kernel took. A TG port whose peer runs
+        NAPI (our SUT ports: GRO and threaded NAPI) counts a frame as sent only when the
+        SUT's NAPI thread takes it off the veth ring, and that thread shares the SUT core
+        with a polling SUT: until the TG ports' tx (+ tx_dropped) reach ``claimed`` frames
+        are still in flight, whatever the quiet time says (rx == tx there is both lagging)."""
         t_stop = time.monotonic()
         last_change: Optional[float] = None
         tg_ns, sut_ns = self.tb.tg_ns, self.tb.sut_ns
@@ -111,17 +119,27 @@ class TrialSteps:
         def read():
             return self.tb.ns_stats(tg_ns), self.tb.ns_stats(sut_ns)
 
+        def counted(tg, key: str, ports: List[str]) -> int:
+            return sum(tg[p][key] - tg0[p][key] for p in ports)
+
+        def in_flight(tg) -> bool:
+            return (
+                claimed is not None
+                and counted(tg, "tx_packets", tx_ports) + counted(tg, "tx_dropped", tx_ports) < claimed
+            )
+
         def sent_back(tg) -> bool:
-            tx = sum(tg[p]["tx_packets"] - tg0[p]["tx_packets"] for p in tx_ports)
-            rx = sum(tg[p]["rx_packets"] - tg0[p]["rx_packets"] for p in rx_ports)
-            return rx >= tx
+            return not in_flight(tg) and counted(tg, "rx_packets", rx_ports) >= counted(
+                tg, "tx_packets", tx_ports
+            )
 
         now_c = read()
         seen = now_c
         end = t_stop + max(1.0, self.settle_s * 20)
         while not sent_back(now_c[0]):
             now = time.monotonic()
-            if now - (last_change or t_stop) >= self.settle_s or now > end:
+            quiet = now - (last_change or t_stop) >= self.settle_s
+            if (quiet and not in_flight(now_c[0])) or now > end:
                 break
             time.sleep(0.001)
             now_c = read()

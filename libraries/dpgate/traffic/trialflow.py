@@ -146,6 +146,10 @@ class EmbeddedGenerator(TrialSteps):
     def _report(self, plan: TrialPlan) -> SendReport:
         raise NotImplementedError
 
+    def _claimed_sent(self) -> Optional[int]:
+        """Frames the generator says the kernel took in the last trial (None: it does not say)."""
+        return None
+
     def abort(self) -> None:
         raise NotImplementedError
 
@@ -244,7 +248,7 @@ class EmbeddedGenerator(TrialSteps):
         busy1 = cpu_times(self.tb.sut_cpus)
         acct = self.cpu.end()
         clock.mark("cpu_after")
-        settle_ms, (tg1, sut1) = self._settle(tx_ports, rx_ports, tg0)
+        settle_ms, (tg1, sut1) = self._settle(tx_ports, rx_ports, tg0, self._claimed_sent())
         clock.mark("settle")
 
         def delta(before, after, names, key):
