@@ -14,6 +14,7 @@ import pytest
 from dpgate.exec.lock import Busy, Owner, me
 from dpgate.exec.nodelock import NodeLock
 from dpgate.exec.remote import LocalNode
+from dpgate.model.errors import EnvironmentProblem
 
 
 class RecordingNode(LocalNode):
@@ -127,3 +128,36 @@ def test_waits_then_takes_the_lock_when_it_is_released(path):
     assert time.monotonic() - t0 < 10
     assert lines and lines[0].startswith("dpgate: DUT is in use by pid 4242")
     b.release()
+
+
+def test_a_lock_directory_others_cannot_write_is_an_error_not_a_wait(tmp_path):
+    """Seen in CI: root had created the lock directory 0755, the SSH user's mkdir of its lock
+    failed, and acquire took that for a holder that had just left, retrying for ever."""
+    parent = tmp_path / "locks"
+    parent.mkdir(mode=0o755)
+    user = subprocess.run(["id", "-un"], capture_output=True, text=True).stdout.strip()
+
+    class Refusing(RecordingNode):  # the same argv, run as if by a user without write access
+        def run(self, argv, timeout=30.0, check=True, sudo=None, input=None):
+            if argv[0] == "mkdir" and argv[-1] == str(parent / "dut.lock"):
+                argv = [
+                    "sh",
+                    "-c",
+                    'echo "mkdir: cannot create directory $1: Permission denied" >&2; exit 1',
+                    "mkdir",
+                    argv[-1],
+                ]
+            return super().run(argv, timeout=timeout, check=check, sudo=sudo, input=input)
+
+    start = time.monotonic()
+    with pytest.raises(EnvironmentProblem) as err:
+        NodeLock(Refusing(), "DUT DUT1", str(parent / "dut.lock")).acquire(wait=60)
+    assert time.monotonic() - start < 10
+    msg = str(err.value)
+    assert "Permission denied" in msg and f"chmod 1777 {parent}" in msg and user
+
+
+def test_the_lock_directory_is_created_writable_for_every_user(path):
+    lock = NodeLock(LocalNode(), "DUT DUT1", path).acquire(wait=0)
+    lock.release()
+    assert oct(os.stat(os.path.dirname(path)).st_mode & 0o7777) == "0o1777"

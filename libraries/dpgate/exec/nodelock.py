@@ -115,14 +115,19 @@ class NodeLock:
     def try_acquire(self) -> Optional[Owner]:
         """Take the lock now: None when taken, else the live holder."""
         parent = posixpath.dirname(self.path)
-        made = self._run("mkdir", "-p", parent)
+        node = getattr(self.node, "name", "the node")
+        # 1777 like /tmp: runs of other users (root locally, an SSH user on the same host)
+        # must be able to create their locks beside ours (the mode applies when we create it)
+        made = self._run("mkdir", "-p", "-m", "1777", parent)
         if made.returncode != 0:  # e.g. an SSH user without write access there: never wait on it
             raise EnvironmentProblem(
-                f"cannot create the {self.what} lock directory {parent} on {getattr(self.node, 'name', 'the node')}"
+                f"cannot create the {self.what} lock directory {parent} on {node}"
                 f" ({(made.stderr or made.stdout or '').strip()[:200]}): give the SSH user write access there"
             )
+        refused = 0
         for _ in range(3):
-            if self._run("mkdir", self.path).returncode == 0:
+            made = self._run("mkdir", self.path)
+            if made.returncode == 0:
                 self._take()
                 return None
             owner, alive = self.holder()
@@ -130,6 +135,14 @@ class NodeLock:
                 return owner
             if owner is not None:
                 self._break(owner)
+            elif self._age(self.path) is None:  # mkdir failed and nothing is there: not a holder
+                refused += 1
+        if refused == 3:  # never "in use": waiting on it would wait forever
+            raise EnvironmentProblem(
+                f"cannot create the {self.what} lock {self.path} on {node}"
+                f" ({(made.stderr or made.stdout or '').strip()[:200]}): give the SSH user write access to"
+                f" {parent} (e.g. chmod 1777 {parent})"
+            )
         return Owner(0, "unknown", note="the lock changed hands while we looked; retrying")
 
     def _take(self) -> None:

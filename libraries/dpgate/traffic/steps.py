@@ -110,8 +110,10 @@ class TrialSteps:
         ``claimed``: frames the generator says the kernel took. A TG port whose peer runs
         NAPI (our SUT ports: GRO and threaded NAPI) counts a frame as sent only when the
         SUT's NAPI thread takes it off the veth ring, and that thread shares the SUT core
-        with a polling SUT: until the TG ports' tx (+ tx_dropped) reach ``claimed`` frames
-        are still in flight, whatever the quiet time says (rx == tx there is both lagging)."""
+        with a polling SUT: until the TG ports' tx reach ``claimed`` frames are still in
+        flight, whatever the quiet time says (rx == tx there is both lagging). Frames veth
+        dropped (ring full: ``tx_dropped``) were refused to the generator, which sent them
+        again, so they are not part of ``claimed``."""
         t_stop = time.monotonic()
         last_change: Optional[float] = None
         tg_ns, sut_ns = self.tb.tg_ns, self.tb.sut_ns
@@ -123,10 +125,7 @@ class TrialSteps:
             return sum(tg[p][key] - tg0[p][key] for p in ports)
 
         def in_flight(tg) -> bool:
-            return (
-                claimed is not None
-                and counted(tg, "tx_packets", tx_ports) + counted(tg, "tx_dropped", tx_ports) < claimed
-            )
+            return claimed is not None and counted(tg, "tx_packets", tx_ports) < claimed
 
         def sent_back(tg) -> bool:
             return not in_flight(tg) and counted(tg, "rx_packets", rx_ports) >= counted(
