@@ -72,7 +72,10 @@ def test_trial_json_above_generator_ceiling_is_marked(dpgate):
     assert obj["tg_shortfall"] > 0 and obj["loss_packets"] >= obj["tg_shortfall"]
     # 2 Mpps is above what the generator can send: a generator limit, not the SUT's
     assert obj["limited_by"] == "generator", obj
-    assert obj["tx_packets"] < 1.5 * ceiling, obj
+    # and the calibrated ceiling is the generator's rate, within what this VM class moves
+    # between a calibration and a trial seconds later: the host runs our cores 2.8-4.0 G
+    # iterations/s in phases (docs/embedded.md); CI once calibrated 447 kpps, then sent 692.
+    assert obj["tx_packets"] < 2.0 * ceiling, obj
 
 
 def test_trial_percent_of_calibrated_maximum_text_output(dpgate):
