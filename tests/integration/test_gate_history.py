@@ -94,7 +94,13 @@ def test_gate_keeps_history_compares_and_never_adds_injected_runs(gate, tmp_path
     assert "regression_mrr" in (out / "junit.xml").read_text()
 
     r3 = gate(out, "--history", str(hist), "--commit", "c3", "--sut-cpu-steal", "10", "--min-change", "80")
-    assert r3.returncode == 0, r3.stdout[-3000:] + r3.stderr[-3000:]
+    # The injected stealer's time is the SUT's own (handicap.py: part of the SUT under test),
+    # so at this fixture's low cpp_load it can move cpp_at_load past even an 80 % allowance
+    # (CI once: 52,632 -> 560,409 cycles/packet): a FAIL here must be that detection, never
+    # an error or a floor.
+    assert r3.returncode in (0, 1), r3.stdout[-3000:] + r3.stderr[-3000:]
+    if r3.returncode == 1:
+        assert "FAIL: regression vs history" in r3.stdout, r3.stdout[-3000:]
     (rec,) = load_records(str(out))
     assert rec["metrics"]["injected_sut_cpu_steal"] == pytest.approx(0.10)
     assert "runs with injected faults are never added" in r3.stdout
