@@ -7,7 +7,9 @@
 Each run brings the testbed up from scratch (as a gate run does), starts the SUT and
 measures ``--trials`` trials at the fixed ``--load``; the run's ``cpp_at_load`` is the median
 over its trials of the SUT's own cycles per forwarded frame (``sut_cpu_cycles_per_packet``:
-its processes' and NAPI threads' CPU time x core Hz / frames). Prints per SUT each run's
+its processes' and NAPI threads' CPU time x core Hz / frames; trials of a slow phase of the
+SUT core left out, as the gate does). Kernel SUTs run as in the gate: core held awake, NAPI
+deferred (``--no-hold``/``--no-moderate`` to compare). Prints per SUT each run's
 value, the spread (max/min - 1), the SUT-reported cycles where the SUT has them, and the
 largest disturbance (foreign share of a core) seen, so a spread on a busy machine can be
 told from a spread on a quiet one.
@@ -38,11 +40,22 @@ def spread(values: List[float]) -> Optional[float]:
     return (max(vals) / min(vals) - 1) if len(vals) >= 2 else None
 
 
-def held(s: EmbeddedSession, hold: bool):
-    """The SUT core held awake as the gate holds it for cpp_at_load (not for polling SUTs)."""
-    if hold and not getattr(s.sut, "polls", False) and s.generator is not None:
-        return s.generator.hold_sut_awake()
-    return contextlib.nullcontext()
+@contextlib.contextmanager
+def held(s: EmbeddedSession, hold: bool, load: float = 0.0):
+    """As the gate measures cpp_at_load (not for polling SUTs): the SUT core held awake and,
+    unless ``--no-moderate``, the SUT ports' NAPI deferred for ``load``."""
+    if not hold or getattr(s.sut, "polls", False) or s.generator is None:
+        yield
+        return
+    with s.generator.hold_sut_awake():
+        if load and MODERATE:
+            with s.generator.moderate_sut(load):
+                yield
+        else:
+            yield
+
+
+MODERATE = True
 
 
 def one_run(sut: str, prefix: str, load: float, trials: int, duration: float, inject: float, hold=True):
@@ -51,12 +64,14 @@ def one_run(sut: str, prefix: str, load: float, trials: int, duration: float, in
             from dpgate.testbeds.embedded.suts.cost import inject_cost
 
             inject_cost(s.sut, inject)
-        with held(s, hold):
+        with held(s, hold, load):
             res = [s.measure(load, duration) for _ in range(trials)]
     own = [r.sut_cpu_cycles_per_packet for r in res if r.sut_cpu_cycles_per_packet]
     rep = [r.sut_cycles_per_packet for r in res if r.sut_cycles_per_packet]
+    from dpgate.telemetry.disturbance import cpp_at_load
+
     return (
-        statistics.median(own) if own else None,
+        cpp_at_load(res) if own else None,
         statistics.median(rep) if rep else None,
         max((r.disturbance or 0.0) for r in res),
         sum(r.loss_packets for r in res),
@@ -74,13 +89,13 @@ def calibrate(
         with EmbeddedSession(
             "topologies/embedded.yaml", sut, frame_size=64, prefix=prefix, calibrate=False
         ) as s:
-            with held(s, hold):
+            with held(s, hold, load):
                 base = [s.measure(load, duration) for _ in range(trials)]
             if sut.startswith("linux-"):
                 cost.inject_kernel(s.sut, units)
             else:
                 s.sut.set_noise(units)
-            with held(s, hold):
+            with held(s, hold, load):
                 hit = [s.measure(load, duration) for _ in range(trials)]
         if getattr(s.sut, "polls", False):
             # A polling SUT's CPU time is 100 %: at a load it cannot keep up with, its cycles per
@@ -89,8 +104,9 @@ def calibrate(
             b = statistics.median([hz * duration / max(1, r.rx_packets) for r in base])
             h = statistics.median([hz * duration / max(1, r.rx_packets) for r in hit])
         else:
-            b = statistics.median([r.sut_cpu_cycles_per_packet or 0 for r in base])
-            h = statistics.median([r.sut_cpu_cycles_per_packet or 0 for r in hit])
+            from dpgate.telemetry.disturbance import cpp_at_load
+
+            b, h = cpp_at_load(base) or 0.0, cpp_at_load(hit) or 0.0
         rb = statistics.median([r.rx_packets for r in base])
         rh = statistics.median([r.rx_packets for r in hit])
         d = max(r.disturbance or 0 for r in base + hit)
@@ -118,7 +134,12 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--no-hold", action="store_true", help="let the SUT core halt when idle (the gate holds it awake)"
     )
+    ap.add_argument(
+        "--no-moderate", action="store_true", help="no NAPI deferral on the SUT ports (the gate defers)"
+    )
     a = ap.parse_args(argv)
+    global MODERATE
+    MODERATE = not a.no_moderate
     load = parse_rate(a.load).resolve(None)
     if a.calibrate_units:
         for sut in a.suts.split(","):

@@ -78,6 +78,19 @@ class _Gen:
 
     def __init__(self):
         self.remeasure_clean, self.held, self.seen = False, False, []
+        self.moderated = None
+
+    def moderate_sut(self, load):
+        gen = self
+
+        class _Ctx:
+            def __enter__(self):
+                gen.moderated = load
+
+            def __exit__(self, *exc):
+                gen.moderated = None
+
+        return _Ctx()
 
     def hold_sut_awake(self):
         gen = self
@@ -92,20 +105,56 @@ class _Gen:
         return _Ctx()
 
     def measure(self, load, duration):
-        self.seen.append((load, duration, self.held, self.remeasure_clean))
+        assert self.moderated in (None, load)
+        self.seen.append((load, duration, self.held and self.moderated == load, self.remeasure_clean))
         t = type("T", (), {})()
         t.sut_cpu_cycles_per_packet, t.sut_cycles_per_packet, t.details = 5000.0 + len(self.seen), None, {}
         return t
 
 
-def test_cpp_at_load_trials_hold_the_core_unless_the_sut_polls():
+def test_cpp_at_load_trials_hold_the_core_and_moderate_unless_the_sut_polls():
     gen = _Gen()
     cpp, load, got = disturbance.measure_cpp_at_load(
         gen.measure, 600_000, 300_000, fixed_pps=100_000, trials=5
     )
     assert (cpp, load, len(got)) == (5003.0, 100_000, 5)
     assert all(held and clean for _, _, held, clean in gen.seen)
-    assert gen.held is False and gen.remeasure_clean is False
+    assert gen.held is False and gen.remeasure_clean is False and gen.moderated is None
     gen = _Gen()
     disturbance.measure_cpp_at_load(gen.measure, 600_000, 300_000, polling=True)
     assert not any(held for _, _, held, _ in gen.seen)  # a polling SUT keeps its core busy itself
+
+
+def test_the_loop_times_its_core_and_leaves_no_file_behind():
+    shm = set(os.listdir("/dev/shm"))
+    with CoreAwake([CPU]) as held:
+        assert {f for f in os.listdir("/dev/shm") if f.startswith("dpgate-awake-")} - shm == set()
+        before = held.sample()
+        assert set(before) == {CPU}
+        time.sleep(0.3)
+        speed = held.speed(before)
+        after = held.sample()
+    assert speed is not None and speed > 1e6  # a Python loop: tens of millions of iterations/s
+    assert after[CPU][0] > before[CPU][0] and after[CPU][1] > before[CPU][1]
+    assert held.sample() == {} and held.speed(before) is None  # stopped: nothing to time
+
+
+def test_a_loop_that_did_not_run_is_not_timed():
+    from dpgate.exec.awake import speeds
+
+    assert speeds({1: (5, 2.0)}, {1: (5, 2.0)}) == {}
+    assert speeds({1: (5, 2.0)}, {}) == {}
+    assert speeds({1: (9, 2.0)}, {1: (5, 3.0)}) == {}  # a counter going back is not a speed
+
+
+def test_cpp_at_load_leaves_out_the_trials_of_a_slow_phase():
+    class T:
+        def __init__(self, cpp, speed):
+            self.sut_cpu_cycles_per_packet, self.sut_cycles_per_packet = cpp, None
+            self.details = {"sut_core_speed": speed}
+
+    # measured on the VM: the trial at 19.2 M/s had +28 % cycles per packet
+    trials = [T(2824, 31.4), T(2952, 29.2), T(3768, 19.2), T(4100, 20.0), T(2947, 30.0)]
+    assert disturbance.cpp_at_load(trials) == 2947
+    sig = disturbance.case_signal([], [], cpp_trials=trials, cpp=2947.0, cpp_load=1e5)
+    assert sig["sut_core_speed"] == 30.0

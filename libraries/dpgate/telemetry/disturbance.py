@@ -37,6 +37,9 @@ CPP_LOAD_SHARE = 0.5
 #: Trials (and their length, s) at that load; the median is the figure.
 CPP_TRIALS = 5
 CPP_TRIAL_S = 2.0
+#: A cpp_at_load trial whose SUT core ran below this share of the fastest trial's speed is
+#: left out (a slow phase of the host, see :mod:`dpgate.exec.awake`).
+SLOW_SHARE = 0.9
 
 
 def verdict_trials(trials: Iterable, bounds: Sequence[Optional[float]], mrr: Iterable = ()) -> List:
@@ -92,8 +95,26 @@ def cpp_at_load_rate(
     return share * min(cands)
 
 
+def full_speed(trials: Sequence, share: float = SLOW_SHARE) -> List:
+    """``trials`` without those of a slow phase of the SUT core: a trial whose
+    ``sut_core_speed`` (the awake loop's iterations per CPU second, :mod:`dpgate.exec.awake`)
+    is below ``share`` of the fastest one's. Trials that were not timed are all kept.
+
+    >>> class T:
+    ...     def __init__(self, s): self.details = {"sut_core_speed": s} if s else {}
+    >>> [t.details.get("sut_core_speed") for t in full_speed([T(30.0), T(19.2), T(28.0), T(None)])]
+    [30.0, 28.0, None]
+    """
+    timed = [t.details["sut_core_speed"] for t in trials if (t.details or {}).get("sut_core_speed")]
+    if not timed:
+        return list(trials)
+    floor = share * max(timed)
+    return [t for t in trials if (t.details or {}).get("sut_core_speed", floor) >= floor]
+
+
 def cpp_at_load(trials: Iterable, polling: bool = False) -> Optional[float]:
-    """Median SUT cycles per packet over ``trials`` (not superseded ones).
+    """Median SUT cycles per packet over ``trials`` (not superseded ones, not those of a slow
+    phase of the SUT core: :func:`full_speed`).
 
     A polling SUT (testpmd, OVS PMD threads) uses its whole core whatever the load, so its
     CPU time says nothing per packet: its own busy-cycle report is used instead, and None
@@ -113,7 +134,7 @@ def cpp_at_load(trials: Iterable, polling: bool = False) -> Optional[float]:
             and not (t.details.get("sut_counters") or {}).get("cycles_include_idle")
         ]
     else:
-        vals = [t.sut_cpu_cycles_per_packet for t in use if t.sut_cpu_cycles_per_packet]
+        vals = [t.sut_cpu_cycles_per_packet for t in full_speed(use) if t.sut_cpu_cycles_per_packet]
     return float(statistics.median(vals)) if vals else None
 
 
@@ -131,18 +152,23 @@ def measure_cpp_at_load(
 
     For a SUT that does not poll, the trials run with its cores held awake when the generator
     can (``hold_sut_awake``, see :mod:`dpgate.exec.awake`): its cycles per packet then do not
-    depend on what the host ran while the core slept."""
+    depend on what the host ran while the core slept; and with interrupt moderation on its
+    ports (``moderate_sut``): each wake-up takes the frames of a fixed interval, so the
+    figure is the work per frame plus a small, fixed share of a wake-up, and more work per
+    frame shows in full instead of being absorbed by more frames per wake-up."""
     load = cpp_at_load_rate(generator_max_pps, ndr_pps, fixed=fixed_pps)
     if not load:
         return None, None, []
     gen: Any = getattr(measure, "__self__", None)
     saved = getattr(gen, "remeasure_clean", None)
     hold = getattr(gen, "hold_sut_awake", None) if not polling else None
+    moderate = getattr(gen, "moderate_sut", None) if not polling else None
     if gen is not None and saved is not None:
         gen.remeasure_clean = True  # a neighbour inflates cycles per packet even without loss
     try:
         with hold() if hold else contextlib.nullcontext():
-            got = [measure(load, duration_s) for _ in range(max(1, int(trials)))]
+            with moderate(load) if moderate else contextlib.nullcontext():
+                got = [measure(load, duration_s) for _ in range(max(1, int(trials)))]
     finally:
         if gen is not None and saved is not None:
             gen.remeasure_clean = saved
@@ -173,6 +199,10 @@ def case_signal(
     if cpp is not None:
         out["cpp_at_load"] = round(cpp, 1)
         out["cpp_at_load_pps"] = round(float(cpp_load or 0), 1)
+        used_cpp = full_speed([t for t in cpp_trials if not (t.details or {}).get("superseded")])
+        speed = [t.details["sut_core_speed"] for t in used_cpp if t.details.get("sut_core_speed")]
+        if speed:  # how fast the SUT core ran for the trials cpp_at_load rests on (M it/s)
+            out["sut_core_speed"] = round(statistics.median(speed), 2)
     return out
 
 

@@ -53,6 +53,8 @@ SETTLE_S = 0.02
 DISTURBANCE_MAX = 0.10
 #: How many times a disturbed trial is measured again before its result is kept as it is.
 REMEASURE = 2
+#: Frames per NAPI poll of a SUT port that ``moderate_sut`` aims for (veth's ring holds 256).
+MODERATION_FRAMES = 32
 
 
 @dataclass
@@ -124,6 +126,8 @@ class EmbeddedGenerator(TrialSteps):
         self.extra_sut_pids: List[int] = []
         #: pids of loops holding the SUT cores awake (ours, not the SUT's), see hold_sut_awake
         self.awake_pids: List[int] = []
+        self._awake: Optional[CoreAwake] = None
+        self._moderated = 0.0
         self.cpu = CpuAccount(
             testbed,
             extra_sut_pids=lambda: self.extra_sut_pids,
@@ -239,6 +243,7 @@ class EmbeddedGenerator(TrialSteps):
         clock.mark("sut_begin")
         self._trial_no += 1
         self.cpu.begin(id(self.sut))
+        speed0 = self._awake.sample() if self._awake else None
         busy0 = cpu_times(self.tb.sut_cpus)
         clock.mark("cpu_before")
         t0 = time.monotonic()
@@ -246,6 +251,7 @@ class EmbeddedGenerator(TrialSteps):
         wall = time.monotonic() - t0
         clock.mark("sending", add=-duration_s)
         busy1 = cpu_times(self.tb.sut_cpus)
+        speed = self._awake.speed(speed0) if self._awake and speed0 else None
         acct = self.cpu.end()
         clock.mark("cpu_after")
         settle_ms, (tg1, sut1) = self._settle(tx_ports, rx_ports, tg0, self._claimed_sent())
@@ -304,6 +310,10 @@ class EmbeddedGenerator(TrialSteps):
         }
         if self.awake_pids:
             details["sut_core_awake"] = True
+        if speed:  # the awake loop's iterations per CPU second: how fast the SUT core ran
+            details["sut_core_speed"] = round(speed / 1e6, 2)
+        if self._moderated:
+            details["sut_napi_deferral_us"] = self._moderated
         return TrialResult.from_counts(
             load_pps,
             duration_s,
@@ -336,11 +346,26 @@ class EmbeddedGenerator(TrialSteps):
         """Hold the SUT cores awake (:mod:`dpgate.exec.awake`) for the trials inside; their
         ``details["sut_core_awake"]`` says so and the loops' CPU time counts as ours."""
         with CoreAwake(self.tb.sut_cpus) as held:
-            self.awake_pids = held.pids
+            self.awake_pids, self._awake = held.pids, held
             try:
                 yield self.awake_pids
             finally:
-                self.awake_pids = []
+                self.awake_pids, self._awake = [], None
+
+    @contextlib.contextmanager
+    def moderate_sut(self, load_pps: float) -> Iterator[Optional[float]]:
+        """Interrupt moderation on the SUT ports for the trials inside, sized so each NAPI poll
+        takes about ``MODERATION_FRAMES`` frames at ``load_pps`` (see
+        :meth:`NamespaceTestbed.napi_deferral`); yields the deferral in microseconds."""
+        per_port = load_pps / max(1, len(self.tb.topology.pairs()))
+        us = round(MODERATION_FRAMES / per_port * 1e6, 1) if per_port > 0 else 0.0
+        self.tb.napi_deferral(us)
+        self._moderated = us
+        try:
+            yield us
+        finally:
+            self._moderated = 0.0
+            self.tb.napi_deferral(0)
 
     # -- calibration -----------------------------------------------------------
     def calibrate(self, duration_s: float = 1.0, probe_pps: float = 5e6, repeats: int = 3) -> float:

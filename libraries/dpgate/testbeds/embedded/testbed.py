@@ -205,6 +205,19 @@ class NamespaceTestbed:
         self._wait_carrier()
         self.pin_napi_threads()
 
+    def napi_deferral(self, us: float, polls: int = 100) -> None:
+        """Interrupt moderation on the SUT ports (0 turns it off): after a NAPI poll the port
+        does not ask its peer to wake it for the next frame but polls again ``us``
+        microseconds later, up to ``polls`` times without traffic (the kernel's
+        ``gro_flush_timeout`` and ``napi_defer_hard_irqs``; veth honours them), as a NIC with
+        ``ethtool -C rx-usecs`` would. Used for ``cpp_at_load``: the frames of a fixed
+        interval share one wake-up, so cycles per frame measure the work per frame, not how
+        many frames a wake-up happened to find."""
+        ns, count = int(round(float(us) * 1000)), int(polls) if us else 0
+        for _, sutp in self.topology.pairs():
+            for knob, val in (("gro_flush_timeout", ns), ("napi_defer_hard_irqs", count)):
+                run(["tee", f"/sys/class/net/{sutp.name}/{knob}"], ns=self.sut_ns, input=f"{val}\n")
+
     def _wait_carrier(self, timeout: float = 5.0) -> None:
         end = time.monotonic() + timeout
         while time.monotonic() < end:
