@@ -75,6 +75,7 @@ def one_run(sut: str, prefix: str, load: float, trials: int, duration: float, in
         statistics.median(rep) if rep else None,
         max((r.disturbance or 0.0) for r in res),
         sum(r.loss_packets for r in res),
+        statistics.median([r.details.get("sut_core_speed") or 0.0 for r in res]),
     )
 
 
@@ -177,6 +178,8 @@ def main(argv=None) -> int:
             + "  loss "
             + " ".join(str(r[3]) for r in rows)
         )
+        if any(r[4] for r in rows):
+            print(f"{'':16s} SUT core speed (awake loop, M it/s) " + " ".join(f"{r[4]:.1f}" for r in rows))
     return 0
 
 

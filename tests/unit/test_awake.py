@@ -158,3 +158,35 @@ def test_cpp_at_load_leaves_out_the_trials_of_a_slow_phase():
     assert disturbance.cpp_at_load(trials) == 2947
     sig = disturbance.case_signal([], [], cpp_trials=trials, cpp=2947.0, cpp_load=1e5)
     assert sig["sut_core_speed"] == 30.0
+
+
+class _SlowThenFast(_Gen):
+    """The host runs the SUT core slowly for the first ``slow`` trials (M it/s of the loop)."""
+
+    def __init__(self, slow):
+        super().__init__()
+        self.slow = slow
+        self.core_speed_best = None
+
+    def measure(self, load, duration):
+        t = super().measure(load, duration)
+        slow = len(self.seen) <= self.slow
+        t.details = {"sut_core_speed": 20.0 if slow else 30.0}
+        t.sut_cpu_cycles_per_packet = 3800.0 if slow else 2900.0 + len(self.seen)
+        return t
+
+
+def test_a_slow_phase_is_measured_past_and_left_out_of_cpp_at_load():
+    gen = _SlowThenFast(slow=4)
+    cpp, _, got = disturbance.measure_cpp_at_load(gen.measure, 6e5, 3e5, fixed_pps=1e5, trials=5)
+    assert len(got) == 7  # 4 slow + 3 at speed
+    assert cpp == 2906.0  # median of trials 5, 6, 7
+    assert [bool(t.details.get("slow_core")) for t in got] == [True] * 4 + [False] * 3
+    assert "SUT core at 20.0 M it/s, below 90 % of the 30.0 seen" in got[0].details["slow_core"]
+    assert gen.core_speed_best == 30.0
+    # the next case remembers the run's speed: a case measured wholly in a slow phase stops at
+    # 2 x its trials and has no cpp_at_load rather than a slow one
+    slow = _SlowThenFast(slow=100)
+    slow.core_speed_best = 30.0
+    cpp, _, got = disturbance.measure_cpp_at_load(slow.measure, 6e5, 3e5, fixed_pps=1e5, trials=5)
+    assert (cpp, len(got)) == (None, 10)

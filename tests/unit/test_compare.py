@@ -230,3 +230,24 @@ def test_disturbed_tests_never_enter_the_history(tmp_path):
     assert add_to_history(write_run(tmp_path, "hogged", hogged, "PASS"), store) == 0
     assert add_to_history(write_run(tmp_path, "hogged2", hogged, "PASS"), store, disturbance_max=0.7) == 1
     assert [h["ndr_pps"] for h in read_history(store, "embedded", "S.64B-1c-x-ndrpdr")] == [5.0e5, 2.0e5]
+
+
+def test_a_cpp_at_load_rise_on_a_slow_core_is_inconclusive_not_a_regression(tmp_path):
+    store = str(tmp_path / "h")
+    for i, (cpp, speed) in enumerate([(2650, 30.2), (2600, 29.8), (2700, 30.5), (2620, 30.0), (2680, 29.6)]):
+        run = {"ndr_pps": 5e5, "cpp_at_load": float(cpp), "sut_core_speed": speed}
+        add_to_history(write_run(tmp_path, f"r{i}", run), store)
+
+    def verdict(cpp, speed):
+        run = {"ndr_pps": 5e5, "cpp_at_load": cpp, "sut_core_speed": speed}
+        return {v.metric: v for v in compare(write_run(tmp_path, f"c{cpp}{speed}", run), store)}[
+            "cpp_at_load"
+        ]
+
+    assert verdict(3300.0, 29.9).verdict == "regression"  # +24 % with the core at full speed
+    slow = verdict(3300.0, 21.0)  # the same, with the host running the core 30 % slower
+    assert slow.verdict == "inconclusive"
+    assert slow.line().endswith(
+        "SUT core ran at 21.0 M it/s, 70 % of the history's 30.0: the host, not the SUT, may be slower"
+    )
+    assert verdict(2640.0, 21.0).verdict == "normal"  # a slow core alone is not a verdict

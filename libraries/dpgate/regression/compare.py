@@ -49,13 +49,15 @@ NOISE_RUNS = 5
 class Verdict:
     test: str
     metric: str
-    verdict: str  # regression | progression | normal | no history | generator-limited
+    verdict: str  # regression | progression | normal | no history | generator-limited | inconclusive
     current: float
     baseline: Optional[float]
     change_pct: Optional[float]
     history_len: int
     allowance_pct: Optional[float] = None
     noise_source: str = ""
+    #: why a verdict is ``inconclusive`` (the measurement, not the SUT, may have moved)
+    note: str = ""
 
     def _show(self, v: float) -> str:
         return f"{v:.0f} cycles/packet" if self.metric == "cpp_at_load" else f"{v / 1e6:.3f} Mpps"
@@ -71,6 +73,7 @@ class Verdict:
         return (
             f"{self.test} {self.metric}: {self.verdict}: {self._show(self.current)} vs "
             f"{self._show(self.baseline)} ({self.change_pct:+.1f} %, {self.history_len} runs of history{allow})"
+            + (f": {self.note}" if self.note else "")
         )
 
 
@@ -189,6 +192,11 @@ def verdicts_for(
             v = classify_lower_is_better(
                 classify_current, past, cur if isinstance(cur, list) else [cur], min_change, cpp_noise
             )
+            slow = slow_core(
+                m.get("sut_core_speed"), [(h.get("metrics") or h).get("sut_core_speed") for h in hist]
+            )
+            if v.verdict == "regression" and slow:
+                v = replace(v, verdict="inconclusive", note=slow)
             out.append(replace(v, test=rec.get("name", rec["longname"]), metric=metric))
             continue
         declared = mrr_noise if metric == "mrr_pps" else noise
@@ -204,6 +212,27 @@ def verdicts_for(
             v = replace(v, verdict="generator-limited")
         out.append(replace(v, test=rec.get("name", rec["longname"]), metric=metric))
     return out
+
+
+def slow_core(current: Optional[float], history: Sequence[Optional[float]], share: float = 0.9) -> str:
+    """Why a higher ``cpp_at_load`` may be the host's doing: this run's SUT core ran (awake
+    loop, M iterations/s, :mod:`dpgate.exec.awake`) below ``share`` of the history's median.
+
+    >>> slow_core(21.0, [30.1, 29.5, None, 30.8])
+    "SUT core ran at 21.0 M it/s, 70 % of the history's 30.1: the host, not the SUT, may be slower"
+    >>> slow_core(29.0, [30.1, 29.5]), slow_core(None, [30.1]), slow_core(21.0, [None])
+    ('', '', '')
+    """
+    past = [float(x) for x in history if isinstance(x, (int, float)) and x > 0]
+    if not isinstance(current, (int, float)) or not past:
+        return ""
+    med = statistics.median(past)
+    if current >= share * med:
+        return ""
+    return (
+        f"SUT core ran at {current:.1f} M it/s, {current / med * 100:.0f} % of the history's {med:.1f}: "
+        "the host, not the SUT, may be slower"
+    )
 
 
 def compare(outdir: str, store: str, min_change: float = 0.03) -> List[Verdict]:

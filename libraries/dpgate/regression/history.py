@@ -23,6 +23,8 @@ from dpgate.telemetry.disturbance import DISTURBANCE_MAX
 #: The metrics the regression check compares (and the history keeps).
 #: cpp_at_load is lower-is-better: the comparison turns it around (regression/compare.py)
 METRICS = ("ndr_pps", "pdr_pps", "mrr_pps", "cpp_at_load")
+#: kept beside the metrics: how fast the SUT core ran for cpp_at_load (dpgate.exec.awake)
+CONTEXT = ("sut_core_speed",)
 #: One run's value of a metric: a number, or its samples when the run measured several.
 RunValue = Union[float, List[float]]
 
@@ -107,7 +109,7 @@ def add_to_history(
             "sut_version": rec.get(F.SUT_VERSION),
             "limited_by": m.get("limited_by"),
             "mrr_limited_by": m.get("mrr_limited_by"),
-            **{k: m[k] for k in METRICS if isinstance(m.get(k), (int, float))},
+            **{k: m[k] for k in METRICS + CONTEXT if isinstance(m.get(k), (int, float))},
         }
         samples = {k: v for k, v in (rec.get(F.SAMPLES) or {}).items() if k in METRICS}
         if samples:

@@ -142,19 +142,21 @@ class Gates(GateChecks):
         bad = [v for v in verdicts if v.verdict == "regression"]
         reason = disturbed_reason(result.telemetry.get("disturbance"), self._dmax) if bad else None
         for v in verdicts:
-            skipped = reason is not None and v.verdict == "regression"
+            skipped = (reason is not None and v.verdict == "regression") or v.verdict == "inconclusive"
             record(
                 gates=[
                     gate_entry(
                         f"regression_{v.metric.split('_')[0]}",
                         v.verdict != "regression" or skipped,
-                        v.line() + (f" (inconclusive: {reason})" if skipped else ""),
+                        v.line() + (f" (inconclusive: {reason})" if skipped and reason else ""),
                         v.current,
                         v.baseline,
                         skipped=skipped,
                     )
                 ]
             )
+            if v.verdict == "inconclusive":
+                logger.warn("regression check inconclusive: " + v.line())
         if reason is not None:
             logger.warn("regression check inconclusive: " + "; ".join(v.line() for v in bad) + f": {reason}")
             bad = []

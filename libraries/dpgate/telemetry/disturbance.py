@@ -40,6 +40,10 @@ CPP_TRIAL_S = 2.0
 #: A cpp_at_load trial whose SUT core ran below this share of the fastest trial's speed is
 #: left out (a slow phase of the host, see :mod:`dpgate.exec.awake`).
 SLOW_SHARE = 0.9
+#: cpp_at_load wants this many full-speed trials, measuring up to SLOW_EXTRA x the planned
+#: number of trials to get them.
+FAST_TRIALS = 3
+SLOW_EXTRA = 2
 
 
 def verdict_trials(trials: Iterable, bounds: Sequence[Optional[float]], mrr: Iterable = ()) -> List:
@@ -95,20 +99,24 @@ def cpp_at_load_rate(
     return share * min(cands)
 
 
-def full_speed(trials: Sequence, share: float = SLOW_SHARE) -> List:
-    """``trials`` without those of a slow phase of the SUT core: a trial whose
-    ``sut_core_speed`` (the awake loop's iterations per CPU second, :mod:`dpgate.exec.awake`)
-    is below ``share`` of the fastest one's. Trials that were not timed are all kept.
+def full_speed(trials: Sequence, share: float = SLOW_SHARE, ref: Optional[float] = None) -> List:
+    """``trials`` without those of a slow phase of the SUT core: marked ``slow_core`` when
+    measured, or whose ``sut_core_speed`` (the awake loop's iterations per CPU second,
+    :mod:`dpgate.exec.awake`) is below ``share`` of the fastest one's (or of ``ref``, the
+    fastest seen before). Trials that were not timed are all kept.
 
     >>> class T:
     ...     def __init__(self, s): self.details = {"sut_core_speed": s} if s else {}
     >>> [t.details.get("sut_core_speed") for t in full_speed([T(30.0), T(19.2), T(28.0), T(None)])]
     [30.0, 28.0, None]
+    >>> [t.details.get("sut_core_speed") for t in full_speed([T(26.8), T(21.0)], ref=30.9)]
+    []
     """
+    trials = [t for t in trials if not (t.details or {}).get("slow_core")]
     timed = [t.details["sut_core_speed"] for t in trials if (t.details or {}).get("sut_core_speed")]
     if not timed:
         return list(trials)
-    floor = share * max(timed)
+    floor = share * max(max(timed), ref or 0.0)
     return [t for t in trials if (t.details or {}).get("sut_core_speed", floor) >= floor]
 
 
@@ -165,14 +173,47 @@ def measure_cpp_at_load(
     moderate = getattr(gen, "moderate_sut", None) if not polling else None
     if gen is not None and saved is not None:
         gen.remeasure_clean = True  # a neighbour inflates cycles per packet even without loss
+    n = max(1, int(trials))
     try:
         with hold() if hold else contextlib.nullcontext():
             with moderate(load) if moderate else contextlib.nullcontext():
-                got = [measure(load, duration_s) for _ in range(max(1, int(trials)))]
+                got = [measure(load, duration_s) for _ in range(n)]
+                # a slow phase of the host: measure on (bounded) until enough trials ran at speed
+                while len(got) < SLOW_EXTRA * n and len(_fast(got, gen)) < min(FAST_TRIALS, n):
+                    got.append(measure(load, duration_s))
     finally:
         if gen is not None and saved is not None:
             gen.remeasure_clean = saved
+    _mark_slow(got, gen)
     return cpp_at_load(got, polling=polling), load, got
+
+
+def _speeds(trials: Iterable) -> List[float]:
+    return [t.details["sut_core_speed"] for t in trials if (t.details or {}).get("sut_core_speed")]
+
+
+def _fast(trials: List, gen: Any) -> List:
+    return full_speed(trials, ref=getattr(gen, "core_speed_best", None))
+
+
+def _mark_slow(trials: List, gen: Any) -> None:
+    """Mark the trials of a slow phase (``details["slow_core"]``) and remember the fastest
+    speed seen on the generator (``core_speed_best``) for the next case of the run."""
+    best = max(_speeds(trials) + [getattr(gen, "core_speed_best", None) or 0.0])
+    if not best:
+        return
+    fast = {id(t) for t in full_speed(trials, ref=best)}
+    for t in trials:
+        if id(t) not in fast and not t.details.get("superseded"):
+            t.details["slow_core"] = (
+                f"SUT core at {t.details['sut_core_speed']:.1f} M it/s, below "
+                f"{SLOW_SHARE * 100:.0f} % of the {best:.1f} seen: left out"
+            )
+    if gen is not None:
+        try:
+            gen.core_speed_best = best
+        except AttributeError:  # a generator that keeps no state: nothing to remember
+            pass
 
 
 def case_signal(

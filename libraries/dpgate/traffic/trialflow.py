@@ -128,6 +128,8 @@ class EmbeddedGenerator(TrialSteps):
         self.awake_pids: List[int] = []
         self._awake: Optional[CoreAwake] = None
         self._moderated = 0.0
+        #: the fastest SUT core speed (awake loop, M it/s) seen so far (telemetry.disturbance)
+        self.core_speed_best: Optional[float] = None
         self.cpu = CpuAccount(
             testbed,
             extra_sut_pids=lambda: self.extra_sut_pids,
