@@ -11,6 +11,7 @@ from robot.api import Failure, SkipExecution
 
 from dpgate.config.thresholds import load_thresholds
 from dpgate.config.units import parse_rate
+from dpgate.model.errors import ConfigError
 from dpgate.regression.compare import verdicts_for
 from dpgate.regression.history import injected
 from dpgate.robotlib import Gates
@@ -48,6 +49,26 @@ def test_cpp_at_load_gate_fails_passes_and_skips_when_unmeasured():
         g.cycles_per_packet_at_load_should_be_at_most(
             result(telemetry={"cpp_at_load": 6600.0, "disturbance": 0.5}), 6000
         )
+
+
+def test_cpp_at_load_over_its_ceiling_on_a_slow_core_is_inconclusive():
+    g = Gates()
+    slow = {"cpp_at_load": 4778.0, "sut_core_speed": 16.4, "sut_core_speed_ref": 30.5}
+    with pytest.raises(SkipExecution, match=r"cpp_at_load_max inconclusive: .* 54 % of its full speed 30.5"):
+        g.cycles_per_packet_at_load_should_be_at_most(result(telemetry=slow), 4200)
+    with pytest.raises(Failure, match=r"cpp_at_load 4778 > ceiling 4200"):  # at full speed: the SUT's
+        g.cycles_per_packet_at_load_should_be_at_most(
+            result(telemetry={**slow, "sut_core_speed": 29.9}), 4200
+        )
+
+
+def test_thresholds_take_the_machine_class_core_speed(tmp_path):
+    p = tmp_path / "t.yaml"
+    p.write_text("nfs: {linux-ip4: {64B: {core_speed: 30.5}}}")
+    assert load_thresholds(str(p)).lookup("linux-ip4", "64B").core_speed == 30.5
+    p.write_text("nfs: {linux-ip4: {64B: {core_speed: 0}}}")
+    with pytest.raises(ConfigError, match="core_speed"):
+        load_thresholds(str(p))
 
 
 def test_check_gates_reads_cpp_at_load_max_and_the_case_disturbance_threshold(tmp_path):

@@ -16,6 +16,8 @@ seen (max/min - 1, at least ``--min-margin``):
   / ``ndr_min``, rounded up to 100 cycles (a tighter one fails runs whose NDR passed);
 * ``cpp_at_load_max`` = highest value seen x (1 + s), and ``cpp_load`` = the load it was
   measured at (the lowest of the runs' ``cpp_at_load_pps``), so later runs measure there;
+  ``core_speed`` = the median of the runs' ``sut_core_speed`` (the SUT core's full speed on
+  this machine class); a run whose cpp_at_load was measured below 90 % of it is left out;
 * ``noise`` (NDR/PDR), ``mrr_noise`` and ``cpp_noise`` (cpp_at_load) = s x 1.1, the regression
   check's allowance while its history is short;
 * a throughput at the generator's ceiling still gets a floor: it catches a collapse, and a
@@ -31,6 +33,7 @@ two runs is not a spread. Output is YAML in the layout of ``variables/embedded.y
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 from typing import Dict, List, Optional
 
@@ -74,6 +77,14 @@ def derive_case(values: Dict[str, List[float]], min_margin: float = 0.03) -> Dic
         if floor_pps > 0:
             out["cpp_max"] = f"{-(-max(hz) / floor_pps // 100) * 100:.0f}"
     cpp = [v for v in values.get("cpp_at_load", []) if v and v > 0]
+    speeds = values.get("sut_core_speed", [])
+    timed = [x for x in speeds if x > 0]
+    if timed and len(speeds) == len(values.get("cpp_at_load", [])):
+        # the machine class's full speed of the SUT core (median of the runs); a run measured
+        # in a slow phase of the host (below 90 % of it) does not set the cpp_at_load ceiling
+        full = statistics.median(timed)
+        out["core_speed"] = f"{full:.1f}"
+        cpp = [c for c, x in zip(values["cpp_at_load"], speeds) if c > 0 and (not x or x >= 0.9 * full)]
     if cpp:
         s = _spread(cpp, min_margin)
         loads = [v for v in values.get("cpp_at_load_pps", []) if v and v > 0]
@@ -114,6 +125,11 @@ def collect(run_dirs: List[str], disturbance_max: float = DEFAULT_DISTURBANCE_MA
             for k in ("ndr_pps", "pdr_pps", "mrr_pps", "cpp_at_load", "cpp_at_load_pps"):
                 if isinstance(m.get(k), (int, float)):
                     vals.setdefault(k, []).append(float(m[k]))
+            if isinstance(m.get("cpp_at_load"), (int, float)):  # aligned with cpp_at_load; 0: not timed
+                speed = m.get("sut_core_speed")
+                vals.setdefault("sut_core_speed", []).append(
+                    float(speed) if isinstance(speed, (int, float)) else 0.0
+                )
     return cases
 
 

@@ -105,6 +105,10 @@ class CaseThresholds:
     cpp_at_load_max: Optional[float] = field(default=None, metadata={"check": _pos})
     #: run-to-run noise of cpp_at_load (the regression check's allowance while history is short)
     cpp_noise: Optional[str] = field(default=None, metadata={"check": _ratio_check})
+    #: full speed of this machine class's SUT core for cpp_at_load (the awake loop's millions of
+    #: iterations per CPU second, ``dpgate.exec.awake``): trials below 90 % of it ran in a slow
+    #: phase of the host; they are measured past and a verdict resting on them is inconclusive
+    core_speed: Optional[float] = field(default=None, metadata={"check": _pos})
     #: largest foreign share of a TG/SUT core a failing verdict may rest on before it is
     #: inconclusive instead (default 10 %, ``dpgate.telemetry.disturbance``)
     disturbance_max: Optional[str] = field(default=None, metadata={"check": _ratio_check})

@@ -231,6 +231,7 @@ class EmbeddedTestbed(TestbedKeywords):
         mrr_duration: float = 1.0,
         cpp_at_load: bool = True,
         cpp_load: Optional[str] = None,
+        core_speed: Optional[str] = None,
         **overrides: str,
     ) -> NdrPdrResult:
         """Search NDR and PDR for ``frame_size`` with a search profile, compute CPP, record metrics.
@@ -246,7 +247,9 @@ class EmbeddedTestbed(TestbedKeywords):
         let jumpavg see the noise within a run). Other keyword arguments override profile
         settings (e.g. ``trial_duration=2``). ``cpp_load`` (e.g. ``100kpps``, the case's
         threshold of that name) fixes the load of ``cpp_at_load`` across runs; unset or above
-        this run's NDR or ceiling, it is 50 % of the smaller of the two.
+        this run's NDR or ceiling, it is 50 % of the smaller of the two. ``core_speed`` (the
+        case's threshold: full speed of the SUT core, M it/s) marks slower cpp_at_load trials
+        as a slow phase of the host, measured past (``dpgate.telemetry.disturbance``).
 
         | ${r}= | `Find NDR And PDR` | 64B | profile=per-commit |
         | ${r}= | `Find NDR And PDR` | IMIX | mrr_trials=3 |
@@ -264,6 +267,7 @@ class EmbeddedTestbed(TestbedKeywords):
             mrr_duration=mrr_duration,
             cpp_at_load=cpp_at_load,
             cpp_load=_absolute_rate(cpp_load, "cpp_load"),
+            core_speed=_positive(core_speed, "core_speed"),
         )
 
     # -- the hooks of the shared Find NDR And PDR flow (dpgate.robot.base) ------------------
@@ -287,12 +291,15 @@ class EmbeddedTestbed(TestbedKeywords):
         mrr_duration: float = 1.0,
         cpp_at_load: bool = True,
         cpp_load: Optional[float] = None,
+        core_speed: Optional[float] = None,
         **unknown: Any,
     ) -> Dict[str, Any]:
         """MRR trials at the generator ceiling, then the SUT's cycles per packet at a fixed load."""
         if unknown:
             raise TypeError(f"unknown options after the search: {sorted(unknown)}")
         mrr_runs = [gen.measure(gen.max_pps, float(mrr_duration)) for _ in range(int(mrr_trials))]
+        if core_speed:  # the machine class's full speed: the reference for slow phases
+            gen.core_speed_best = max(float(core_speed), getattr(gen, "core_speed_best", None) or 0.0)
         cpp, cpp_load, cpp_runs = (
             measure_cpp_at_load(
                 gen.measure,
@@ -308,6 +315,7 @@ class EmbeddedTestbed(TestbedKeywords):
             "mrr_runs": mrr_runs,
             "mrr": tuple(t.rx_rate_pps for t in mrr_runs),
             "cpp": (cpp, cpp_load, cpp_runs),
+            "core_speed_ref": getattr(gen, "core_speed_best", None),
         }
 
     def _search_telemetry(self, run: SearchRun, busy_cpp, after: Dict[str, Any]) -> Dict[str, Any]:
@@ -316,7 +324,11 @@ class EmbeddedTestbed(TestbedKeywords):
         search_trials = [t[-1] if isinstance(t, tuple) else t for t in getattr(run.res, "trials", ())]
         bounds = [run.ndr, run.pdr, getattr(run.res, "ndr_upper", None), getattr(run.res, "pdr_upper", None)]
         cpp, cpp_load, cpp_runs = after["cpp"]
-        telemetry.update(case_signal(search_trials, bounds, after["mrr_runs"], cpp_runs, cpp, cpp_load))
+        telemetry.update(
+            case_signal(
+                search_trials, bounds, after["mrr_runs"], cpp_runs, cpp, cpp_load, after.get("core_speed_ref")
+            )
+        )
         return telemetry
 
     def _search_setting(self) -> SearchSetting:
@@ -360,3 +372,20 @@ def _absolute_rate(text: Optional[str], name: str) -> Optional[float]:
     if pps is None:
         raise ConfigError(f"{name} must be an absolute rate such as 100kpps, got {text!r}", path=name)
     return pps
+
+
+def _positive(text: Optional[str], name: str) -> Optional[float]:
+    """A number > 0 from a keyword argument, None when unset (Robot's None or empty).
+
+    >>> _positive("30.5", "core_speed"), _positive("None", "core_speed")
+    (30.5, None)
+    """
+    if text in (None, "", "None"):
+        return None
+    try:
+        v = float(str(text))
+    except ValueError:
+        v = 0.0
+    if not v > 0:
+        raise ConfigError(f"{name} must be a number > 0, got {text!r}", path=name)
+    return v

@@ -142,8 +142,25 @@ def cpp_at_load(trials: Iterable, polling: bool = False) -> Optional[float]:
             and not (t.details.get("sut_counters") or {}).get("cycles_include_idle")
         ]
     else:
-        vals = [t.sut_cpu_cycles_per_packet for t in full_speed(use) if t.sut_cpu_cycles_per_packet]
+        # none at full speed: the slow ones, flagged by sut_core_speed (the gates hold such a
+        # verdict inconclusive, see slow_core_reason)
+        vals = [t.sut_cpu_cycles_per_packet for t in full_speed(use) or use if t.sut_cpu_cycles_per_packet]
     return float(statistics.median(vals)) if vals else None
+
+
+def slow_core_reason(telemetry: dict, share: float = SLOW_SHARE) -> Optional[str]:
+    """Why a failing cpp_at_load verdict is inconclusive: its trials ran on a SUT core slower
+    than ``share`` of the full speed they were held against; None when they did not.
+
+    >>> slow_core_reason({"sut_core_speed": 16.4, "sut_core_speed_ref": 30.5})
+    'the SUT core ran at 16.4 M it/s, 54 % of its full speed 30.5 (a slow phase of the host)'
+    >>> slow_core_reason({"sut_core_speed": 29.0, "sut_core_speed_ref": 30.5}) is None
+    True
+    """
+    cur, ref = telemetry.get("sut_core_speed"), telemetry.get("sut_core_speed_ref")
+    if not isinstance(cur, (int, float)) or not isinstance(ref, (int, float)) or cur >= share * ref:
+        return None
+    return f"the SUT core ran at {cur:.1f} M it/s, {cur / ref * 100:.0f} % of its full speed {ref:.1f} (a slow phase of the host)"
 
 
 def measure_cpp_at_load(
@@ -223,9 +240,12 @@ def case_signal(
     cpp_trials: Iterable = (),
     cpp: Optional[float] = None,
     cpp_load: Optional[float] = None,
+    speed_ref: Optional[float] = None,
 ) -> dict:
     """The case's metrics from this module: ``disturbance`` (largest foreign share among the
-    trials its verdicts use), ``cpp_at_load`` and ``cpp_at_load_pps`` (absent when unmeasured).
+    trials its verdicts use), ``cpp_at_load`` and ``cpp_at_load_pps`` (absent when unmeasured),
+    ``sut_core_speed`` (median speed of the SUT core in the trials cpp_at_load rests on) and
+    ``sut_core_speed_ref`` (``speed_ref``: the full speed those trials were held against).
 
     >>> class T:
     ...     def __init__(self, load, d): self.intended_load_pps, self.disturbance, self.details = load, d, {}
@@ -240,10 +260,12 @@ def case_signal(
     if cpp is not None:
         out["cpp_at_load"] = round(cpp, 1)
         out["cpp_at_load_pps"] = round(float(cpp_load or 0), 1)
-        used_cpp = full_speed([t for t in cpp_trials if not (t.details or {}).get("superseded")])
-        speed = [t.details["sut_core_speed"] for t in used_cpp if t.details.get("sut_core_speed")]
-        if speed:  # how fast the SUT core ran for the trials cpp_at_load rests on (M it/s)
+        live = [t for t in cpp_trials if not (t.details or {}).get("superseded")]
+        speed = _speeds(full_speed(live) or live)  # the trials cpp_at_load rests on
+        if speed:  # how fast the SUT core ran for them (M it/s)
             out["sut_core_speed"] = round(statistics.median(speed), 2)
+            if speed_ref:
+                out["sut_core_speed_ref"] = round(float(speed_ref), 2)
     return out
 
 
