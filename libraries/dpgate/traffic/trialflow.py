@@ -53,8 +53,9 @@ SETTLE_S = 0.02
 DISTURBANCE_MAX = 0.10
 #: How many times a disturbed trial is measured again before its result is kept as it is.
 REMEASURE = 2
-#: Frames per NAPI poll of a SUT port that ``moderate_sut`` aims for (veth's ring holds 256).
-MODERATION_FRAMES = 32
+#: Frames per NAPI poll of a receiving SUT port that ``moderate_sut`` aims for (NAPI's budget
+#: per poll is 64; veth's ring holds 256).
+MODERATION_FRAMES = 64
 
 
 @dataclass
@@ -359,7 +360,7 @@ class EmbeddedGenerator(TrialSteps):
         """Interrupt moderation on the SUT ports for the trials inside, sized so each NAPI poll
         takes about ``MODERATION_FRAMES`` frames at ``load_pps`` (see
         :meth:`NamespaceTestbed.napi_deferral`); yields the deferral in microseconds."""
-        per_port = load_pps / max(1, len(self.tb.topology.pairs()))
+        per_port = load_pps / max(1, len(directions_for(self.tb.topology, self.profile)))
         us = round(MODERATION_FRAMES / per_port * 1e6, 1) if per_port > 0 else 0.0
         self.tb.napi_deferral(us)
         self._moderated = us

@@ -36,7 +36,7 @@ WORK_MAX = 20 * BPF_CHUNK
 #: Per SUT: (reference cpp_at_load in cycles, cycles one unit of injection adds per packet).
 #: A unit is one BPF instruction per frame (kernel SUTs) or one lookup read (testpmd noisy).
 #: Kernel SUTs (2026-11-25): cpp_at_load as the gate measures it now, SUT core held awake and
-#: its ports' NAPI deferred to ~32 frames a poll, trials at full core speed only; on the 2-core
+#: its ports' NAPI deferred to ~64 frames a poll, trials at full core speed only; on the 2-core
 #: VM at the rows' cpp_load: linux-xconnect 2568-2657, linux-bridge 3739-3972, linux-ip4
 #: 5210-5609. One instruction adds ~1.0 cycle (``benchmarks/cpp_at_load.py --calibrate-units
 #: 600``/``1000``, 3+2 bring-ups each: 1.0-1.3 xconnect, 0.95 bridge at full speed, 1.2-1.5
