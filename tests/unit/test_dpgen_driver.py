@@ -334,3 +334,25 @@ def test_topology_generator_must_be_a_known_one(tmp_path):
     with pytest.raises(ConfigError) as err:
         load_topology(_topology_with(tmp_path, "pktgen"))
     assert "generator" in str(err.value) and "pktgen" in str(err.value)
+
+
+@pytest.mark.parametrize("bidirectional, us", [(False, 640.0), (True, 1280.0)])
+def test_moderation_is_sized_per_receiving_port_and_ends_with_the_trials(tmp_path, bidirectional, us):
+    gen, _ = make(tmp_path, bidirectional=bidirectional)
+    calls = []
+    gen.tb.napi_deferral = lambda v: calls.append(v) or True
+    with gen.moderate_sut(100_000) as got:
+        r = gen.measure(100_000, 0.2)
+    assert got == us and calls == [us, 0]  # 64 frames a poll of each port taking 50 or 100 kpps
+    assert r.details["sut_napi_deferral_us"] == us
+    assert "sut_napi_deferral_us" not in gen.measure(100_000, 0.2).details
+
+
+def test_a_kernel_that_refuses_moderation_runs_unmoderated_and_says_so(tmp_path):
+    gen, _ = make(tmp_path)
+    calls = []
+    gen.tb.napi_deferral = lambda v: calls.append(v) and False  # tee into sysfs failed
+    with gen.moderate_sut(100_000) as got:
+        r = gen.measure(100_000, 0.2)
+    assert got == 0.0 and calls == [640.0]  # nothing to turn off again
+    assert "sut_napi_deferral_us" not in r.details

@@ -362,13 +362,15 @@ class EmbeddedGenerator(TrialSteps):
         :meth:`NamespaceTestbed.napi_deferral`); yields the deferral in microseconds."""
         per_port = load_pps / max(1, len(directions_for(self.tb.topology, self.profile)))
         us = round(MODERATION_FRAMES / per_port * 1e6, 1) if per_port > 0 else 0.0
-        self.tb.napi_deferral(us)
+        if us and not self.tb.napi_deferral(us):
+            us = 0.0  # refused by this kernel: trials run unmoderated and do not claim it
         self._moderated = us
         try:
             yield us
         finally:
             self._moderated = 0.0
-            self.tb.napi_deferral(0)
+            if us:
+                self.tb.napi_deferral(0)
 
     # -- calibration -----------------------------------------------------------
     def calibrate(self, duration_s: float = 1.0, probe_pps: float = 5e6, repeats: int = 3) -> float:

@@ -205,18 +205,23 @@ class NamespaceTestbed:
         self._wait_carrier()
         self.pin_napi_threads()
 
-    def napi_deferral(self, us: float, polls: int = 100) -> None:
+    def napi_deferral(self, us: float, polls: int = 100) -> bool:
         """Interrupt moderation on the SUT ports (0 turns it off): after a NAPI poll the port
         does not ask its peer to wake it for the next frame but polls again ``us``
         microseconds later, up to ``polls`` times without traffic (the kernel's
         ``gro_flush_timeout`` and ``napi_defer_hard_irqs``; veth honours them), as a NIC with
         ``ethtool -C rx-usecs`` would. Used for ``cpp_at_load``: the frames of a fixed
         interval share one wake-up, so cycles per frame measure the work per frame, not how
-        many frames a wake-up happened to find."""
+        many frames a wake-up happened to find. False when a port refused (a kernel without
+        ``napi_defer_hard_irqs``, before 5.7, or a namespace already gone)."""
         ns, count = int(round(float(us) * 1000)), int(polls) if us else 0
+        ok = True
         for _, sutp in self.topology.pairs():
             for knob, val in (("gro_flush_timeout", ns), ("napi_defer_hard_irqs", count)):
-                run(["tee", f"/sys/class/net/{sutp.name}/{knob}"], ns=self.sut_ns, input=f"{val}\n")
+                path = f"/sys/class/net/{sutp.name}/{knob}"
+                res = run(["tee", path], ns=self.sut_ns, input=f"{val}\n", check=False)
+                ok = ok and res.returncode == 0
+        return ok
 
     def _wait_carrier(self, timeout: float = 5.0) -> None:
         end = time.monotonic() + timeout
