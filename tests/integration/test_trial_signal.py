@@ -74,33 +74,33 @@ def _knobs(session) -> list:
 
 
 def test_cpp_at_load_trials_are_moderated_timed_and_see_added_work(session):
-    """As the gate measures cpp_at_load: SUT core held awake (and timed by its loop), the SUT
-    ports' NAPI deferred so each wake-up takes the frames of a fixed interval. Then added
-    per-frame work shows in cycles per frame instead of being absorbed by bigger batches
-    (measured at 100 kpps: 893 instructions +33 % moderated, +2 % not)."""
-    import statistics
-
-    from dpgate.telemetry.disturbance import cpp_at_load
+    """As the gate measures cpp_at_load (``measure_cpp_at_load``): SUT core held awake and
+    timed by its loop, the SUT ports' NAPI deferred so each wake-up takes the frames of a
+    fixed interval, trials of a slow host phase measured past. Then added per-frame work
+    shows in cycles per frame instead of being absorbed by bigger batches (measured at
+    100 kpps: 893 instructions +33 % moderated, +2 % not)."""
+    from dpgate.telemetry.disturbance import measure_cpp_at_load
     from dpgate.testbeds.embedded.suts.cost import inject_kernel
 
     gen = session.generator
 
     def cpp():
-        with gen.hold_sut_awake(), gen.moderate_sut(100_000) as us:
-            got = [session.measure(100_000, 0.5) for _ in range(5)]
-        return cpp_at_load(got), got, us
+        value, load, got = measure_cpp_at_load(gen.measure, 1e6, 1e6, fixed_pps=100_000, duration_s=0.5)
+        assert load == 100_000
+        return value, got
 
     assert _knobs(session) == ["0", "0", "0", "0"]
-    base, got, us = cpp()
-    assert us == 640.0  # 64 frames per poll of the port taking the 100 kpps (one direction)
+    base, got = cpp()
     assert _knobs(session) == ["0", "0", "0", "0"], "moderation must end with the trials"
+    # 64 frames per poll of the one port taking the 100 kpps: 640 us
     assert all(t.details["sut_napi_deferral_us"] == 640.0 for t in got)
     speeds = [t.details["sut_core_speed"] for t in got]
     assert all(s > 1.0 for s in speeds), speeds  # M iterations/s of the awake loop
     assert all(t.loss_packets == 0 for t in got)
+    assert gen.core_speed_best == max(speeds)
     inject_kernel(session.sut, 1900)
     try:
-        hit, _, _ = cpp()
+        hit, got_hit = cpp()
     finally:
         for dev in ("sut0", "sut1"):
             subprocess.run(
@@ -108,9 +108,12 @@ def test_cpp_at_load_trials_are_moderated_timed_and_see_added_work(session):
                 + ["parent", "ffff:", "prio", "1"],
                 check=True,
             )
-    # 1900 adds: ~1,400-2,100 cycles a frame; at least 40 % of the low end must show
-    assert hit > base + 0.4 * 0.75 * 1900, f"{base:.0f} -> {hit:.0f} cycles/frame"
-    assert statistics.median(t.rx_packets for t in got) == 50_000
+    # 1900 adds: ~1,900 cycles a frame at full speed; at least 30 % of 0.75 a unit must show
+    # (both figures from trials at >= 90 % of the fastest speed seen, when there were any)
+    detail = f"{base:.0f} -> {hit:.0f} cycles/frame; speeds {speeds} / " + str(
+        [t.details.get("sut_core_speed") for t in got_hit]
+    )
+    assert hit > base + 0.3 * 0.75 * 1900, detail
 
 
 def test_cost_injection_runs_before_the_cross_connect_and_keeps_forwarding(session):
