@@ -41,6 +41,7 @@ import jumpavg
 
 from dpgate.outputs.results import load_records
 from dpgate.regression.history import METRICS, RunValue, read_history, run_value
+from dpgate.telemetry.disturbance import SLOW_SHARE
 
 NOISE_RUNS = 5
 
@@ -214,7 +215,7 @@ def verdicts_for(
     return out
 
 
-def slow_core(current: Optional[float], history: Sequence[Optional[float]], share: float = 0.9) -> str:
+def slow_core(current: Optional[float], history: Sequence[Optional[float]], share: float = SLOW_SHARE) -> str:
     """Why a higher ``cpp_at_load`` may be the host's doing: this run's SUT core ran (awake
     loop, M iterations/s, :mod:`dpgate.exec.awake`) below ``share`` of the history's median.
 
