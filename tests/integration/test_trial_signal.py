@@ -52,7 +52,10 @@ def test_trial_records_disturbance_own_time_and_phases(session):
     assert cpu["sut_own_s"] > 0, "the SUT's NAPI threads forwarded 50 kframes: they must have run"
     assert r.sut_cpu_cycles_per_packet and r.sut_cpu_cycles_per_packet > 100
     phases = set(r.details["phases_ms"])
-    assert {"counters_before", "sending", "settle", "sut_end"} <= phases
+    assert {"counters_before", "sending", "settle", "sut_end", "speed_after"} <= phases
+    # the host's speed on both cores, probed between trials (a slow phase adds to disturbance)
+    assert set(r.details["core_speeds"]) == {0, 1} and min(r.details["core_speeds"].values()) > 1.0
+    assert "slow_share" in cpu and (cpu["slow_share"] or 0.0) <= r.disturbance
     # only a generator started per trial (tcpreplay) has a start phase; dpgen stays up
     assert ("generator_start" in phases) == (r.details["generator"] == "tcpreplay")
     names = [open(f"/proc/{p}/comm").read().strip() for p in session.testbed.napi_pids]

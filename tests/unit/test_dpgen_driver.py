@@ -159,11 +159,30 @@ class NoCpu:
         return {"disturbance": 0.0}
 
 
+class HostSpeeds:
+    """The speed probe between trials (``dpgate.exec.speedprobe.TrialSpeeds``) at its boundary:
+    each trial's end gives the next of ``readings`` ({cpu: M it/s}), judged against 30."""
+
+    def __init__(self, readings=()):
+        self.readings = list(readings)
+        self.probe = argparse.Namespace(reference=lambda declared=None: declared or 30.0)
+        self.begun = 0
+
+    def begin(self):
+        self.begun += 1
+
+    def end(self):
+        return self.readings.pop(0) if self.readings else {0: 30.0, 1: 30.0}
+
+    def close(self):
+        pass
+
+
 def make(tmp_path, bidirectional=False, **kw):
     tb = FakeTestbed(tmp_path)
     fake = FakeDpgen(tb, **kw)
     gen = DpgenGenerator(tb, make_profile("l2", 64, bidirectional=bidirectional), spawn=fake, settle_s=0.001)
-    gen.cpu = NoCpu()
+    gen.cpu, gen.speeds = NoCpu(), HostSpeeds()
     return gen, fake
 
 
@@ -356,3 +375,24 @@ def test_a_kernel_that_refuses_moderation_runs_unmoderated_and_says_so(tmp_path)
         r = gen.measure(100_000, 0.2)
     assert got == 0.0 and calls == [640.0]  # nothing to turn off again
     assert "sut_napi_deferral_us" not in r.details
+
+
+def test_a_lossy_trial_in_a_slow_host_phase_is_measured_again_and_says_how_slow(tmp_path):
+    gen, fake = make(tmp_path, lost=100)
+    gen.speeds = HostSpeeds([{0: 30.0, 1: 15.0}, {0: 29.0, 1: 30.0}])
+    seen = []
+    gen.on_trial = seen.append
+    r = gen.measure(100_000, 0.5)
+    assert len(fake.lines) == 2 and gen.speeds.begun == 2
+    assert seen[0].disturbance == 0.5 and seen[0].details["cpu"]["slow_share"] == 0.5
+    assert seen[0].details["core_speeds"] == {0: 30.0, 1: 15.0}
+    assert "disturbed 50.0% > 10%: measured again" in seen[0].details["superseded"]
+    assert r is seen[1] and r.disturbance == pytest.approx(1 - 29 / 30, abs=1e-4)
+    assert "superseded" not in r.details
+
+
+def test_a_slow_phase_does_not_touch_a_trial_that_lost_nothing(tmp_path):
+    gen, fake = make(tmp_path)
+    gen.speeds = HostSpeeds([{0: 15.0, 1: 15.0}])
+    r = gen.measure(100_000, 0.5)
+    assert len(fake.lines) == 1 and r.loss_packets == 0 and r.disturbance == 0.5

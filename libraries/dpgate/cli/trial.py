@@ -137,7 +137,14 @@ def format_trial(r: TrialResult, max_pps: Optional[float], sut: str) -> str:
     if r.sut_cpu_cycles_per_packet is not None:
         lines.append(f"  SUT own CPU cycles/packet {r.sut_cpu_cycles_per_packet:.1f}")
     if r.disturbance is not None:
-        lines.append(f"  disturbance {r.disturbance * 100:.1f} % of a TG/SUT core used by other work")
+        lines.append(
+            f"  disturbance {r.disturbance * 100:.1f} % of a TG/SUT core used by other work or a slow host"
+        )
+    speeds = (r.details or {}).get("core_speeds")
+    if speeds:
+        lines.append(
+            "  core speed (M it/s) " + ", ".join(f"CPU {c}: {v:.1f}" for c, v in sorted(speeds.items()))
+        )
     gen = (r.details or {}).get("generator")
     if max_pps:
         lines.append(f"  generator ceiling {format_pps(max_pps)}" + (f" ({gen})" if gen else ""))

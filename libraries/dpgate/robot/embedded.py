@@ -249,11 +249,15 @@ class EmbeddedTestbed(TestbedKeywords):
         threshold of that name) fixes the load of ``cpp_at_load`` across runs; unset or above
         this run's NDR or ceiling, it is 50 % of the smaller of the two. ``core_speed`` (the
         case's threshold: full speed of the SUT core, M it/s) marks slower cpp_at_load trials
-        as a slow phase of the host, measured past (``dpgate.telemetry.disturbance``).
+        as a slow phase of the host, measured past (``dpgate.telemetry.disturbance``), and is
+        what the probe between all trials (``dpgate.exec.speedprobe``) counts as a core lost.
 
         | ${r}= | `Find NDR And PDR` | 64B | profile=per-commit |
         | ${r}= | `Find NDR And PDR` | IMIX | mrr_trials=3 |
         """
+        speed = _positive(core_speed, "core_speed")
+        if speed:  # also what the speed probe between trials judges slow host phases by
+            self._gen(frame_size).core_speed_ref = speed
         return self._find_ndr_and_pdr(
             frame_size,
             profile,
@@ -267,7 +271,7 @@ class EmbeddedTestbed(TestbedKeywords):
             mrr_duration=mrr_duration,
             cpp_at_load=cpp_at_load,
             cpp_load=_absolute_rate(cpp_load, "cpp_load"),
-            core_speed=_positive(core_speed, "core_speed"),
+            core_speed=speed,
         )
 
     # -- the hooks of the shared Find NDR And PDR flow (dpgate.robot.base) ------------------

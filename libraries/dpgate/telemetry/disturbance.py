@@ -21,7 +21,7 @@ forwarded frame). Here:
 >>> disturbance_of(verdict_trials(ts, bounds=[150.0, 200.0]))
 0.31
 >>> inconclusive(0.31, threshold=0.10)
-'disturbed measurement: 31.0 % of a TG/SUT core was used by other work (> 10 %)'
+'disturbed measurement: 31.0 % of a TG/SUT core was used by other work or lost to a slow host (> 10 %)'
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def inconclusive(disturbance: Optional[float], threshold: Optional[float] = DIST
     """The reason a failing verdict is inconclusive, or None when the measurement was clean."""
     if disturbance is None or threshold is None or disturbance <= threshold:
         return None
-    return f"disturbed measurement: {disturbance * 100:.1f} % of a TG/SUT core was used by other work (> {threshold * 100:.0f} %)"
+    return f"disturbed measurement: {disturbance * 100:.1f} % of a TG/SUT core was used by other work or lost to a slow host (> {threshold * 100:.0f} %)"
 
 
 def cpp_at_load_rate(

@@ -21,7 +21,8 @@ Trial discipline:
    nothing still in flight is counted as lost (no phantom loss);
 4. loss = intended - received; ``tg_shortfall`` = intended - sent; when the shortfall
    happens at a load at or above the calibrated generator ceiling, ``limited_by`` is
-   ``"generator"``. A lossy trial whose cores were disturbed is measured again.
+   ``"generator"``. A lossy trial whose cores were disturbed (others' CPU time, or a slow
+   host phase read by ``dpgate.exec.speedprobe`` around it) is measured again.
 
 >>> TrialPlan(per_dir_pps=50e3, count=50_000, duration_s=1.0, directions=2).intended
 100000
@@ -29,14 +30,13 @@ Trial discipline:
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
-from dpgate.exec.awake import CoreAwake
 from dpgate.exec.cpu import busy_ratio, cpu_times
+from dpgate.exec.speedprobe import TrialSpeeds, slow_share
 from dpgate.model.errors import ConfigError
 from dpgate.model.ndrpdr import CEILING_MARGIN
 from dpgate.model.trial import LIMITED_BY_GENERATOR, TrialResult
@@ -45,6 +45,7 @@ from dpgate.telemetry.cpuacct import CpuAccount
 from .pcap import frames, write_pcap
 from .profiles import Profile, directions_for
 from .steps import Phases, TrialSteps
+from .sutcore import MODERATION_FRAMES, SutCore  # noqa: F401 (MODERATION_FRAMES: re-exported)
 
 #: Quiet time (s) after which late packets are given up for lost (see ``_settle``): late
 #: frames on veth arrived within a few ms of the generator's stop in measured trials.
@@ -53,9 +54,6 @@ SETTLE_S = 0.02
 DISTURBANCE_MAX = 0.10
 #: How many times a disturbed trial is measured again before its result is kept as it is.
 REMEASURE = 2
-#: Frames per NAPI poll of a receiving SUT port that ``moderate_sut`` aims for (NAPI's budget
-#: per poll is 64; veth's ring holds 256).
-MODERATION_FRAMES = 64
 
 
 @dataclass
@@ -89,7 +87,7 @@ class SendReport:
     exited: bool = True
 
 
-class EmbeddedGenerator(TrialSteps):
+class EmbeddedGenerator(TrialSteps, SutCore):
     """Real frames through real SUTs. ``sut`` (optional) is checked for liveness and asked for
     per-trial counters; ``max_pps`` is the calibrated ceiling once :meth:`calibrate` ran."""
 
@@ -127,10 +125,15 @@ class EmbeddedGenerator(TrialSteps):
         self.extra_sut_pids: List[int] = []
         #: pids of loops holding the SUT cores awake (ours, not the SUT's), see hold_sut_awake
         self.awake_pids: List[int] = []
-        self._awake: Optional[CoreAwake] = None
+        self._awake: Optional[Any] = None  # the CoreAwake holding the SUT cores
         self._moderated = 0.0
         #: the fastest SUT core speed (awake loop, M it/s) seen so far (telemetry.disturbance)
         self.core_speed_best: Optional[float] = None
+        #: full core speed (M it/s, the case's ``core_speed``) the probe between trials is
+        #: judged against; None: this session's own readings (``dpgate.exec.speedprobe``)
+        self.core_speed_ref: Optional[float] = None
+        cpus = list(getattr(testbed, "tg_cpus", [])) + list(getattr(testbed, "sut_cpus", []))
+        self.speeds: Optional[TrialSpeeds] = TrialSpeeds(cpus) if cpus else None
         self.cpu = CpuAccount(
             testbed,
             extra_sut_pids=lambda: self.extra_sut_pids,
@@ -161,8 +164,12 @@ class EmbeddedGenerator(TrialSteps):
         raise NotImplementedError
 
     def close(self) -> None:
-        """The TrafficGenerator seam's end: stop any generator still running."""
-        self.abort()
+        """The TrafficGenerator seam's end: stop any generator (and speed probe) still running."""
+        try:
+            self.abort()
+        finally:
+            if self.speeds:
+                self.speeds.close()
 
     # -- frames --------------------------------------------------------------
     def pcaps(self) -> List[str]:
@@ -192,7 +199,8 @@ class EmbeddedGenerator(TrialSteps):
     # -- the seam ------------------------------------------------------------
     def measure(self, load_pps: float, duration_s: float) -> TrialResult:
         """One trial; a lossy trial whose cores were disturbed beyond ``disturbance_max``
-        (foreign share of a core, see ``dpgate.telemetry.cpuacct``) is measured again, at most
+        (foreign share of a core, ``dpgate.telemetry.cpuacct``, or the share a slow host phase
+        took, ``dpgate.exec.speedprobe``) is measured again, at most
         ``remeasure`` times; the last attempt is returned (its ``disturbance`` says how it
         went) and every attempt is reported to ``on_trial`` (superseded ones marked)."""
         attempt = 0
@@ -226,6 +234,9 @@ class EmbeddedGenerator(TrialSteps):
         clock = Phases()
         if self.sut is not None:
             self.sut.check_alive()
+        if self.speeds:  # how fast the host runs our cores (a slow phase is a disturbance)
+            self.speeds.begin()
+            clock.mark("speed_before")
         pcaps = self.pcaps()
         tx_ports, rx_ports = self._ports()
         ndir = len(pcaps)
@@ -259,6 +270,12 @@ class EmbeddedGenerator(TrialSteps):
         clock.mark("cpu_after")
         settle_ms, (tg1, sut1) = self._settle(tx_ports, rx_ports, tg0, self._claimed_sent())
         clock.mark("settle")
+        core_speeds = self.speeds.end() if self.speeds else {}
+        slow = (
+            slow_share(core_speeds, self.speeds.probe.reference(self.core_speed_ref)) if self.speeds else None
+        )
+        acct["slow_share"] = slow
+        clock.mark("speed_after")
 
         def delta(before, after, names, key):
             return sum(after[n][key] - before[n][key] for n in names)
@@ -274,7 +291,7 @@ class EmbeddedGenerator(TrialSteps):
         extra: Dict = {
             "sut_drops": max(0, sut_in - sut_out),
             "sut_busy_ratio": busy_ratio(busy0, busy1),
-            "disturbance": acct.get("disturbance"),
+            "disturbance": max((d for d in (acct.get("disturbance"), slow) if d is not None), default=None),
         }
         if sockets:
             self._sock_drops = self.tb.packet_socket_drops()
@@ -311,12 +328,17 @@ class EmbeddedGenerator(TrialSteps):
             "settle_ms": settle_ms,
             "phases_ms": clock.ms,
         }
-        if self.awake_pids:
-            details["sut_core_awake"] = True
-        if speed:  # the awake loop's iterations per CPU second: how fast the SUT core ran
-            details["sut_core_speed"] = round(speed / 1e6, 2)
-        if self._moderated:
-            details["sut_napi_deferral_us"] = self._moderated
+        # how fast the cores ran: the probe between trials (M it/s per TG/SUT core) and the
+        # awake loop on the SUT core during the trial (M iterations per CPU second)
+        held = dict(
+            core_speeds=core_speeds,
+            sut_core_awake=bool(self.awake_pids),
+            sut_napi_deferral_us=self._moderated,
+        )
+        details.update(
+            {k: v for k, v in held.items() if v},
+            **({"sut_core_speed": round(speed / 1e6, 2)} if speed else {}),
+        )
         return TrialResult.from_counts(
             load_pps,
             duration_s,
@@ -330,47 +352,6 @@ class EmbeddedGenerator(TrialSteps):
             details=details,
             **extra,
         )
-
-    def cpu_hz(self) -> float:
-        """SUT core frequency for cycles per packet (declared in the topology, else detected)."""
-        if self._hz is None:
-            cf = self.tb.topology.dut.cpu_freq
-            if cf.source == "declared" and cf.hz:
-                self._hz = float(cf.hz)
-            else:
-                from dpgate.exec.cpu import detect_cpu_hz
-                from dpgate.exec.remote import LocalNode
-
-                self._hz = detect_cpu_hz(LocalNode(), self.tb.sut_cpus[0] if self.tb.sut_cpus else 0)
-        return self._hz
-
-    @contextlib.contextmanager
-    def hold_sut_awake(self) -> Iterator[List[int]]:
-        """Hold the SUT cores awake (:mod:`dpgate.exec.awake`) for the trials inside; their
-        ``details["sut_core_awake"]`` says so and the loops' CPU time counts as ours."""
-        with CoreAwake(self.tb.sut_cpus) as held:
-            self.awake_pids, self._awake = held.pids, held
-            try:
-                yield self.awake_pids
-            finally:
-                self.awake_pids, self._awake = [], None
-
-    @contextlib.contextmanager
-    def moderate_sut(self, load_pps: float) -> Iterator[Optional[float]]:
-        """Interrupt moderation on the SUT ports for the trials inside, sized so each NAPI poll
-        takes about ``MODERATION_FRAMES`` frames at ``load_pps`` (see
-        :meth:`NamespaceTestbed.napi_deferral`); yields the deferral in microseconds."""
-        per_port = load_pps / max(1, len(directions_for(self.tb.topology, self.profile)))
-        us = round(MODERATION_FRAMES / per_port * 1e6, 1) if per_port > 0 else 0.0
-        if us and not self.tb.napi_deferral(us):
-            us = 0.0  # refused by this kernel: trials run unmoderated and do not claim it
-        self._moderated = us
-        try:
-            yield us
-        finally:
-            self._moderated = 0.0
-            if us:
-                self.tb.napi_deferral(0)
 
     # -- calibration -----------------------------------------------------------
     def calibrate(self, duration_s: float = 1.0, probe_pps: float = 5e6, repeats: int = 3) -> float:

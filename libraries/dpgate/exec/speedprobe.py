@@ -1,0 +1,191 @@
+"""How fast did the host run our cores just now? A short timed loop per core, on demand.
+
+On the 2-core VM the host runs each vCPU at full speed most of the time and at about half of
+it in phases of 0.1 s to minutes (another tenant on the physical core's sibling thread, as
+far as the guest can tell: steal time stays 0 and no guest counter moves). In such a phase
+a generator sends less and a SUT forwards less: linux-xconnect's MRR fell from 0.8-1.0 to
+0.27-0.40 Mpps while 0.25 s probes of both cores read 15-17 M it/s against ~30. A trial
+measured then says nothing about the SUT, so :class:`SpeedProbe` times a fixed Python loop on
+every TG and SUT core between trials (a few ms of CPU each, all cores at once) and
+:func:`slow_share` turns the slowest reading into a share of a core lost, which the trial
+adds to its ``disturbance`` (``dpgate.traffic.trialflow``).
+
+The figure is iterations per second of the probe's *own* CPU time (``thread_time``): a
+neighbour that takes turns on the core (a ``nice`` hog, a polling SUT) does not lower it,
+only a slower core does. The loop is the one :mod:`dpgate.exec.awake` counts, so both read
+in the same unit (M it/s; 28-34 at full speed on this VM class).
+
+    with SpeedProbe([0, 1]) as probe:
+        probe.read()          # {0: 30.2, 1: 16.1}  (M it/s per core)
+
+Each probe is a child process (argv list, no shell) pinned to its core, blocked on a pipe
+between reads, killed with its parent (``PR_SET_PDEATHSIG``).
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+from dpgate.exec.awake import CHUNK
+from dpgate.model.errors import EnvironmentProblem
+
+#: CPU time each read spins per core (s): 150 k iterations at full speed.
+PROBE_S = 0.005
+#: A reading below this share of the reference speed is a slow host phase (as in
+#: ``dpgate.telemetry.disturbance.SLOW_SHARE``).
+SLOW_SHARE = 0.9
+
+# The child: pin, die with the parent, then per line read: spin for that many seconds of
+# its own CPU time in chunks of the awake loop's iterations, answer "iterations cpu_seconds".
+_PROBE = (
+    "import ctypes,os,sys,time\n"
+    "ctypes.CDLL(None,use_errno=True).prctl(1,9)\n"
+    "os.sched_setaffinity(0,{int(sys.argv[1])})\n"
+    "sys.stdout.write('ready\\n');sys.stdout.flush()\n"
+    "step=max(1,int(sys.argv[2])//10)\n"
+    "for line in sys.stdin:\n"
+    "    want=float(line);t0=time.thread_time();n=0\n"
+    "    while True:\n"
+    "        for _ in range(step): pass\n"
+    "        n+=step;t=time.thread_time()-t0\n"
+    "        if t>=want: break\n"
+    "    sys.stdout.write(f'{n} {t}\\n');sys.stdout.flush()\n"
+)
+
+
+class SpeedProbe:
+    """One blocked probe process per core; :meth:`read` times all of them at once."""
+
+    def __init__(self, cpus: Sequence[int], probe_s: float = PROBE_S):
+        self.cpus = sorted({int(c) for c in cpus})
+        self.probe_s = float(probe_s)
+        self.procs: Dict[int, subprocess.Popen] = {}
+        #: every reading so far (M it/s), for a reference when none is declared
+        self.seen: List[float] = []
+
+    @property
+    def pids(self) -> List[int]:
+        return [p.pid for p in self.procs.values() if p.poll() is None]
+
+    def start(self) -> SpeedProbe:
+        try:
+            for cpu in self.cpus:
+                p = subprocess.Popen(
+                    [sys.executable, "-c", _PROBE, str(cpu), str(CHUNK)],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    bufsize=1,
+                )
+                self.procs[cpu] = p
+                if (p.stdout.readline() if p.stdout else "").strip() != "ready":
+                    err = (p.stderr.read() if p.stderr else "").strip().splitlines()
+                    raise EnvironmentProblem(
+                        f"could not start the speed probe on CPU {cpu}: "
+                        f"{err[-1] if err else 'no reason given'}; check that CPU {cpu} exists "
+                        "and is allowed to this process (taskset/cgroup cpuset)"
+                    )
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def read(self) -> Dict[int, float]:
+        """{cpu: M iterations per CPU second} now; a core whose probe died is left out."""
+        asked = []
+        for cpu, p in self.procs.items():
+            try:
+                if p.poll() is None and p.stdin:
+                    p.stdin.write(f"{self.probe_s}\n")
+                    p.stdin.flush()
+                    asked.append(cpu)
+            except OSError:
+                continue
+        out: Dict[int, float] = {}
+        for cpu in asked:
+            p = self.procs[cpu]
+            try:
+                n, t = (p.stdout.readline() if p.stdout else "").split()
+                out[cpu] = round(int(n) / float(t) / 1e6, 2)
+            except (OSError, ValueError, ZeroDivisionError):
+                continue
+        self.seen.extend(out.values())
+        return out
+
+    def stop(self) -> None:
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.kill()
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL is not refused
+                pass
+            for f in (p.stdin, p.stdout, p.stderr):
+                if f:
+                    try:
+                        f.close()
+                    except OSError:
+                        pass
+        self.procs = {}
+
+    def reference(self, declared: Optional[float] = None) -> Optional[float]:
+        """The full speed readings are judged against: ``declared`` (the case's ``core_speed``)
+        if given, else the 90th percentile of this session's readings (None before 10)."""
+        if declared:
+            return float(declared)
+        if len(self.seen) < 10:
+            return None
+        return statistics.quantiles(self.seen, n=10)[-1]
+
+    def __enter__(self) -> SpeedProbe:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def slow_share(speeds: Mapping[int, float], ref: Optional[float]) -> Optional[float]:
+    """Share of a core the host took by running it slow: ``1 - slowest / ref`` (0 at or above
+    the reference, None when nothing was read or no reference is known).
+
+    >>> slow_share({0: 30.0, 1: 15.0}, 30.0)
+    0.5
+    >>> slow_share({0: 31.0}, 30.0), slow_share({}, 30.0), slow_share({0: 20.0}, None)
+    (0.0, None, None)
+    """
+    if not speeds or not ref:
+        return None
+    return round(max(0.0, 1.0 - min(speeds.values()) / ref), 4)
+
+
+class TrialSpeeds:
+    """Readings around trials: :meth:`begin` reads unless the last reading (the previous
+    trial's end) is at most ``fresh_s`` old, :meth:`end` reads again and gives each core's
+    slower reading of the two: back-to-back trials cost one read each (~5 ms)."""
+
+    def __init__(self, cpus: Sequence[int], fresh_s: float = 1.0, probe_s: float = PROBE_S):
+        self.probe = SpeedProbe(cpus, probe_s)
+        self.fresh_s = fresh_s
+        self._last: Optional[Tuple[float, Dict[int, float]]] = None
+        self._before: Dict[int, float] = {}
+
+    def begin(self) -> None:
+        if not self.probe.procs:
+            self.probe.start()
+        if self._last is None or time.monotonic() - self._last[0] > self.fresh_s:
+            self._last = (time.monotonic(), self.probe.read())
+        self._before = self._last[1]
+
+    def end(self) -> Dict[int, float]:
+        now = self.probe.read()
+        self._last = (time.monotonic(), now)
+        return {c: min(v, self._before.get(c, v)) for c, v in now.items()}
+
+    def close(self) -> None:
+        self.probe.stop()
+        self._last = None

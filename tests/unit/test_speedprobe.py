@@ -1,0 +1,98 @@
+"""The speed probe between trials: real pinned processes, blocked between reads, gone on stop."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from dpgate.exec.speedprobe import SpeedProbe, TrialSpeeds, slow_share
+from dpgate.model.errors import EnvironmentProblem
+
+CPU = sorted(os.sched_getaffinity(0))[-1]
+
+
+def _run_s(pid: int) -> float:
+    with open(f"/proc/{pid}/schedstat") as fh:
+        return int(fh.read().split()[0]) / 1e9
+
+
+def _gone(pid: int, within_s: float = 5.0) -> bool:
+    end = time.monotonic() + within_s
+    while time.monotonic() < end:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                if fh.read().split(")")[-1].split()[0] == "Z":
+                    return True
+        except OSError:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_a_read_times_the_loop_on_its_pinned_core_and_the_probe_then_waits():
+    with SpeedProbe([CPU], probe_s=0.02) as probe:
+        (pid,) = probe.pids
+        assert os.sched_getaffinity(pid) == {CPU}
+        got = probe.read()
+        assert list(got) == [CPU] and got[CPU] > 0.1  # M iterations per CPU second
+        ran = _run_s(pid)
+        assert ran >= 0.02  # it spun for the CPU time asked
+        time.sleep(0.2)
+        assert _run_s(pid) - ran < 0.01  # blocked between reads: it takes no core from a SUT
+        assert probe.seen == [got[CPU]]
+    assert probe.pids == [] and _gone(pid)
+
+
+def test_a_cpu_that_does_not_exist_is_one_clear_error():
+    with pytest.raises(EnvironmentProblem, match=r"speed probe on CPU 4095.*taskset"):
+        SpeedProbe([4095]).start()
+
+
+def test_the_probe_dies_with_its_parent():
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]);"
+        "from dpgate.exec.speedprobe import SpeedProbe;"
+        f"p = SpeedProbe([{CPU}]).start(); print(p.pids[0], flush=True);"
+        "import os; os._exit(0)"
+    )
+    lib = os.path.join(os.path.dirname(__file__), "..", "..", "libraries")
+    out = subprocess.run([sys.executable, "-c", code, lib], capture_output=True, text=True, timeout=30)
+    assert _gone(int(out.stdout.split()[0])), "the speed probe outlived the process that started it"
+
+
+def test_a_dead_probe_leaves_its_core_out_instead_of_failing_the_trial():
+    with SpeedProbe([CPU]) as probe:
+        probe.procs[CPU].kill()
+        probe.procs[CPU].wait()
+        assert probe.read() == {}
+        assert slow_share(probe.read(), 30.0) is None
+
+
+def test_back_to_back_trials_read_once_each_and_keep_the_slower_of_the_two():
+    speeds = TrialSpeeds([CPU], fresh_s=5.0, probe_s=0.002)
+    try:
+        speeds.begin()  # nothing read yet: reads
+        first = speeds.end()
+        speeds.begin()  # the last end is fresh: no read
+        speeds.probe.seen.append(1.0)  # (a reading the next end cannot beat)
+        speeds._last = (time.monotonic(), {CPU: 1.0})
+        speeds.begin()
+        assert speeds.end() == {CPU: 1.0}
+        assert len(speeds.probe.seen) == 4 and first[CPU] > 1.0
+    finally:
+        speeds.close()
+    assert speeds.probe.pids == []
+
+
+def test_the_reference_is_the_declared_speed_else_the_sessions_own_readings():
+    probe = SpeedProbe([CPU])
+    assert probe.reference(30.0) == 30.0
+    probe.seen = [30.0] * 9
+    assert probe.reference() is None  # too few readings to say what full speed is
+    probe.seen = [15.0] * 5 + [29.0, 30.0, 31.0, 30.0, 29.5, 30.5]
+    assert 30.0 <= probe.reference() <= 31.0
+    assert slow_share({0: 15.0}, probe.reference()) > 0.45
