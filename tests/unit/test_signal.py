@@ -105,6 +105,16 @@ def test_verdict_trials_skip_superseded_and_other_loads():
     assert disturbance.disturbance_of(used) == 0.07
 
 
+def test_case_signal_names_the_slowest_core_around_the_verdict_trials_only():
+    slow_unused, used, mrr = _T(300, 0.5), _T(100, 0.45), _T(600, 0.02)
+    slow_unused.details["core_speeds"] = {0: 9.0, 1: 30.0}  # a load no verdict rests on
+    used.details["core_speeds"] = {0: 29.0, 1: 16.5}
+    mrr.details["core_speeds"] = {0: 31.0, 1: 30.5}
+    sig = disturbance.case_signal([slow_unused, used], [100.0], mrr_trials=[mrr])
+    assert sig == {"disturbance": 0.45, "core_speed_min": 16.5}
+    assert "core_speed_min" not in disturbance.case_signal([_T(100, 0.0)], [100.0])
+
+
 def test_inconclusive_threshold_is_strict_and_optional():
     assert disturbance.inconclusive(0.10, 0.10) is None
     assert "10.5 %" in disturbance.inconclusive(0.105, 0.10)

@@ -243,7 +243,9 @@ def case_signal(
     speed_ref: Optional[float] = None,
 ) -> dict:
     """The case's metrics from this module: ``disturbance`` (largest foreign share among the
-    trials its verdicts use), ``cpp_at_load`` and ``cpp_at_load_pps`` (absent when unmeasured),
+    trials its verdicts use, a slow host phase included), ``core_speed_min`` (the slowest TG or
+    SUT core the probe read around those trials, M it/s: ``dpgate.exec.speedprobe``),
+    ``cpp_at_load`` and ``cpp_at_load_pps`` (absent when unmeasured),
     ``sut_core_speed`` (median speed of the SUT core in the trials cpp_at_load rests on) and
     ``sut_core_speed_ref`` (``speed_ref``: the full speed those trials were held against).
 
@@ -257,6 +259,11 @@ def case_signal(
     d = disturbance_of(used)
     if d is not None:
         out["disturbance"] = round(d, 4)
+    probed = [
+        min(c.values()) for c in ((getattr(t, "details", None) or {}).get("core_speeds") for t in used) if c
+    ]
+    if probed:
+        out["core_speed_min"] = round(min(probed), 2)
     if cpp is not None:
         out["cpp_at_load"] = round(cpp, 1)
         out["cpp_at_load_pps"] = round(float(cpp_load or 0), 1)
