@@ -163,13 +163,16 @@ class HostSpeeds:
     """The speed probe between trials (``dpgate.exec.speedprobe.TrialSpeeds``) at its boundary:
     each trial's end gives the next of ``readings`` ({cpu: M it/s}), judged against 30."""
 
-    def __init__(self, readings=()):
-        self.readings = list(readings)
+    def __init__(self, readings=(), lasting=False):
+        self.readings, self.lasting = list(readings), lasting
         self.probe = argparse.Namespace(reference=lambda declared=None: declared or 30.0)
         self.begun = 0
 
     def begin(self):
         self.begun += 1
+
+    def transient(self, ref):
+        return not self.lasting
 
     def end(self):
         return self.readings.pop(0) if self.readings else {0: 30.0, 1: 30.0}
@@ -396,3 +399,15 @@ def test_a_slow_phase_does_not_touch_a_trial_that_lost_nothing(tmp_path):
     gen.speeds = HostSpeeds([{0: 15.0, 1: 15.0}])
     r = gen.measure(100_000, 0.5)
     assert len(fake.lines) == 1 and r.loss_packets == 0 and r.disturbance == 0.5
+
+
+def test_a_lasting_slow_phase_is_not_waited_out_trial_by_trial(tmp_path):
+    gen, fake = make(tmp_path, lost=100)
+    gen.speeds = HostSpeeds([{0: 30.0, 1: 15.0}], lasting=True)
+    r = gen.measure(100_000, 0.5)
+    assert len(fake.lines) == 1 and r.disturbance == 0.5 and r.details["slow_host_lasting"]
+    # a neighbour's CPU time is still measured past, however long the host has been slow
+    gen.cpu = argparse.Namespace(begin=lambda key=None: None, end=lambda: {"disturbance": 0.3})
+    gen.speeds = HostSpeeds([{0: 15.0, 1: 15.0}] * 3, lasting=True)
+    gen.measure(100_000, 0.5)
+    assert len(fake.lines) == 4

@@ -24,6 +24,7 @@ between reads, killed with its parent (``PR_SET_PDEATHSIG``).
 
 from __future__ import annotations
 
+import collections
 import statistics
 import subprocess
 import sys
@@ -38,6 +39,10 @@ PROBE_S = 0.005
 #: A reading below this share of the reference speed is a slow host phase (as in
 #: ``dpgate.telemetry.disturbance.SLOW_SHARE``).
 SLOW_SHARE = 0.9
+#: A slow phase is worth measuring past while one of this many last trials ran at full speed;
+#: after that the host is slow for longer than trials can wait out (on 2026-11-25 for 15+
+#: minutes), and a trial measured again would only cost search time.
+RECENT = 10
 
 # The child: pin, die with the parent, then per line read: spin for that many seconds of
 # its own CPU time in chunks of the awake loop's iterations, answer "iterations cpu_seconds".
@@ -173,6 +178,22 @@ class TrialSpeeds:
         self.fresh_s = fresh_s
         self._last: Optional[Tuple[float, Dict[int, float]]] = None
         self._before: Dict[int, float] = {}
+        #: the slowest core's reading at the end of each of the last RECENT trials
+        self.recent: collections.deque = collections.deque(maxlen=RECENT)
+
+    def transient(self, ref: Optional[float]) -> bool:
+        """Whether a slow phase may pass soon: one of the last RECENT trials ended at full
+        speed (at least ``SLOW_SHARE`` of ``ref``), or nothing says otherwise yet.
+
+        >>> t = TrialSpeeds([0]); t.recent.extend([16.0] * 9)
+        >>> t.transient(30.0), t.recent.append(16.0), t.transient(30.0), t.transient(None)
+        (True, None, False, True)
+        >>> t.recent.append(28.0); t.transient(30.0)
+        True
+        """
+        if not ref or len(self.recent) < RECENT:
+            return True
+        return max(self.recent) >= SLOW_SHARE * ref
 
     def begin(self) -> None:
         if not self.probe.procs:
@@ -184,7 +205,10 @@ class TrialSpeeds:
     def end(self) -> Dict[int, float]:
         now = self.probe.read()
         self._last = (time.monotonic(), now)
-        return {c: min(v, self._before.get(c, v)) for c, v in now.items()}
+        out = {c: min(v, self._before.get(c, v)) for c, v in now.items()}
+        if out:
+            self.recent.append(min(out.values()))
+        return out
 
     def close(self) -> None:
         self.probe.stop()
