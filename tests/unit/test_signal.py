@@ -217,6 +217,7 @@ class _Stub:
 
         gen = TcpreplayGenerator.__new__(TcpreplayGenerator)
         gen.disturbance_max, gen.remeasure, gen.remeasure_clean = 0.10, 2, False
+        gen.speeds = None  # no host speed probe: only the scripted disturbance decides
         gen.__dict__.update(kw)
         seq = iter(outcomes)
         seen = []
