@@ -166,15 +166,17 @@ class HostSpeeds:
     def __init__(self, readings=(), lasting=False):
         self.readings, self.lasting = list(readings), lasting
         self.probe = argparse.Namespace(reference=lambda declared=None: declared or 30.0)
-        self.begun = 0
+        self.begun, self.asked = 0, []
 
-    def begin(self):
+    def begin(self, cpus=None):
         self.begun += 1
+        self.asked.append(cpus)
 
     def transient(self, ref):
         return not self.lasting
 
-    def end(self):
+    def end(self, cpus=None):
+        self.asked.append(cpus)
         return self.readings.pop(0) if self.readings else {0: 30.0, 1: 30.0}
 
     def close(self):
@@ -411,3 +413,14 @@ def test_a_lasting_slow_phase_is_not_waited_out_trial_by_trial(tmp_path):
     gen.speeds = HostSpeeds([{0: 15.0, 1: 15.0}] * 3, lasting=True)
     gen.measure(100_000, 0.5)
     assert len(fake.lines) == 4
+
+
+def test_beside_a_polling_sut_only_its_cores_are_probed(tmp_path):
+    gen, _ = make(tmp_path)
+    gen.measure(100_000, 0.5)
+    assert gen.speeds.asked == [None, None]  # every TG and SUT core
+    gen.sut = argparse.Namespace(
+        polls=True, check_alive=lambda: None, trial_begin=lambda: None, trial_end=lambda rx: {}
+    )
+    gen.measure(100_000, 0.5)
+    assert gen.speeds.asked[2:] == [[1], [1]]  # its poll loop keeps the TG core's sibling busy

@@ -96,3 +96,15 @@ def test_the_reference_is_the_declared_speed_else_the_sessions_own_readings():
     probe.seen = [15.0] * 5 + [29.0, 30.0, 31.0, 30.0, 29.5, 30.5]
     assert 30.0 <= probe.reference() <= 31.0
     assert slow_share({0: 15.0}, probe.reference()) > 0.45
+
+
+def test_cores_are_read_one_after_the_other_and_only_those_asked():
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    with SpeedProbe(cpus, probe_s=0.01) as probe:
+        assert set(probe.read()) == set(cpus)
+        assert list(probe.read([cpus[-1]])) == [cpus[-1]]
+        # one at a time: each probe's spin ends before the next one starts, so the reads
+        # take at least the sum of their CPU times
+        t0 = time.monotonic()
+        probe.read()
+        assert time.monotonic() - t0 >= 0.01 * len(cpus)

@@ -6,13 +6,16 @@ far as the guest can tell: steal time stays 0 and no guest counter moves). In su
 a generator sends less and a SUT forwards less: linux-xconnect's MRR fell from 0.8-1.0 to
 0.27-0.40 Mpps while 0.25 s probes of both cores read 15-17 M it/s against ~30. A trial
 measured then says nothing about the SUT, so :class:`SpeedProbe` times a fixed Python loop on
-every TG and SUT core between trials (a few ms of CPU each, all cores at once) and
+every TG and SUT core between trials (a few ms of CPU each, one core after the other) and
 :func:`slow_share` turns the slowest reading into a share of a core lost, which the trial
 adds to its ``disturbance`` (``dpgate.traffic.trialflow``).
 
 The figure is iterations per second of the probe's *own* CPU time (``thread_time``): a
 neighbour that takes turns on the core (a ``nice`` hog, a polling SUT) does not lower it,
-only a slower core does. The loop is the one :mod:`dpgate.exec.awake` counts, so both read
+only a slower core does. But the two vCPUs of this VM class can be one physical core's two
+threads (a busy loop on one took the other's reading from 30-31 to 16-18 M it/s), so cores
+are probed one at a time, and beside a polling SUT only the SUT's cores are (its poll loop
+keeps the TG core's sibling busy: a reading there would be our own SUT, not the host). The loop is the one :mod:`dpgate.exec.awake` counts, so both read
 in the same unit (M it/s; 28-34 at full speed on this VM class).
 
     with SpeedProbe([0, 1]) as probe:
@@ -100,22 +103,19 @@ class SpeedProbe:
             raise
         return self
 
-    def read(self) -> Dict[int, float]:
-        """{cpu: M iterations per CPU second} now; a core whose probe died is left out."""
-        asked = []
-        for cpu, p in self.procs.items():
-            try:
-                if p.poll() is None and p.stdin:
-                    p.stdin.write(f"{self.probe_s}\n")
-                    p.stdin.flush()
-                    asked.append(cpu)
-            except OSError:
-                continue
+    def read(self, cpus: Optional[Sequence[int]] = None) -> Dict[int, float]:
+        """{cpu: M iterations per CPU second} now, of ``cpus`` (default: all probed), one core
+        after the other: two vCPUs of one physical core slow each other down, so probes
+        running at once would read each other. A core whose probe died is left out."""
         out: Dict[int, float] = {}
-        for cpu in asked:
-            p = self.procs[cpu]
+        for cpu in self.cpus if cpus is None else cpus:
+            p = self.procs.get(cpu)
+            if p is None or p.poll() is not None or not p.stdin or not p.stdout:
+                continue
             try:
-                n, t = (p.stdout.readline() if p.stdout else "").split()
+                p.stdin.write(f"{self.probe_s}\n")
+                p.stdin.flush()
+                n, t = p.stdout.readline().split()
                 out[cpu] = round(int(n) / float(t) / 1e6, 2)
             except (OSError, ValueError, ZeroDivisionError):
                 continue
@@ -195,15 +195,17 @@ class TrialSpeeds:
             return True
         return max(self.recent) >= SLOW_SHARE * ref
 
-    def begin(self) -> None:
+    def begin(self, cpus: Optional[Sequence[int]] = None) -> None:
+        """Before a trial on ``cpus`` (default: all probed)."""
         if not self.probe.procs:
             self.probe.start()
         if self._last is None or time.monotonic() - self._last[0] > self.fresh_s:
-            self._last = (time.monotonic(), self.probe.read())
+            self._last = (time.monotonic(), self.probe.read(cpus))
         self._before = self._last[1]
 
-    def end(self) -> Dict[int, float]:
-        now = self.probe.read()
+    def end(self, cpus: Optional[Sequence[int]] = None) -> Dict[int, float]:
+        """After the trial: {cpu: the slower reading of before and now}."""
+        now = self.probe.read(cpus)
         self._last = (time.monotonic(), now)
         out = {c: min(v, self._before.get(c, v)) for c, v in now.items()}
         if out:

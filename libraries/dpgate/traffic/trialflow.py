@@ -247,8 +247,11 @@ class EmbeddedGenerator(TrialSteps, SutCore):
         clock = Phases()
         if self.sut is not None:
             self.sut.check_alive()
-        if self.speeds:  # how fast the host runs our cores (a slow phase is a disturbance)
-            self.speeds.begin()
+        # how fast the host runs our cores (a slow phase is a disturbance); beside a polling
+        # SUT only its own cores (see dpgate.exec.speedprobe)
+        probed = self.tb.sut_cpus if getattr(self.sut, "polls", False) else None
+        if self.speeds:
+            self.speeds.begin(probed)
             clock.mark("speed_before")
         pcaps = self.pcaps()
         tx_ports, rx_ports = self._ports()
@@ -283,7 +286,7 @@ class EmbeddedGenerator(TrialSteps, SutCore):
         clock.mark("cpu_after")
         settle_ms, (tg1, sut1) = self._settle(tx_ports, rx_ports, tg0, self._claimed_sent())
         clock.mark("settle")
-        core_speeds = self.speeds.end() if self.speeds else {}
+        core_speeds = self.speeds.end(probed) if self.speeds else {}
         slow = (
             slow_share(core_speeds, self.speeds.probe.reference(self.core_speed_ref)) if self.speeds else None
         )
