@@ -162,7 +162,7 @@ def main(argv=None) -> int:
             d = r["props"].get("disturbance")
             print(
                 f"  healthy-{i}{' (hog)' if r['hog'] else '      '} {r['verdict']:5s} disturbance "
-                f"{fmt(d, pct=False)}  "
+                f"{fmt(d, pct=False)} core_speed_min {fmt(r['props'].get('core_speed_min'), pct=False)}  "
                 + "  ".join(f"{m}={fmt(r['props'].get(m), pct=False)}" for m in METRICS)
                 + (f"  [{r['message'][:110]}]" if r["verdict"] != "PASS" else "")
             )
@@ -191,7 +191,8 @@ def main(argv=None) -> int:
             totals[f"detected +{s:g} %"][1] += len(runs)
             print(f"  inject +{s:g} %: detected in {hits}/{len(runs)} runs")
             for r in runs:
-                print(f"    {r['verdict']:5s} {r['message'][:160]}")
+                speed = fmt(r["props"].get("core_speed_min"), pct=False)
+                print(f"    {r['verdict']:5s} core_speed_min {speed} {r['message'][:160]}")
     print(
         f"total: {totals['healthy']} healthy runs, {totals['false_fail']} false FAIL, {totals['inconclusive']} inconclusive"
         + "".join(f"; {k} in {v[0]}/{v[1]}" for k, v in totals.items() if isinstance(v, list))
