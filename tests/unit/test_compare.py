@@ -251,3 +251,30 @@ def test_a_cpp_at_load_rise_on_a_slow_core_is_inconclusive_not_a_regression(tmp_
         "SUT core ran at 21.0 M it/s, 70 % of the history's 30.0: the host, not the SUT, may be slower"
     )
     assert verdict(2640.0, 21.0).verdict == "normal"  # a slow core alone is not a verdict
+
+
+def test_slow_host_runs_build_the_cpp_history_but_are_no_throughput_reference(tmp_path):
+    store = str(tmp_path / "h")
+
+    def run(name, ndr, cpp, disturbance, foreign):
+        metrics = {"ndr_pps": ndr, "pdr_pps": ndr, "cpp_at_load": cpp, "sut_core_speed": 30.0}
+        metrics.update(
+            disturbance=disturbance, disturbance_foreign=foreign, core_speed_min=30 * (1 - disturbance)
+        )
+        return write_run(tmp_path, name, metrics)
+
+    # a neighbour's CPU time keeps a run out; a slow host phase alone does not
+    assert add_to_history(run("neighbour", 5.0e5, 3000.0, 0.4, 0.4), store) == 0
+    for i in range(4):
+        assert add_to_history(run(f"slow{i}", 3.0e5 * (1 + 0.01 * i), 3000.0 + 10 * i, 0.5, 0.02), store) == 1
+    for i in range(4):
+        assert (
+            add_to_history(run(f"fast{i}", 5.0e5 * (1 + 0.01 * i), 3010.0 + 10 * i, 0.03, 0.03), store) == 1
+        )
+    h = read_history(store, "embedded", "S.64B-1c-x-ndrpdr")
+    assert len(h) == 8 and h[0]["disturbance"] == 0.5 and h[0]["core_speed_min"] == 15.0
+    v = {x.metric: x for x in compare(run("now", 5.0e5, 3400.0, 0.03, 0.03), store)}
+    # NDR against the four full-speed runs only: normal (with the slow ones: a progression)
+    assert v["ndr_pps"].verdict == "normal" and v["ndr_pps"].history_len == 4
+    # cpp_at_load against all eight (its trials were timed at full speed): +12 % is a regression
+    assert v["cpp_at_load"].verdict == "regression" and v["cpp_at_load"].history_len == 8

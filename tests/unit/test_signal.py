@@ -251,3 +251,13 @@ def test_clean_or_lossless_trials_stand():
     assert gen.measure(1000, 1.0).disturbance == 0.02 and len(gen.seen) == 2
     gen = _Stub([(0.9, 50)], remeasure=0)
     assert gen.measure(1000, 1.0).disturbance == 0.9
+
+
+def test_cpp_at_load_disturbance_is_others_time_in_the_trials_it_rests_on():
+    fast, slow, gone = _T(1e5, 0.5), _T(1e5, 0.6), _T(1e5, 0.9, superseded=True)
+    fast.details.update(sut_core_speed=30.0, cpu={"disturbance": 0.03, "slow_share": 0.5})
+    slow.details.update(sut_core_speed=16.0, cpu={"disturbance": 0.2, "slow_share": 0.6})
+    gone.details.update(sut_core_speed=30.0, cpu={"disturbance": 0.9})
+    sig = disturbance.case_signal([], [], cpp_trials=[fast, slow, gone], cpp=3000.0, cpp_load=1e5)
+    assert sig["cpp_at_load_disturbance"] == 0.03  # the full-speed trial only
+    assert sig["disturbance"] == 0.6  # the case's: every live trial, its slow share included

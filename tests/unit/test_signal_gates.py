@@ -51,6 +51,22 @@ def test_cpp_at_load_gate_fails_passes_and_skips_when_unmeasured():
         )
 
 
+def test_cpp_at_load_rests_on_its_own_trials_not_on_a_slow_search():
+    g = Gates()
+    # the search ran in a slow host phase (50 %); the cpp_at_load trials, timed by the awake
+    # loop at full speed, saw 2 % of others' time: the ceiling verdict is the SUT's
+    tel = {"cpp_at_load": 6600.0, "disturbance": 0.5, "cpp_at_load_disturbance": 0.02}
+    with pytest.raises(Failure, match=r"cpp_at_load 6600 > ceiling 6000"):
+        g.cycles_per_packet_at_load_should_be_at_most(result(telemetry=tel), 6000)
+    with pytest.raises(SkipExecution, match=r"cpp_at_load_max inconclusive: .*31.0 % of a TG/SUT core"):
+        g.cycles_per_packet_at_load_should_be_at_most(
+            result(telemetry={**tel, "cpp_at_load_disturbance": 0.31}), 6000
+        )
+    # while the throughput floors keep resting on the slow search
+    with pytest.raises(SkipExecution, match="ndr_min inconclusive"):
+        g.throughput_should_be_at_least(result(telemetry=tel), parse_rate("0.325 Mpps"))
+
+
 def test_cpp_at_load_over_its_ceiling_on_a_slow_core_is_inconclusive():
     g = Gates()
     slow = {"cpp_at_load": 4778.0, "sut_core_speed": 16.4, "sut_core_speed_ref": 30.5}

@@ -40,7 +40,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import jumpavg
 
 from dpgate.outputs.results import load_records
-from dpgate.regression.history import METRICS, RunValue, read_history, run_value
+from dpgate.regression.history import METRICS, RunValue, read_history, run_value, slow_host
 from dpgate.telemetry.disturbance import SLOW_SHARE
 
 NOISE_RUNS = 5
@@ -201,6 +201,8 @@ def verdicts_for(
             out.append(replace(v, test=rec.get("name", rec["longname"]), metric=metric))
             continue
         declared = mrr_noise if metric == "mrr_pps" else noise
+        # throughput measured in a slow host phase is the host's: not a reference (history.py)
+        past = [v for v in (run_value(h, metric) for h in hist if not slow_host(h)) if v is not None]
         v = classify_current(past, cur if isinstance(cur, list) else [cur], min_change, declared)
         lim_key = "mrr_limited_by" if metric == "mrr_pps" else "limited_by"
         base = [h.get(lim_key) for h in hist if run_value(h, metric) is not None]

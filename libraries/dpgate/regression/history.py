@@ -2,9 +2,13 @@
 with the commit (``--commit``, else DPGATE_COMMIT / CI_COMMIT_SHA / GIT_COMMIT / GITHUB_SHA),
 time, NDR, PDR, MRR and the run's samples of each (e.g. every MRR trial's rx rate).
 Runs with injected faults (``injected_sut_cpu_steal``) are never added, nor tests whose
-verdict trials were disturbed (``disturbance`` above ``disturbance_max``, default 10 %): a
-neighbour's slowdown in the history would widen the noise the check allows and hide the next
-real regression.
+verdict trials a neighbour disturbed (others' CPU time, ``disturbance_foreign``, above
+``disturbance_max``, default 10 %): its slowdown in the history would widen the noise the
+check allows and hide the next real regression. A run measured in a slow host phase
+(``disturbance`` above it from the speed probe alone) is added with that figure: its
+``cpp_at_load`` (trials timed at full speed) is compared, its throughput is not
+(:func:`slow_host`, ``dpgate.regression.compare``); so a host that stays slow for days
+still builds a history for the one metric it can measure.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from dpgate.telemetry.disturbance import DISTURBANCE_MAX
 #: cpp_at_load is lower-is-better: the comparison turns it around (regression/compare.py)
 METRICS = ("ndr_pps", "pdr_pps", "mrr_pps", "cpp_at_load")
 #: kept beside the metrics: how fast the SUT core ran for cpp_at_load (dpgate.exec.awake)
-CONTEXT = ("sut_core_speed",)
+CONTEXT = ("sut_core_speed", "disturbance", "disturbance_foreign", "core_speed_min")
 #: One run's value of a metric: a number, or its samples when the run measured several.
 RunValue = Union[float, List[float]]
 
@@ -64,12 +68,27 @@ def injected(rec: Dict) -> bool:
 
 
 def disturbed(rec: Dict, disturbance_max: float = DISTURBANCE_MAX) -> bool:
-    """A test whose verdict trials saw more than ``disturbance_max`` of a core used by others.
+    """A test whose verdict trials saw more than ``disturbance_max`` of a core used by others
+    (``disturbance_foreign``; records from before the speed probe: ``disturbance``).
 
     >>> disturbed({"metrics": {"disturbance": 0.31}}), disturbed({"metrics": {"disturbance": 0.02}})
     (True, False)
+    >>> disturbed({"metrics": {"disturbance": 0.5, "disturbance_foreign": 0.03}})  # a slow host
+    False
     """
-    d = (rec.get("metrics") or {}).get("disturbance")
+    m = rec.get("metrics") or {}
+    d = m.get("disturbance_foreign", m.get("disturbance"))
+    return isinstance(d, (int, float)) and d > disturbance_max
+
+
+def slow_host(entry: Dict, disturbance_max: float = DISTURBANCE_MAX) -> bool:
+    """A history entry measured in a slow host phase (disturbed, though not by others' time):
+    its throughput says how fast the host was, not the SUT.
+
+    >>> slow_host({"disturbance": 0.5, "disturbance_foreign": 0.02}), slow_host({"ndr_pps": 1.0})
+    (True, False)
+    """
+    d = (entry.get("metrics") or entry).get("disturbance")
     return isinstance(d, (int, float)) and d > disturbance_max
 
 

@@ -19,6 +19,7 @@ from dpgate.config.units import format_pps
 from dpgate.model.ndrpdr import CEILING_MARGIN, NdrPdrResult
 from dpgate.model.record import gate_entry
 from dpgate.robot.base import record
+from dpgate.telemetry.disturbance import disturbance_for
 from dpgate.telemetry.disturbance import inconclusive as disturbed_reason
 
 
@@ -41,11 +42,14 @@ class GateChecks:
         record(gates=[gate_entry(name, True, text, value, limit, skipped=True)])
         raise SkipExecution(f"{name} inconclusive: {text}")
 
-    def _if_disturbed(self, name: str, msg: str, value: Any, limit: Any, result: NdrPdrResult) -> None:
+    def _if_disturbed(
+        self, name: str, msg: str, value: Any, limit: Any, result: NdrPdrResult, metric: str = ""
+    ) -> None:
         """A failed gate whose measurements were disturbed (more than ``disturbance_max`` of a
-        TG/SUT core used by other work in the trials the verdict rests on): a neighbour may
-        have caused the miss. Skipped with the figure, never a SUT failure."""
-        reason = disturbed_reason(result.telemetry.get("disturbance"), self._dmax)
+        TG/SUT core used by other work or lost to a slow host in the trials the verdict on
+        ``metric`` rests on): a neighbour may have caused the miss. Skipped with the figure,
+        never a SUT failure."""
+        reason = disturbed_reason(disturbance_for(result.telemetry, metric), self._dmax)
         if reason is None:
             return
         text = f"{msg}, but {reason}: measure again on a quieter machine"

@@ -18,7 +18,7 @@ from dpgate.model.record import F, gate_entry
 from dpgate.regression.compare import verdicts_for
 from dpgate.robot.base import _current_test, rate_arg, record
 from dpgate.robot.gate_checks import GateChecks, _at_ceiling, _fine_pct, _pct
-from dpgate.telemetry.disturbance import DISTURBANCE_MAX, slow_core_reason
+from dpgate.telemetry.disturbance import DISTURBANCE_MAX, disturbance_for, slow_core_reason
 from dpgate.telemetry.disturbance import inconclusive as disturbed_reason
 from dpgate.telemetry.pcm import event_key
 
@@ -139,9 +139,15 @@ class Gates(GateChecks):
             rec, history, change, declared.get("regression_noise"), declared.get("regression_mrr_noise")
         )
         lines = [v.line() for v in verdicts]
-        bad = [v for v in verdicts if v.verdict == "regression"]
-        reason = disturbed_reason(result.telemetry.get("disturbance"), self._dmax) if bad else None
+        why = {
+            v.metric: disturbed_reason(disturbance_for(result.telemetry, v.metric), self._dmax)
+            for v in verdicts
+            if v.verdict == "regression"
+        }
+        bad = [v for v in verdicts if v.verdict == "regression" and why[v.metric] is None]
+        held = [v for v in verdicts if v.verdict == "regression" and why[v.metric] is not None]
         for v in verdicts:
+            reason = why.get(v.metric)
             skipped = (reason is not None and v.verdict == "regression") or v.verdict == "inconclusive"
             record(
                 gates=[
@@ -157,9 +163,10 @@ class Gates(GateChecks):
             )
             if v.verdict == "inconclusive":
                 logger.warn("regression check inconclusive: " + v.line())
-        if reason is not None:
-            logger.warn("regression check inconclusive: " + "; ".join(v.line() for v in bad) + f": {reason}")
-            bad = []
+        if held:
+            logger.warn(
+                "regression check inconclusive: " + "; ".join(f"{v.line()}: {why[v.metric]}" for v in held)
+            )
         for line in lines:
             logger.info(line)
         if bad:
@@ -202,7 +209,7 @@ class Gates(GateChecks):
         ok = value <= limit
         msg = f"cpp_at_load {value:.0f} {'<=' if ok else '>'} ceiling {limit:.0f} ({_pct(value, limit)})"
         if not ok:
-            self._if_disturbed("cpp_at_load_max", msg, value, limit, result)
+            self._if_disturbed("cpp_at_load_max", msg, value, limit, result, metric="cpp_at_load")
             slow = slow_core_reason(result.telemetry)
             if slow:
                 text = f"{msg}, but {slow}: measure again when the host is quieter"

@@ -66,6 +66,20 @@ def disturbance_of(trials: Iterable) -> Optional[float]:
     return max(vals) if vals else None
 
 
+def disturbance_for(telemetry: dict, metric: str) -> Optional[float]:
+    """The disturbance a verdict on ``metric`` rests on: for ``cpp_at_load`` its own trials'
+    (others' CPU time only: their speed is the awake loop's to judge, :func:`slow_core_reason`),
+    for any other metric the case's.
+
+    >>> tel = {"disturbance": 0.5, "cpp_at_load_disturbance": 0.02}
+    >>> disturbance_for(tel, "cpp_at_load"), disturbance_for(tel, "mrr_pps"), disturbance_for({"disturbance": 0.5}, "cpp_at_load")
+    (0.02, 0.5, 0.5)
+    """
+    if metric.startswith("cpp_at_load") and "cpp_at_load_disturbance" in telemetry:
+        return telemetry["cpp_at_load_disturbance"]
+    return telemetry.get("disturbance")
+
+
 def inconclusive(disturbance: Optional[float], threshold: Optional[float] = DISTURBANCE_MAX) -> Optional[str]:
     """The reason a failing verdict is inconclusive, or None when the measurement was clean."""
     if disturbance is None or threshold is None or disturbance <= threshold:
@@ -243,11 +257,13 @@ def case_signal(
     speed_ref: Optional[float] = None,
 ) -> dict:
     """The case's metrics from this module: ``disturbance`` (largest foreign share among the
-    trials its verdicts use, a slow host phase included), ``core_speed_min`` (the slowest TG or
+    trials its verdicts use, a slow host phase included; ``disturbance_foreign``: others' CPU
+    time alone, what keeps a run out of the history), ``core_speed_min`` (the slowest TG or
     SUT core the probe read around those trials, M it/s: ``dpgate.exec.speedprobe``),
     ``cpp_at_load`` and ``cpp_at_load_pps`` (absent when unmeasured),
     ``sut_core_speed`` (median speed of the SUT core in the trials cpp_at_load rests on) and
-    ``sut_core_speed_ref`` (``speed_ref``: the full speed those trials were held against).
+    ``sut_core_speed_ref`` (``speed_ref``: the full speed those trials were held against) and
+    ``cpp_at_load_disturbance`` (others' CPU time in those trials: :func:`disturbance_for`).
 
     >>> class T:
     ...     def __init__(self, load, d): self.intended_load_pps, self.disturbance, self.details = load, d, {}
@@ -259,6 +275,9 @@ def case_signal(
     d = disturbance_of(used)
     if d is not None:
         out["disturbance"] = round(d, 4)
+    foreign = [(getattr(t, "details", None) or {}).get("cpu", {}).get("disturbance") for t in used]
+    if any(f is not None for f in foreign):  # others' CPU time alone, without slow host phases
+        out["disturbance_foreign"] = round(max(f for f in foreign if f is not None), 4)
     probed = [
         min(c.values()) for c in ((getattr(t, "details", None) or {}).get("core_speeds") for t in used) if c
     ]
@@ -268,7 +287,11 @@ def case_signal(
         out["cpp_at_load"] = round(cpp, 1)
         out["cpp_at_load_pps"] = round(float(cpp_load or 0), 1)
         live = [t for t in cpp_trials if not (t.details or {}).get("superseded")]
-        speed = _speeds(full_speed(live) or live)  # the trials cpp_at_load rests on
+        rests_on = full_speed(live) or live
+        foreign = [(t.details.get("cpu") or {}).get("disturbance") for t in rests_on]
+        if any(f is not None for f in foreign):
+            out["cpp_at_load_disturbance"] = round(max(f for f in foreign if f is not None), 4)
+        speed = _speeds(rests_on)  # the trials cpp_at_load rests on
         if speed:  # how fast the SUT core ran for them (M it/s)
             out["sut_core_speed"] = round(statistics.median(speed), 2)
             if speed_ref:
