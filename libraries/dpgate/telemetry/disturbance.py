@@ -275,7 +275,7 @@ def case_signal(
     d = disturbance_of(used)
     if d is not None:
         out["disturbance"] = round(d, 4)
-    foreign = [(getattr(t, "details", None) or {}).get("cpu", {}).get("disturbance") for t in used]
+    foreign = [((getattr(t, "details", None) or {}).get("cpu") or {}).get("disturbance") for t in used]
     if any(f is not None for f in foreign):  # others' CPU time alone, without slow host phases
         out["disturbance_foreign"] = round(max(f for f in foreign if f is not None), 4)
     probed = [
