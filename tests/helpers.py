@@ -148,3 +148,28 @@ def gate_argv(
         f"SEARCH_TIME_LIMIT:{time_limit_s}",
         suites,
     ]
+
+
+def gone(pid: int, within_s: float = 5.0) -> bool:
+    """Whether process ``pid`` is gone (or a zombie) within ``within_s``."""
+    import time
+
+    end = time.monotonic() + within_s
+    while time.monotonic() < end:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                if fh.read().split(")")[-1].split()[0] == "Z":
+                    return True
+        except OSError:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def orphaned_child(imports: str, start: str) -> int:
+    """Run a Python process that starts a child (``start``: an expression giving its pid,
+    after ``imports``) and exits at once without stopping it; the child's pid."""
+    lib = os.path.join(os.path.dirname(__file__), "..", "libraries")
+    code = f"import sys; sys.path.insert(0, sys.argv[1]); {imports}; print({start}, flush=True); import os; os._exit(0)"
+    out = subprocess.run([sys.executable, "-c", code, lib], capture_output=True, text=True, timeout=30)
+    return int(out.stdout.split()[0])

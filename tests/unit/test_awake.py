@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
-import sys
 import time
 
 import pytest
+from helpers import gone, orphaned_child
 
 from dpgate.exec.awake import CoreAwake
 from dpgate.model.errors import EnvironmentProblem
@@ -16,19 +15,6 @@ from dpgate.telemetry import disturbance
 from dpgate.telemetry.cpuacct import CpuSnapshot, account
 
 CPU = sorted(os.sched_getaffinity(0))[-1]
-
-
-def _gone(pid: int, within_s: float = 5.0) -> bool:
-    end = time.monotonic() + within_s
-    while time.monotonic() < end:
-        try:
-            with open(f"/proc/{pid}/stat") as fh:
-                if fh.read().split(")")[-1].split()[0] == "Z":
-                    return True
-        except OSError:
-            return True
-        time.sleep(0.02)
-    return False
 
 
 def test_the_loop_is_pinned_idle_priority_and_stopped_on_exit():
@@ -41,7 +27,7 @@ def test_the_loop_is_pinned_idle_priority_and_stopped_on_exit():
         time.sleep(0.2)
         with open(f"/proc/{pid}/schedstat") as fh:
             assert int(fh.read().split()[0]) > before  # it spins
-    assert held.pids == [] and _gone(pid)
+    assert held.pids == [] and gone(pid)
 
 
 def test_a_cpu_that_does_not_exist_is_one_clear_error():
@@ -50,16 +36,8 @@ def test_a_cpu_that_does_not_exist_is_one_clear_error():
 
 
 def test_the_loop_dies_with_its_parent():
-    code = (
-        "import sys; sys.path.insert(0, sys.argv[1]);"
-        "from dpgate.exec.awake import CoreAwake;"
-        f"h = CoreAwake([{CPU}]).start(); print(h.pids[0], flush=True);"
-        "import os; os._exit(0)"
-    )
-    lib = os.path.join(os.path.dirname(__file__), "..", "..", "libraries")
-    out = subprocess.run([sys.executable, "-c", code, lib], capture_output=True, text=True, timeout=30)
-    pid = int(out.stdout.split()[0])
-    assert _gone(pid), "the awake loop outlived the process that started it"
+    pid = orphaned_child("from dpgate.exec.awake import CoreAwake", f"CoreAwake([{CPU}]).start().pids[0]")
+    assert gone(pid), "the awake loop outlived the process that started it"
 
 
 def test_awake_time_is_ours_but_not_the_suts():

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
 
 import pytest
+from helpers import gone, orphaned_child
 
 from dpgate.exec.speedprobe import SpeedProbe, TrialSpeeds, slow_share
 from dpgate.model.errors import EnvironmentProblem
@@ -18,19 +17,6 @@ CPU = sorted(os.sched_getaffinity(0))[-1]
 def _run_s(pid: int) -> float:
     with open(f"/proc/{pid}/schedstat") as fh:
         return int(fh.read().split()[0]) / 1e9
-
-
-def _gone(pid: int, within_s: float = 5.0) -> bool:
-    end = time.monotonic() + within_s
-    while time.monotonic() < end:
-        try:
-            with open(f"/proc/{pid}/stat") as fh:
-                if fh.read().split(")")[-1].split()[0] == "Z":
-                    return True
-        except OSError:
-            return True
-        time.sleep(0.02)
-    return False
 
 
 def test_a_read_times_the_loop_on_its_pinned_core_and_the_probe_then_waits():
@@ -44,7 +30,7 @@ def test_a_read_times_the_loop_on_its_pinned_core_and_the_probe_then_waits():
         time.sleep(0.2)
         assert _run_s(pid) - ran < 0.01  # blocked between reads: it takes no core from a SUT
         assert probe.seen == [got[CPU]]
-    assert probe.pids == [] and _gone(pid)
+    assert probe.pids == [] and gone(pid)
 
 
 def test_a_cpu_that_does_not_exist_is_one_clear_error():
@@ -53,15 +39,10 @@ def test_a_cpu_that_does_not_exist_is_one_clear_error():
 
 
 def test_the_probe_dies_with_its_parent():
-    code = (
-        "import sys; sys.path.insert(0, sys.argv[1]);"
-        "from dpgate.exec.speedprobe import SpeedProbe;"
-        f"p = SpeedProbe([{CPU}]).start(); print(p.pids[0], flush=True);"
-        "import os; os._exit(0)"
+    pid = orphaned_child(
+        "from dpgate.exec.speedprobe import SpeedProbe", f"SpeedProbe([{CPU}]).start().pids[0]"
     )
-    lib = os.path.join(os.path.dirname(__file__), "..", "..", "libraries")
-    out = subprocess.run([sys.executable, "-c", code, lib], capture_output=True, text=True, timeout=30)
-    assert _gone(int(out.stdout.split()[0])), "the speed probe outlived the process that started it"
+    assert gone(pid), "the speed probe outlived the process that started it"
 
 
 def test_a_dead_probe_leaves_its_core_out_instead_of_failing_the_trial():

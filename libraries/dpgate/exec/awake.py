@@ -33,7 +33,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from dpgate.model.errors import EnvironmentProblem
 
@@ -57,6 +57,33 @@ _LOOP = (
 
 #: {cpu: (iterations counted, the loop's CPU time in s)}
 Sample = Dict[int, Tuple[int, float]]
+
+
+def child_failed(p: subprocess.Popen, what: str, cpu: int) -> EnvironmentProblem:
+    """The error for a pinned child that did not say ``ready``: ``what`` it was for, its last
+    line of stderr, and how to fix the usual cause (a CPU this process may not use)."""
+    err = (p.stderr.read() if p.stderr else "").strip().splitlines()
+    return EnvironmentProblem(
+        f"could not {what}: {err[-1] if err else 'no reason given'}; check that CPU {cpu} exists "
+        "and is allowed to this process (taskset/cgroup cpuset)"
+    )
+
+
+def reap(procs: Iterable[subprocess.Popen]) -> None:
+    """Kill the children still running, wait for them and close their pipes."""
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+        try:
+            p.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL is not refused
+            pass
+        for f in (p.stdin, p.stdout, p.stderr):
+            if f:
+                try:
+                    f.close()
+                except OSError:
+                    pass
 
 
 def speeds(before: Sample, after: Sample) -> Dict[int, float]:
@@ -109,28 +136,14 @@ class CoreAwake:
                     os.close(fd)
                     os.unlink(path)
                 if line.strip() != "ready":
-                    err = (p.stderr.read() if p.stderr else "").strip().splitlines()
-                    raise EnvironmentProblem(
-                        f"could not hold CPU {cpu} awake (SCHED_IDLE busy loop): "
-                        f"{err[-1] if err else 'no reason given'}; check that CPU {cpu} exists "
-                        "and is allowed to this process (taskset/cgroup cpuset)"
-                    )
+                    raise child_failed(p, f"hold CPU {cpu} awake (SCHED_IDLE busy loop)", cpu)
         except BaseException:
             self.stop()
             raise
         return self
 
     def stop(self) -> None:
-        for p in self.procs:
-            if p.poll() is None:
-                p.kill()
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL is not refused
-                pass
-            for f in (p.stdout, p.stderr):
-                if f:
-                    f.close()
+        reap(self.procs)
         self.procs = []
         for _, m in self._counters:
             m.close()

@@ -34,8 +34,7 @@ import sys
 import time
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from dpgate.exec.awake import CHUNK
-from dpgate.model.errors import EnvironmentProblem
+from dpgate.exec.awake import CHUNK, child_failed, reap
 
 #: CPU time each read spins per core (s): 150 k iterations at full speed.
 PROBE_S = 0.005
@@ -92,12 +91,7 @@ class SpeedProbe:
                 )
                 self.procs[cpu] = p
                 if (p.stdout.readline() if p.stdout else "").strip() != "ready":
-                    err = (p.stderr.read() if p.stderr else "").strip().splitlines()
-                    raise EnvironmentProblem(
-                        f"could not start the speed probe on CPU {cpu}: "
-                        f"{err[-1] if err else 'no reason given'}; check that CPU {cpu} exists "
-                        "and is allowed to this process (taskset/cgroup cpuset)"
-                    )
+                    raise child_failed(p, f"start the speed probe on CPU {cpu}", cpu)
         except BaseException:
             self.stop()
             raise
@@ -123,19 +117,7 @@ class SpeedProbe:
         return out
 
     def stop(self) -> None:
-        for p in self.procs.values():
-            if p.poll() is None:
-                p.kill()
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL is not refused
-                pass
-            for f in (p.stdin, p.stdout, p.stderr):
-                if f:
-                    try:
-                        f.close()
-                    except OSError:
-                        pass
+        reap(self.procs.values())
         self.procs = {}
 
     def reference(self, declared: Optional[float] = None) -> Optional[float]:
