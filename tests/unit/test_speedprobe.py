@@ -29,7 +29,7 @@ def test_a_read_times_the_loop_on_its_pinned_core_and_the_probe_then_waits():
         assert ran >= 0.02  # it spun for the CPU time asked
         time.sleep(0.2)
         assert _run_s(pid) - ran < 0.01  # blocked between reads: it takes no core from a SUT
-        assert probe.seen == [got[CPU]]
+        assert list(probe.seen) == [got[CPU]]
     assert probe.pids == [] and gone(pid)
 
 
@@ -59,11 +59,10 @@ def test_back_to_back_trials_read_once_each_and_keep_the_slower_of_the_two():
         speeds.begin()  # nothing read yet: reads
         first = speeds.end()
         speeds.begin()  # the last end is fresh: no read
-        speeds.probe.seen.append(1.0)  # (a reading the next end cannot beat)
-        speeds._last = (time.monotonic(), {CPU: 1.0})
-        speeds.begin()
-        assert speeds.end() == {CPU: 1.0}
-        assert len(speeds.probe.seen) == 4 and first[CPU] > 1.0
+        speeds.end()
+        assert len(speeds.probe.seen) == 3 and first[CPU] > 1.0
+        speeds._before = {CPU: 1.0}  # a reading before the trial no real core falls below
+        assert speeds.end() == {CPU: 1.0} and list(speeds.recent)[-1] == 1.0
     finally:
         speeds.close()
     assert speeds.probe.pids == []

@@ -41,6 +41,8 @@ PROBE_S = 0.005
 #: A reading below this share of the reference speed is a slow host phase (as in
 #: ``dpgate.telemetry.disturbance.SLOW_SHARE``).
 SLOW_SHARE = 0.9
+#: How many of the last readings make the reference when the case declares none.
+SEEN = 1000
 #: A slow phase is worth measuring past while one of this many last trials ran at full speed;
 #: after that the host is slow for longer than trials can wait out (on 2026-11-25 for 15+
 #: minutes), and a trial measured again would only cost search time.
@@ -65,14 +67,14 @@ _PROBE = (
 
 
 class SpeedProbe:
-    """One blocked probe process per core; :meth:`read` times all of them at once."""
+    """One blocked probe process per core; :meth:`read` times them one after the other."""
 
     def __init__(self, cpus: Sequence[int], probe_s: float = PROBE_S):
         self.cpus = sorted({int(c) for c in cpus})
         self.probe_s = float(probe_s)
         self.procs: Dict[int, subprocess.Popen] = {}
-        #: every reading so far (M it/s), for a reference when none is declared
-        self.seen: List[float] = []
+        #: the last readings (M it/s), for a reference when none is declared
+        self.seen: collections.deque = collections.deque(maxlen=SEEN)
 
     @property
     def pids(self) -> List[int]:
@@ -122,7 +124,7 @@ class SpeedProbe:
 
     def reference(self, declared: Optional[float] = None) -> Optional[float]:
         """The full speed readings are judged against: ``declared`` (the case's ``core_speed``)
-        if given, else the 90th percentile of this session's readings (None before 10)."""
+        if given, else the 90th percentile of this session's last SEEN readings (None before 10)."""
         if declared:
             return float(declared)
         if len(self.seen) < 10:
