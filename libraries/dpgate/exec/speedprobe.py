@@ -38,8 +38,8 @@ from dpgate.exec.awake import CHUNK, child_failed, reap
 
 #: CPU time each read spins per core (s): 150 k iterations at full speed.
 PROBE_S = 0.005
-#: A reading below this share of the reference speed is a slow host phase (as in
-#: ``dpgate.telemetry.disturbance.SLOW_SHARE``).
+#: A speed below this share of the full speed is a slow host phase: for the probe between
+#: trials here and for cpp_at_load's trials (``dpgate.telemetry.disturbance`` uses this one).
 SLOW_SHARE = 0.9
 #: How many of the last readings make the reference when the case declares none.
 SEEN = 1000

@@ -30,6 +30,8 @@ import contextlib
 import statistics
 from typing import Any, Iterable, List, Optional, Sequence
 
+from dpgate.exec.speedprobe import SLOW_SHARE as SPEED_SHARE
+
 #: Default largest foreign share (0..1) of a TG/SUT core for a verdict to count.
 DISTURBANCE_MAX = 0.10
 #: Share of min(generator ceiling, NDR) at which cpp_at_load is measured.
@@ -38,8 +40,9 @@ CPP_LOAD_SHARE = 0.5
 CPP_TRIALS = 5
 CPP_TRIAL_S = 2.0
 #: A cpp_at_load trial whose SUT core ran below this share of the fastest trial's speed is
-#: left out (a slow phase of the host, see :mod:`dpgate.exec.awake`).
-SLOW_SHARE = 0.9
+#: left out (a slow phase of the host, see :mod:`dpgate.exec.awake`): the one share that
+#: says what a slow host phase is (``dpgate.exec.speedprobe``).
+SLOW_SHARE = SPEED_SHARE
 #: cpp_at_load wants this many full-speed trials, measuring up to SLOW_EXTRA x the planned
 #: number of trials to get them.
 FAST_TRIALS = 3
@@ -58,6 +61,14 @@ def verdict_trials(trials: Iterable, bounds: Sequence[Optional[float]], mrr: Ite
         if any(abs(load - b) <= 1e-6 * max(1.0, b) for b in want):
             out.append(t)
     return out + [t for t in mrr if not (getattr(t, "details", None) or {}).get("superseded")]
+
+
+def foreign_of(trials: Iterable) -> Optional[float]:
+    """Largest share of a core others' CPU time took (``details.cpu.disturbance``, no slow
+    host phase) among trials that measured it; None when none did."""
+    vals = [((getattr(t, "details", None) or {}).get("cpu") or {}).get("disturbance") for t in trials]
+    known = [v for v in vals if v is not None]
+    return max(known) if known else None
 
 
 def disturbance_of(trials: Iterable) -> Optional[float]:
@@ -275,9 +286,9 @@ def case_signal(
     d = disturbance_of(used)
     if d is not None:
         out["disturbance"] = round(d, 4)
-    foreign = [((getattr(t, "details", None) or {}).get("cpu") or {}).get("disturbance") for t in used]
-    if any(f is not None for f in foreign):  # others' CPU time alone, without slow host phases
-        out["disturbance_foreign"] = round(max(f for f in foreign if f is not None), 4)
+    foreign = foreign_of(used)
+    if foreign is not None:  # others' CPU time alone, without slow host phases
+        out["disturbance_foreign"] = round(foreign, 4)
     probed = [
         min(c.values()) for c in ((getattr(t, "details", None) or {}).get("core_speeds") for t in used) if c
     ]
@@ -288,9 +299,9 @@ def case_signal(
         out["cpp_at_load_pps"] = round(float(cpp_load or 0), 1)
         live = [t for t in cpp_trials if not (t.details or {}).get("superseded")]
         rests_on = full_speed(live) or live
-        foreign = [(t.details.get("cpu") or {}).get("disturbance") for t in rests_on]
-        if any(f is not None for f in foreign):
-            out["cpp_at_load_disturbance"] = round(max(f for f in foreign if f is not None), 4)
+        foreign = foreign_of(rests_on)
+        if foreign is not None:
+            out["cpp_at_load_disturbance"] = round(foreign, 4)
         speed = _speeds(rests_on)  # the trials cpp_at_load rests on
         if speed:  # how fast the SUT core ran for them (M it/s)
             out["sut_core_speed"] = round(statistics.median(speed), 2)
