@@ -424,3 +424,14 @@ def test_beside_a_polling_sut_only_its_cores_are_probed(tmp_path):
     )
     gen.measure(100_000, 0.5)
     assert gen.speeds.asked[2:] == [[1], [1]]  # its poll loop keeps the TG core's sibling busy
+
+
+def test_beside_a_polling_sut_the_probe_gives_the_sut_core_speed(tmp_path):
+    # no awake loop beside a poller: its cpp_at_load trials are judged by the probe's reading
+    gen, _ = make(tmp_path)
+    gen.speeds = HostSpeeds([{0: 30.0, 1: 30.0}, {1: 16.4}])
+    assert "sut_core_speed" not in gen.measure(100_000, 0.5).details  # a kernel SUT: the awake loop's
+    gen.sut = argparse.Namespace(
+        polls=True, check_alive=lambda: None, trial_begin=lambda: None, trial_end=lambda rx: {}
+    )
+    assert gen.measure(100_000, 0.5).details["sut_core_speed"] == 16.4

@@ -92,10 +92,11 @@ def test_real_proc_stat_and_own_tasks_read():
 
 
 class _T:
-    def __init__(self, load, d, superseded=False, own=None, rep=None, idle=False):
+    def __init__(self, load, d, superseded=False, own=None, rep=None, speed=None):
         self.intended_load_pps, self.disturbance = load, d
         self.details = {"superseded": "x"} if superseded else {}
-        self.details["sut_counters"] = {"cycles_include_idle": 1.0 if idle else 0.0}
+        if speed:
+            self.details["sut_core_speed"] = speed
         self.sut_cpu_cycles_per_packet, self.sut_cycles_per_packet = own, rep
 
 
@@ -125,8 +126,17 @@ def test_inconclusive_threshold_is_strict_and_optional():
 def test_cpp_at_load_polling_sut_uses_busy_cycles_only():
     busy = [_T(1, 0, own=9000.0, rep=400.0), _T(1, 0, own=9000.0, rep=420.0)]
     assert disturbance.cpp_at_load(busy, polling=True) == 410.0
-    assert disturbance.cpp_at_load([_T(1, 0, own=9000.0, rep=17000.0, idle=True)], polling=True) is None
+    assert disturbance.cpp_at_load([_T(1, 0, own=9000.0, rep=None)], polling=True) is None
     assert disturbance.cpp_at_load([_T(1, 0, own=None)]) is None
+
+
+def test_cpp_at_load_polling_sut_leaves_out_slow_phase_trials():
+    # the probe's SUT-core speed stands in for the awake loop's beside a polling SUT
+    ts = [_T(1, 0, rep=400.0, speed=30.0), _T(1, 0, rep=800.0, speed=15.0), _T(1, 0, rep=420.0, speed=29.0)]
+    assert disturbance.cpp_at_load(ts, polling=True) == 410.0
+    slow = [_T(1, 0, rep=800.0, speed=15.0), _T(1, 0, rep=700.0, speed=16.0)]
+    # alike: both used (the case's speed reference flags them)
+    assert disturbance.cpp_at_load(slow, polling=True) == 750.0
 
 
 def test_cost_units_and_refusals():

@@ -150,8 +150,8 @@ def cpp_at_load(trials: Iterable, polling: bool = False) -> Optional[float]:
     phase of the SUT core: :func:`full_speed`).
 
     A polling SUT (testpmd, OVS PMD threads) uses its whole core whatever the load, so its
-    CPU time says nothing per packet: its own busy-cycle report is used instead, and None
-    when it reports only total cycles (DPDK 22.11 testpmd counts idle polls too).
+    CPU time says nothing per packet: its own busy-cycle report is used instead (testpmd's
+    ``--record-core-cycles``, OVS's processing cycles), None when it reports none.
 
     >>> class T:
     ...     def __init__(self, own, rep=None): self.sut_cpu_cycles_per_packet, self.sut_cycles_per_packet, self.details = own, rep, {}
@@ -159,17 +159,10 @@ def cpp_at_load(trials: Iterable, polling: bool = False) -> Optional[float]:
     3700.0
     """
     use = [t for t in trials if not (getattr(t, "details", None) or {}).get("superseded")]
-    if polling:
-        vals = [
-            t.sut_cycles_per_packet
-            for t in use
-            if t.sut_cycles_per_packet
-            and not (t.details.get("sut_counters") or {}).get("cycles_include_idle")
-        ]
-    else:
-        # none at full speed: the slow ones, flagged by sut_core_speed (the gates hold such a
-        # verdict inconclusive, see slow_core_reason)
-        vals = [t.sut_cpu_cycles_per_packet for t in full_speed(use) or use if t.sut_cpu_cycles_per_packet]
+    # none at full speed: the slow ones, flagged by sut_core_speed (the gates hold such a
+    # verdict inconclusive, see slow_core_reason)
+    field = "sut_cycles_per_packet" if polling else "sut_cpu_cycles_per_packet"
+    vals = [getattr(t, field) for t in full_speed(use) or use if getattr(t, field)]
     return float(statistics.median(vals)) if vals else None
 
 

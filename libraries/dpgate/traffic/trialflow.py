@@ -287,6 +287,9 @@ class EmbeddedGenerator(TrialSteps, SutCore):
         settle_ms, (tg1, sut1) = self._settle(tx_ports, rx_ports, tg0, self._claimed_sent())
         clock.mark("settle")
         core_speeds = self.speeds.end(probed) if self.speeds else {}
+        polled = [core_speeds[c] for c in probed or () if c in core_speeds]
+        if speed is None and polled:  # beside a poller (no awake loop): the probe's SUT-core speed
+            speed = 1e6 * min(polled)
         slow = (
             slow_share(core_speeds, self.speeds.probe.reference(self.core_speed_ref)) if self.speeds else None
         )

@@ -109,12 +109,14 @@ def parse_forward_stats(text: str) -> Dict[str, float]:
     if m:
         out["cycles_per_packet"] = float(m.group(1))
         out["cycles_mhz"] = float(m.group(2))
-    # DPDK 22.11 counts every polling cycle ("total cycles"), later releases only busy ones.
-    m = re.search(r"\((busy|total) cycles=(\d+) / total (?:io )?packets=(\d+)\)", text)
+    # Busy cycles in every release: the cycles of the forwarding calls whose receive burst got
+    # frames (a call that finds none returns before it counts). DPDK 22.11 labels their sum
+    # "total cycles", 23.03+ "busy cycles". Measured on testpmd 22.11 here: 10 % of the core's
+    # cycles at 10 kpps, 69 % at 200 kpps, not the 100 % an idle-inclusive count would give.
+    m = re.search(r"\((?:busy|total) cycles=(\d+) / total (?:io )?packets=(\d+)\)", text)
     if m:
-        out["cycles"] = float(m.group(2))
-        out["cycles_packets"] = float(m.group(3))
-        out["cycles_include_idle"] = 1.0 if m.group(1) == "total" else 0.0
+        out["cycles"] = float(m.group(1))
+        out["cycles_packets"] = float(m.group(2))
     return out
 
 
@@ -127,12 +129,11 @@ def stats_delta(before: Dict[str, float], after: Dict[str, float]) -> Dict[str, 
     """
     out: Dict[str, float] = {}
     for k, v in after.items():
-        if k in ("cycles_mhz", "cycles_include_idle", "cycles_per_packet"):
+        if k in ("cycles_mhz", "cycles_per_packet"):
             continue
         out[k] = float(v - before.get(k, 0.0))
-    for k in ("cycles_mhz", "cycles_include_idle"):
-        if k in after:
-            out[k] = after[k]
+    if "cycles_mhz" in after:
+        out["cycles_mhz"] = after["cycles_mhz"]
     if out.get("cycles_packets"):
         out["cycles_per_packet"] = round(out["cycles"] / out["cycles_packets"], 2)
     return out
