@@ -126,3 +126,24 @@ def test_embedded_suites_dry_run_cleanly_without_loading_pabot(tmp_path):
     tests = dry_run(tmp_path, suites=os.path.join(ROOT, "suites", "embedded"))
     assert len(tests) == 27 and all(t.status == "PASS" for _, t in tests)
     assert {"EMBEDDED", "NDRPDR", "1C", "64B"} <= set(tests[0][1].tags)
+
+
+def test_embedded_per_commit_overrides_are_settings_the_profile_accepts():
+    """The embedded resource's per-commit defaults (duration sum, goal width) are what
+    ``Search Overrides`` hands the search: valid values of the per-commit profile."""
+    from dpgate.search.api import search_settings
+
+    model = robot.api.get_resource_model(os.path.join(ROOT, "resources", "embedded.resource"))
+    values = {
+        v.name: v.value[0]
+        for section in model.sections
+        if type(section).__name__ == "VariableSection"
+        for v in section.body
+        if type(v).__name__ == "Variable"
+    }
+    s = search_settings(
+        "per-commit",
+        duration_sum=float(values["${PER_COMMIT_DURATION_SUM}"]),
+        width=float(values["${PER_COMMIT_WIDTH}"]),
+    )
+    assert (s.duration_sum, s.width) == (10.0, 0.02)
