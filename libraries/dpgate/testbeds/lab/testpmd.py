@@ -113,7 +113,7 @@ def parse_forward_stats(text: str) -> Dict[str, float]:
     # frames (a call that finds none returns before it counts). DPDK 22.11 labels their sum
     # "total cycles", 23.03+ "busy cycles". Measured on testpmd 22.11 here: 10 % of the core's
     # cycles at 10 kpps, 69 % at 200 kpps, not the 100 % an idle-inclusive count would give.
-    m = re.search(r"\((?:busy|total) cycles=(\d+) / total (?:io )?packets=(\d+)\)", text)
+    m = re.search(r"\((?:busy|total) cycles=(\d+) / total (?:[a-z]+ )?packets=(\d+)\)", text)
     if m:
         out["cycles"] = float(m.group(1))
         out["cycles_packets"] = float(m.group(2))
