@@ -247,7 +247,9 @@ def test_testpmd_forward_stats_without_cycles():
 
 def test_testpmd_forward_stats_of_the_mac_engine_carry_its_busy_cycles():
     # DPDK 22.11 testpmd, 'set fwd mac', null PMD (recorded on this machine, 2026-11-26)
-    line = "  CPU cycles/packet=87.73 (total cycles=2026385995 / total mac packets=23097088) at 2450 MHz Clock\n"
+    line = (
+        "  CPU cycles/packet=87.73 (total cycles=2026385995 / total mac packets=23097088) at 2450 MHz Clock\n"
+    )
     out = parse_forward_stats("RX-packets: 23097088  RX-dropped: 0\n" + line)
     assert (out["cycles"], out["cycles_packets"], out["cycles_mhz"]) == (2026385995, 23097088, 2450)
     # the noisy engine prints no cycles line: no busy cycles, not a guess
