@@ -251,6 +251,12 @@ def test_a_cpp_at_load_rise_on_a_slow_core_is_inconclusive_not_a_regression(tmp_
         "SUT core ran at 21.0 M it/s, 70 % of the history's 30.0: the host, not the SUT, may be slower"
     )
     assert verdict(2640.0, 21.0).verdict == "normal"  # a slow core alone is not a verdict
+    # 93 % of the history's speed: a rise that speed explains is inconclusive, a larger one is not
+    band = verdict(2900.0, 28.0)
+    assert (
+        band.verdict == "inconclusive" and "93 % of the history's 30.0: at its speed about 2707" in band.note
+    )
+    assert verdict(3300.0, 28.0).verdict == "regression"
 
 
 def test_slow_host_runs_build_the_cpp_history_but_are_no_throughput_reference(tmp_path):

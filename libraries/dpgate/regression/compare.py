@@ -193,8 +193,14 @@ def verdicts_for(
             v = classify_lower_is_better(
                 classify_current, past, cur if isinstance(cur, list) else [cur], min_change, cpp_noise
             )
+            # the regression's threshold in cycles (classified as reciprocals: base / (1 - allowance))
+            allow = min((v.allowance_pct or 0.0) / 100, 0.99)
+            limit = v.baseline / (1 - allow) if v.baseline else None
             slow = slow_core(
-                m.get("sut_core_speed"), [(h.get("metrics") or h).get("sut_core_speed") for h in hist]
+                m.get("sut_core_speed"),
+                [(h.get("metrics") or h).get("sut_core_speed") for h in hist],
+                value=v.current,
+                limit=limit,
             )
             if v.verdict == "regression" and slow:
                 v = replace(v, verdict="inconclusive", note=slow)
@@ -217,25 +223,37 @@ def verdicts_for(
     return out
 
 
-def slow_core(current: Optional[float], history: Sequence[Optional[float]], share: float = SLOW_SHARE) -> str:
+def slow_core(
+    current: Optional[float],
+    history: Sequence[Optional[float]],
+    share: float = SLOW_SHARE,
+    value: Optional[float] = None,
+    limit: Optional[float] = None,
+) -> str:
     """Why a higher ``cpp_at_load`` may be the host's doing: this run's SUT core ran (awake
-    loop, M iterations/s, :mod:`dpgate.exec.awake`) below ``share`` of the history's median.
+    loop or speed probe, M iterations/s) below ``share`` of the history's median, or slower
+    than it by enough that ``value`` scaled to the history's speed stays within ``limit``
+    (the regression's threshold).
 
     >>> slow_core(21.0, [30.1, 29.5, None, 30.8])
     "SUT core ran at 21.0 M it/s, 70 % of the history's 30.1: the host, not the SUT, may be slower"
     >>> slow_core(29.0, [30.1, 29.5]), slow_core(None, [30.1]), slow_core(21.0, [None])
     ('', '', '')
+    >>> slow_core(27.4, [30.0], value=6715.0, limit=6500.0)
+    "SUT core ran at 27.4 M it/s, 91 % of the history's 30.0: at its speed about 6133, within 6500"
     """
     past = [float(x) for x in history if isinstance(x, (int, float)) and x > 0]
     if not isinstance(current, (int, float)) or not past:
         return ""
     med = statistics.median(past)
-    if current >= share * med:
+    if current >= med:
         return ""
-    return (
-        f"SUT core ran at {current:.1f} M it/s, {current / med * 100:.0f} % of the history's {med:.1f}: "
-        "the host, not the SUT, may be slower"
-    )
+    head = f"SUT core ran at {current:.1f} M it/s, {current / med * 100:.0f} % of the history's {med:.1f}"
+    if current < share * med:
+        return f"{head}: the host, not the SUT, may be slower"
+    if value is not None and limit is not None and value * current / med <= limit:
+        return f"{head}: at its speed about {value * current / med:.0f}, within {limit:.0f}"
+    return ""
 
 
 def compare(outdir: str, store: str, min_change: float = 0.03) -> List[Verdict]:

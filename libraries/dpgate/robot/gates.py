@@ -210,7 +210,7 @@ class Gates(GateChecks):
         msg = f"cpp_at_load {value:.0f} {'<=' if ok else '>'} ceiling {limit:.0f} ({_pct(value, limit)})"
         if not ok:
             self._if_disturbed("cpp_at_load_max", msg, value, limit, result, metric="cpp_at_load")
-            slow = slow_core_reason(result.telemetry)
+            slow = slow_core_reason(result.telemetry, value=value, limit=limit)
             if slow:
                 text = f"{msg}, but {slow}: measure again when the host is quieter"
                 record(gates=[gate_entry("cpp_at_load_max", True, text, value, limit, skipped=True)])
