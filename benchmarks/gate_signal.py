@@ -163,7 +163,7 @@ def main(argv=None) -> int:
         }
         print(
             f"== {sut} 64B: {a.k} healthy runs ({a.k // 2} with nice -n 19 hogs on CPUs {a.hog_cpus}), "
-            f"injected {', '.join(f'+{s:g} %' for s in steps)}"
+            f"injected {', '.join(f'+{s:g} %' for s in injected) or 'none'}"
         )
         for i, r in enumerate(healthy):
             d = r["props"].get("disturbance")
