@@ -218,6 +218,19 @@ def test_cpp_regression_is_a_rise_through_the_throughput_classifier():
     assert same.verdict == "normal"
 
 
+def test_cpp_noise_is_a_rise_of_cycles_not_a_fall_of_their_reciprocal():
+    from dpgate.regression.compare import classify_current
+
+    # gs9 linux-xconnect, +10 % injected: 3735 against one run of 3007 at the same core speed,
+    # declared cpp_noise 23 %: +24.2 % is past it (as reciprocals it was -19.5 % < 23 %: "normal")
+    v = disturbance.classify_lower_is_better(classify_current, [3007.0], [3735.0], 0.03, 0.23)
+    assert v.verdict == "regression" and v.allowance_pct == pytest.approx(23.0)
+    assert (
+        disturbance.classify_lower_is_better(classify_current, [3007.0], [3650.0], 0.03, 0.23).verdict
+        == "normal"
+    )
+
+
 class _Stub:
     """The generator's re-measurement policy over a scripted sequence of trial outcomes
     (``_measure_once`` is the boundary: the real one needs namespaces and tcpreplay)."""

@@ -193,9 +193,8 @@ def verdicts_for(
             v = classify_lower_is_better(
                 classify_current, past, cur if isinstance(cur, list) else [cur], min_change, cpp_noise
             )
-            # the regression's threshold in cycles (classified as reciprocals: base / (1 - allowance))
-            allow = min((v.allowance_pct or 0.0) / 100, 0.99)
-            limit = v.baseline / (1 - allow) if v.baseline else None
+            # the regression's threshold in cycles per packet
+            limit = v.baseline * (1 + (v.allowance_pct or 0.0) / 100) if v.baseline else None
             slow = slow_core(
                 m.get("sut_core_speed"),
                 [(h.get("metrics") or h).get("sut_core_speed") for h in hist],

@@ -17,7 +17,9 @@ from dpgate.model.names import CASE_NAME
 
 
 def tags_for(name: str) -> List[str]:
-    """>>> tags_for("IMIX-2t1c-ethip4-ip4base-ndrpdr")
+    """Robot tags of a CSIT-style case name.
+
+    >>> tags_for("IMIX-2t1c-ethip4-ip4base-ndrpdr")
     ['IMIX', '1C', '2T1C', 'NDRPDR']
     """
     m = CASE_NAME.match(name)
