@@ -229,6 +229,15 @@ def test_cpp_noise_is_a_rise_of_cycles_not_a_fall_of_their_reciprocal():
         disturbance.classify_lower_is_better(classify_current, [3007.0], [3650.0], 0.03, 0.23).verdict
         == "normal"
     )
+    # the history's spread is a rise too: 1000/1200 (mean 1100, spread 20 %): +18 % passes, +22 % does not
+    assert (
+        disturbance.classify_lower_is_better(classify_current, [1000.0, 1200.0], [1300.0], 0.03, None).verdict
+        == "normal"
+    )
+    assert (
+        disturbance.classify_lower_is_better(classify_current, [1000.0, 1200.0], [1340.0], 0.03, None).verdict
+        == "regression"
+    )
 
 
 class _Stub:

@@ -116,15 +116,21 @@ def classify_current(
     current: Sequence[float],
     min_change: float = 0.03,
     noise: Optional[float] = None,
+    lower_is_better: bool = False,
 ) -> Verdict:
     """Classify ``current`` (one or more samples of this run) against ``history`` (one value
     or a list of samples per run); ``noise`` is the case's declared run-to-run noise.
+    ``lower_is_better`` (cycles per packet): a rise is the regression, and the allowance is
+    a rise of the metric itself.
 
     >>> classify_current([10.0] * 20, [10.1]).verdict
     'normal'
     >>> classify_current([10.0, 10.1, 9.9] * 7, [8.5, 8.6, 8.4]).verdict
     'regression'
+    >>> classify_current([3007.0], [3735.0], 0.03, 0.23, lower_is_better=True).verdict
+    'regression'
     """
+    worse, better = ("progression", "regression") if lower_is_better else ("regression", "progression")
 
     cur = sum(current) / len(current)
     if not history:
@@ -135,7 +141,7 @@ def classify_current(
     if len(hist) < NOISE_RUNS:
         baseline = sum(means) / len(means)
         change = (cur - baseline) / baseline if baseline else 0.0
-        verdict = "regression" if change <= -allow else ("progression" if change >= allow else "normal")
+        verdict = worse if change <= -allow else (better if change >= allow else "normal")
         return Verdict("", "", verdict, cur, baseline, change * 100, len(history), allow * 100, source)
     values: List = hist + [list(current) if len(current) > 1 else current[0]]
     groups = jumpavg.classify(values)
@@ -147,7 +153,8 @@ def classify_current(
         comment = "normal"
     else:
         baseline = groups[-2].stats.avg
-        comment = last.comment
+        # jumpavg names a lower group average a regression (higher is better)
+        comment = {"regression": worse, "progression": better}.get(last.comment, last.comment)
     change = (cur - baseline) / baseline if baseline else 0.0
     verdict = comment if comment in ("regression", "progression") and abs(change) >= allow else "normal"
     return Verdict("", "", verdict, cur, baseline, change * 100, len(history), allow * 100, source)

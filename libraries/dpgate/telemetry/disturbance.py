@@ -326,30 +326,15 @@ def classify_lower_is_better(
     min_change: float = 0.03,
     noise: Optional[float] = None,
 ):
-    """Run a higher-is-better classifier (``dpgate.regression.compare.classify_current``) on a metric where
-    lower is better (cycles per packet) through reciprocals; returns its verdict with the
-    values, the change and the allowance given back in the metric's own terms (a +10 %
-    cpp_at_load is a regression of +10 %).
-
-    ``min_change`` and ``noise`` are rises of the metric: a rise ``r`` is a fall of
-    ``r / (1 + r)`` of its reciprocal, so they enter the classifier converted (a 23 % noise
-    allowance taken as a 23 % fall of the reciprocal would let cycles rise 30 % unseen).
+    """Run the regression classifier (``dpgate.regression.compare.classify_current``) on a
+    metric where lower is better (cycles per packet): a rise is the regression, and
+    ``min_change``, ``noise`` and the history's spread are rises of the metric itself.
+    (Until 2026-11-26 this classified reciprocals with the throughput allowance, so a 23 %
+    ``cpp_noise`` let cycles rise 30 % unseen.)
 
     >>> from dpgate.regression.compare import classify_current
     >>> v = classify_lower_is_better(classify_current, [3007.0], [3735.0], 0.03, 0.23)
     >>> v.verdict, round(v.change_pct, 1), round(v.allowance_pct, 1)
     ('regression', 24.2, 23.0)
     """
-
-    def inv(v):
-        return [1.0 / x for x in v] if isinstance(v, list) else 1.0 / float(v)
-
-    def fall(rise: Optional[float]) -> Optional[float]:
-        return rise / (1 + rise) if rise else rise
-
-    v = classify([inv(h) for h in history], [1.0 / x for x in current], fall(min_change), fall(noise))
-    cur = sum(current) / len(current)
-    base = 1.0 / v.baseline if v.baseline else None
-    change = (cur - base) / base * 100 if base else None
-    allow = v.allowance_pct / (100 - v.allowance_pct) * 100 if v.allowance_pct is not None else None
-    return type(v)(v.test, v.metric, v.verdict, cur, base, change, v.history_len, allow, v.noise_source)
+    return classify(history, current, min_change, noise, lower_is_better=True)
