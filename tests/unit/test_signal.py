@@ -210,11 +210,11 @@ def test_cpp_regression_is_a_rise_through_the_throughput_classifier():
     from dpgate.regression.compare import classify_current
 
     hist = [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1000.0]
-    up = disturbance.classify_lower_is_better(classify_current, hist, [1100.0], 0.03, None)
+    up = classify_current(hist, [1100.0], 0.03, None, lower_is_better=True)
     assert up.verdict == "regression" and up.change_pct == pytest.approx(10.0, abs=0.5)
-    down = disturbance.classify_lower_is_better(classify_current, hist, [900.0], 0.03, None)
+    down = classify_current(hist, [900.0], 0.03, None, lower_is_better=True)
     assert down.verdict == "progression"
-    same = disturbance.classify_lower_is_better(classify_current, hist, [1008.0], 0.03, None)
+    same = classify_current(hist, [1008.0], 0.03, None, lower_is_better=True)
     assert same.verdict == "normal"
 
 
@@ -223,20 +223,13 @@ def test_cpp_noise_is_a_rise_of_cycles_not_a_fall_of_their_reciprocal():
 
     # gs9 linux-xconnect, +10 % injected: 3735 against one run of 3007 at the same core speed,
     # declared cpp_noise 23 %: +24.2 % is past it (as reciprocals it was -19.5 % < 23 %: "normal")
-    v = disturbance.classify_lower_is_better(classify_current, [3007.0], [3735.0], 0.03, 0.23)
+    v = classify_current([3007.0], [3735.0], 0.03, 0.23, lower_is_better=True)
     assert v.verdict == "regression" and v.allowance_pct == pytest.approx(23.0)
-    assert (
-        disturbance.classify_lower_is_better(classify_current, [3007.0], [3650.0], 0.03, 0.23).verdict
-        == "normal"
-    )
+    assert classify_current([3007.0], [3650.0], 0.03, 0.23, lower_is_better=True).verdict == "normal"
     # the history's spread is a rise too: 1000/1200 (mean 1100, spread 20 %): +18 % passes, +22 % does not
+    assert classify_current([1000.0, 1200.0], [1300.0], 0.03, None, lower_is_better=True).verdict == "normal"
     assert (
-        disturbance.classify_lower_is_better(classify_current, [1000.0, 1200.0], [1300.0], 0.03, None).verdict
-        == "normal"
-    )
-    assert (
-        disturbance.classify_lower_is_better(classify_current, [1000.0, 1200.0], [1340.0], 0.03, None).verdict
-        == "regression"
+        classify_current([1000.0, 1200.0], [1340.0], 0.03, None, lower_is_better=True).verdict == "regression"
     )
 
 

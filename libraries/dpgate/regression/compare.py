@@ -130,7 +130,8 @@ def classify_current(
     >>> classify_current([3007.0], [3735.0], 0.03, 0.23, lower_is_better=True).verdict
     'regression'
     """
-    worse, better = ("progression", "regression") if lower_is_better else ("regression", "progression")
+    # the verdict for a fall and for a rise of the metric
+    fall, rise = ("progression", "regression") if lower_is_better else ("regression", "progression")
 
     cur = sum(current) / len(current)
     if not history:
@@ -141,7 +142,7 @@ def classify_current(
     if len(hist) < NOISE_RUNS:
         baseline = sum(means) / len(means)
         change = (cur - baseline) / baseline if baseline else 0.0
-        verdict = worse if change <= -allow else (better if change >= allow else "normal")
+        verdict = fall if change <= -allow else (rise if change >= allow else "normal")
         return Verdict("", "", verdict, cur, baseline, change * 100, len(history), allow * 100, source)
     values: List = hist + [list(current) if len(current) > 1 else current[0]]
     groups = jumpavg.classify(values)
@@ -154,7 +155,7 @@ def classify_current(
     else:
         baseline = groups[-2].stats.avg
         # jumpavg names a lower group average a regression (higher is better)
-        comment = {"regression": worse, "progression": better}.get(last.comment, last.comment)
+        comment = {"regression": fall, "progression": rise}.get(last.comment, last.comment)
     change = (cur - baseline) / baseline if baseline else 0.0
     verdict = comment if comment in ("regression", "progression") and abs(change) >= allow else "normal"
     return Verdict("", "", verdict, cur, baseline, change * 100, len(history), allow * 100, source)
@@ -194,11 +195,10 @@ def verdicts_for(
             continue
         past = [v for v in (run_value(h, metric) for h in hist) if v is not None]
         if metric == "cpp_at_load":
-            # cycles per packet: lower is better, and no generator ceiling limits it
-            from dpgate.telemetry.disturbance import classify_lower_is_better
-
-            v = classify_lower_is_better(
-                classify_current, past, cur if isinstance(cur, list) else [cur], min_change, cpp_noise
+            # cycles per packet: lower is better (a rise is the regression, allowances are
+            # rises), and no generator ceiling limits it
+            v = classify_current(
+                past, cur if isinstance(cur, list) else [cur], min_change, cpp_noise, lower_is_better=True
             )
             # the regression's threshold in cycles per packet
             limit = v.baseline * (1 + (v.allowance_pct or 0.0) / 100) if v.baseline else None

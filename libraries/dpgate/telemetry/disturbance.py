@@ -317,24 +317,3 @@ def case_signal(
             if speed_ref:
                 out["sut_core_speed_ref"] = round(float(speed_ref), 2)
     return out
-
-
-def classify_lower_is_better(
-    classify,
-    history: Sequence,
-    current: Sequence[float],
-    min_change: float = 0.03,
-    noise: Optional[float] = None,
-):
-    """Run the regression classifier (``dpgate.regression.compare.classify_current``) on a
-    metric where lower is better (cycles per packet): a rise is the regression, and
-    ``min_change``, ``noise`` and the history's spread are rises of the metric itself.
-    (Until 2026-11-26 this classified reciprocals with the throughput allowance, so a 23 %
-    ``cpp_noise`` let cycles rise 30 % unseen.)
-
-    >>> from dpgate.regression.compare import classify_current
-    >>> v = classify_lower_is_better(classify_current, [3007.0], [3735.0], 0.03, 0.23)
-    >>> v.verdict, round(v.change_pct, 1), round(v.allowance_pct, 1)
-    ('regression', 24.2, 23.0)
-    """
-    return classify(history, current, min_change, noise, lower_is_better=True)
