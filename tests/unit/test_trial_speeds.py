@@ -1,0 +1,66 @@
+"""The embedded generator's trial flow beside the speed probe between trials
+(``dpgate.exec.speedprobe``): slow host phases re-measured or not, which cores are probed,
+and the probe's SUT-core speed beside a polling SUT. The probe is the ``HostSpeeds`` double
+of test_dpgen_driver (its boundary: ``TrialSpeeds``); dpgen is that module's fake."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+from test_dpgen_driver import HostSpeeds, make
+
+
+def test_a_lossy_trial_in_a_slow_host_phase_is_measured_again_and_says_how_slow(tmp_path):
+    gen, fake = make(tmp_path, lost=100)
+    gen.speeds = HostSpeeds([{0: 30.0, 1: 15.0}, {0: 29.0, 1: 30.0}])
+    seen = []
+    gen.on_trial = seen.append
+    r = gen.measure(100_000, 0.5)
+    assert len(fake.lines) == 2 and gen.speeds.begun == 2
+    assert seen[0].disturbance == 0.5 and seen[0].details["cpu"]["slow_share"] == 0.5
+    assert seen[0].details["core_speeds"] == {0: 30.0, 1: 15.0}
+    assert "disturbed 50.0% > 10%: measured again" in seen[0].details["superseded"]
+    assert r is seen[1] and r.disturbance == pytest.approx(1 - 29 / 30, abs=1e-4)
+    assert "superseded" not in r.details
+
+
+def test_a_slow_phase_does_not_touch_a_trial_that_lost_nothing(tmp_path):
+    gen, fake = make(tmp_path)
+    gen.speeds = HostSpeeds([{0: 15.0, 1: 15.0}])
+    r = gen.measure(100_000, 0.5)
+    assert len(fake.lines) == 1 and r.loss_packets == 0 and r.disturbance == 0.5
+
+
+def test_a_lasting_slow_phase_is_not_waited_out_trial_by_trial(tmp_path):
+    gen, fake = make(tmp_path, lost=100)
+    gen.speeds = HostSpeeds([{0: 30.0, 1: 15.0}], lasting=True)
+    r = gen.measure(100_000, 0.5)
+    assert len(fake.lines) == 1 and r.disturbance == 0.5 and r.details["slow_host_lasting"]
+    # a neighbour's CPU time is still measured past, however long the host has been slow
+    gen.cpu = argparse.Namespace(begin=lambda key=None: None, end=lambda: {"disturbance": 0.3})
+    gen.speeds = HostSpeeds([{0: 15.0, 1: 15.0}] * 3, lasting=True)
+    gen.measure(100_000, 0.5)
+    assert len(fake.lines) == 4
+
+
+def test_beside_a_polling_sut_only_its_cores_are_probed(tmp_path):
+    gen, _ = make(tmp_path)
+    gen.measure(100_000, 0.5)
+    assert gen.speeds.asked == [None, None]  # every TG and SUT core
+    gen.sut = argparse.Namespace(
+        polls=True, check_alive=lambda: None, trial_begin=lambda: None, trial_end=lambda rx: {}
+    )
+    gen.measure(100_000, 0.5)
+    assert gen.speeds.asked[2:] == [[1], [1]]  # its poll loop keeps the TG core's sibling busy
+
+
+def test_beside_a_polling_sut_the_probe_gives_the_sut_core_speed(tmp_path):
+    # no awake loop beside a poller: its cpp_at_load trials are judged by the probe's reading
+    gen, _ = make(tmp_path)
+    gen.speeds = HostSpeeds([{0: 30.0, 1: 30.0}, {1: 16.4}])
+    assert "sut_core_speed" not in gen.measure(100_000, 0.5).details  # a kernel SUT: the awake loop's
+    gen.sut = argparse.Namespace(
+        polls=True, check_alive=lambda: None, trial_begin=lambda: None, trial_end=lambda rx: {}
+    )
+    assert gen.measure(100_000, 0.5).details["sut_core_speed"] == 16.4
