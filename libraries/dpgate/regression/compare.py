@@ -40,6 +40,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import jumpavg
 
 from dpgate.outputs.results import load_records
+from dpgate.regression import speed as speed_mod
 from dpgate.regression.history import METRICS, RunValue, read_history, run_value, slow_host
 from dpgate.telemetry.disturbance import SLOW_SHARE
 
@@ -57,7 +58,8 @@ class Verdict:
     history_len: int
     allowance_pct: Optional[float] = None
     noise_source: str = ""
-    #: why a verdict is ``inconclusive`` (the measurement, not the SUT, may have moved)
+    #: why a verdict is ``inconclusive`` (the measurement, not the SUT, may have moved), or
+    #: what it was held against when not the whole history (cpp_at_load at the run's speed)
     note: str = ""
 
     def _show(self, v: float) -> str:
@@ -195,22 +197,12 @@ def verdicts_for(
             continue
         past = [v for v in (run_value(h, metric) for h in hist) if v is not None]
         if metric == "cpp_at_load":
-            # cycles per packet: lower is better (a rise is the regression, allowances are
-            # rises), and no generator ceiling limits it
-            v = classify_current(
-                past, cur if isinstance(cur, list) else [cur], min_change, cpp_noise, lower_is_better=True
+            out.append(
+                replace(
+                    _cpp_verdict(m, hist, past, cur, min_change, cpp_noise),
+                    test=rec.get("name", rec["longname"]),
+                )
             )
-            # the regression's threshold in cycles per packet
-            limit = v.baseline * (1 + (v.allowance_pct or 0.0) / 100) if v.baseline else None
-            slow = slow_core(
-                m.get("sut_core_speed"),
-                [(h.get("metrics") or h).get("sut_core_speed") for h in hist],
-                value=v.current,
-                limit=limit,
-            )
-            if v.verdict == "regression" and slow:
-                v = replace(v, verdict="inconclusive", note=slow)
-            out.append(replace(v, test=rec.get("name", rec["longname"]), metric=metric))
             continue
         declared = mrr_noise if metric == "mrr_pps" else noise
         # throughput measured in a slow host phase is the host's: not a reference (history.py)
@@ -227,6 +219,39 @@ def verdicts_for(
             v = replace(v, verdict="generator-limited")
         out.append(replace(v, test=rec.get("name", rec["longname"]), metric=metric))
     return out
+
+
+def _cpp_verdict(
+    m: Dict,
+    hist: List[Dict],
+    past: List[RunValue],
+    cur: RunValue,
+    min_change: float,
+    cpp_noise: Optional[float],
+) -> Verdict:
+    """cycles per packet: lower is better (a rise is the regression, allowances are rises),
+    no generator ceiling limits it, and the host's speed moves it: held against the history
+    runs at about this run's SUT core speed when there are any (``dpgate.regression.speed``),
+    else against all, a rise on a slower core being inconclusive (:func:`slow_core`)."""
+    speed = m.get("sut_core_speed")
+    matched = speed_mod.at_speed(hist, speed, m.get("cpp_speed_exponent"))
+    v = classify_current(
+        matched or past, cur if isinstance(cur, list) else [cur], min_change, cpp_noise, lower_is_better=True
+    )
+    v = replace(v, metric="cpp_at_load")
+    if matched and isinstance(speed, (int, float)):
+        at = speed_mod.speeds_of(hist, float(speed))
+        return replace(
+            v,
+            note=f"history at this SUT core speed: {len(at)} run(s) at {at[0]:.1f}-{at[-1]:.1f} M it/s "
+            f"(this run {speed:.1f}), scaled by speed^-{m['cpp_speed_exponent']:g}",
+        )
+    # the regression's threshold in cycles per packet
+    limit = v.baseline * (1 + (v.allowance_pct or 0.0) / 100) if v.baseline else None
+    slow = slow_core(
+        speed, [(h.get("metrics") or h).get("sut_core_speed") for h in hist], value=v.current, limit=limit
+    )
+    return replace(v, verdict="inconclusive", note=slow) if v.verdict == "regression" and slow else v
 
 
 def slow_core(

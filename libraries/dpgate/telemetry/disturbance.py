@@ -49,6 +49,14 @@ FAST_TRIALS = 3
 SLOW_EXTRA = 2
 
 
+#: cpp_at_load ~ (SUT core speed)^-e: the exponent ``e`` per kind of SUT, fitted on the 2-core
+#: VM (log cycles per packet against log speed, 65-151 trials per SUT and set, five sets at
+#: 13-33 M it/s): kernel SUTs 0.44-0.60 (CPU time x Hz), testpmd's busy cycles 0.07-0.15.
+#: The history check holds a run against runs at about its own speed, scaled by it
+#: (``dpgate.regression.speed``).
+CPP_SPEED_EXPONENT = {"kernel": 0.5, "polling": 0.1}
+
+
 def verdict_trials(trials: Iterable, bounds: Sequence[Optional[float]], mrr: Iterable = ()) -> List:
     """Trials whose load is one of ``bounds`` (relative tolerance 1e-6), plus ``mrr`` trials;
     superseded attempts (measured again because disturbed) are not used by any verdict."""
@@ -275,6 +283,7 @@ def case_signal(
     cpp: Optional[float] = None,
     cpp_load: Optional[float] = None,
     speed_ref: Optional[float] = None,
+    polling: bool = False,
 ) -> dict:
     """The case's metrics from this module: ``disturbance`` (largest foreign share among the
     trials its verdicts use, a slow host phase included; ``disturbance_foreign``: others' CPU
@@ -283,7 +292,8 @@ def case_signal(
     ``cpp_at_load`` and ``cpp_at_load_pps`` (absent when unmeasured),
     ``sut_core_speed`` (median speed of the SUT core in the trials cpp_at_load rests on) and
     ``sut_core_speed_ref`` (``speed_ref``: the full speed those trials were held against) and
-    ``cpp_at_load_disturbance`` (others' CPU time in those trials: :func:`disturbance_for`).
+    ``cpp_at_load_disturbance`` (others' CPU time in those trials: :func:`disturbance_for`),
+    ``cpp_speed_exponent`` (how cpp_at_load follows that speed, :data:`CPP_SPEED_EXPONENT`).
 
     >>> class T:
     ...     def __init__(self, load, d): self.intended_load_pps, self.disturbance, self.details = load, d, {}
@@ -316,4 +326,5 @@ def case_signal(
             out["sut_core_speed"] = round(statistics.median(speed), 2)
             if speed_ref:
                 out["sut_core_speed_ref"] = round(float(speed_ref), 2)
+            out["cpp_speed_exponent"] = CPP_SPEED_EXPONENT["polling" if polling else "kernel"]
     return out
