@@ -70,8 +70,9 @@ def one_run(sut: str, prefix: str, load: float, trials: int, duration: float, in
     rep = [r.sut_cycles_per_packet for r in res if r.sut_cycles_per_packet]
     from dpgate.telemetry.disturbance import cpp_at_load
 
+    polling = getattr(s.sut, "polls", False)  # testpmd: its busy cycles
     return (
-        cpp_at_load(res) if own else None,
+        cpp_at_load(res, polling=polling) if own or polling else None,
         statistics.median(rep) if rep else None,
         max((r.disturbance or 0.0) for r in res),
         sum(r.loss_packets for r in res),
@@ -82,38 +83,41 @@ def one_run(sut: str, prefix: str, load: float, trials: int, duration: float, in
 def calibrate(
     sut: str, prefix: str, load: float, trials: int, duration: float, units: int, runs: int, hold=True
 ) -> None:
-    """Within one bring-up, alternate trials without and with ``units`` injection units, so
-    run-to-run drift cancels; prints the cycles one unit adds per packet."""
+    """Within one bring-up, ``trials`` pairs of trials without and with ``units`` injection
+    units (added before and removed after each second trial), so the host's drift within a
+    bring-up cancels in each pair; prints the median pair difference per unit."""
     from dpgate.testbeds.embedded.suts import cost
 
     for _ in range(runs):
+        pairs = []
         with EmbeddedSession(
             "topologies/embedded.yaml", sut, frame_size=64, prefix=prefix, calibrate=False
         ) as s:
-            with held(s, hold, load):
-                base = [s.measure(load, duration) for _ in range(trials)]
-            if sut.startswith("linux-"):
-                cost.inject_kernel(s.sut, units)
-            else:
-                s.sut.set_noise(units)
-            with held(s, hold, load):
-                hit = [s.measure(load, duration) for _ in range(trials)]
-        if getattr(s.sut, "polls", False):
-            # A polling SUT's CPU time is 100 %: at a load it cannot keep up with, its cycles per
-            # packet are core Hz / the rate it forwarded (saturation CPP).
-            hz = s.generator.cpu_hz()
-            b = statistics.median([hz * duration / max(1, r.rx_packets) for r in base])
-            h = statistics.median([hz * duration / max(1, r.rx_packets) for r in hit])
-        else:
-            from dpgate.telemetry.disturbance import cpp_at_load
-
-            b, h = cpp_at_load(base) or 0.0, cpp_at_load(hit) or 0.0
-        rb = statistics.median([r.rx_packets for r in base])
-        rh = statistics.median([r.rx_packets for r in hit])
-        d = max(r.disturbance or 0 for r in base + hit)
+            for _ in range(trials):
+                with held(s, hold, load):
+                    b = s.measure(load, duration)
+                cost.inject_units(s.sut, units)
+                try:
+                    with held(s, hold, load):
+                        h = s.measure(load, duration)
+                finally:
+                    cost.remove_injection(s.sut)
+                pairs.append((b, h))
+        # polling SUTs (testpmd): their own busy cycles; the others: their threads' CPU time
+        field = "sut_cycles_per_packet" if getattr(s.sut, "polls", False) else "sut_cpu_cycles_per_packet"
+        got = [(getattr(b, field), getattr(h, field), b, h) for b, h in pairs]
+        got = [g for g in got if g[0] and g[1]]
+        if not got:
+            print(f"{sut:16s} no cycles per packet measured")
+            continue
+        base = statistics.median(g[0] for g in got)
+        diff = statistics.median(g[1] - g[0] for g in got)
+        speeds = [round(min(x.details.get("core_speeds", {"": 0}).values()), 1) for g in got for x in g[2:]]
         print(
-            f"{sut:16s} base {b:7.0f}  with {units} units {h:7.0f}  -> {(h - b) / units:6.1f} cycles/unit "
-            f"(+{(h / b - 1) * 100 if b else 0:.1f} %), rx median {rb}/{rh}, max disturbance {d:.2f}"
+            f"{sut:16s} base {base:7.0f}  +{units} units: {diff:+7.0f} ({diff / units:5.2f} cycles/unit, "
+            f"{diff / base * 100:+.1f} %); pairs "
+            + " ".join(f"{g[0]:.0f}/{g[1]:.0f}" for g in got)
+            + f"; probe speeds {speeds}; max disturbance {max(x.disturbance or 0 for g in got for x in g[2:]):.2f}"
         )
 
 

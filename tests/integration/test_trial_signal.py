@@ -160,6 +160,38 @@ def test_cost_injection_runs_before_the_cross_connect_and_keeps_forwarding(sessi
     assert cpp() > base + 0.3 * 0.75 * WORK_MAX
 
 
+def test_testpmd_cost_injection_lands_in_its_own_busy_cycles(topology_path, leftovers):
+    """testpmd's injected work (a program on the generator ports' ingress) runs inside its
+    net_af_packet transmit call on the SUT core: its own busy cycles per frame
+    (``--record-core-cycles``, ``sut_cycles_per_packet``) rise, forwarding is unchanged, and
+    the filters go with the testbed."""
+    import statistics
+
+    from dpgate.testbeds.embedded.suts.cost import inject_units
+
+    units = 4000
+    s = EmbeddedSession(topology_path, sut="testpmd-io", prefix=PREFIX + "p", calibrate=False)
+    left = leftovers(PREFIX + "p")
+    s.up()
+    try:
+
+        def cpp():
+            got = [s.measure(20_000, 1.0) for _ in range(3)]
+            assert all(r.loss_packets == 0 for r in got), got  # "no match": forwarding unchanged
+            return statistics.median(r.sut_cycles_per_packet for r in got)
+
+        base = cpp()
+        done = inject_units(s.sut, units)
+        hit = cpp()
+    finally:
+        s.down()
+    left.assert_clean()
+    assert done["bpf_insns_per_frame"] == units
+    # 4000 JIT-compiled adds are ~3,000-4,000 cycles a frame; at least 30 % of 0.75 a unit must
+    # show in testpmd's own count (it is ~13,000 cycles a frame at 20 kpps here)
+    assert hit > base + 0.3 * 0.75 * units, f"{base:.0f} -> {hit:.0f} cycles/frame"
+
+
 def test_teardown_leaves_nothing(topology_path, leftovers):
     s = EmbeddedSession(topology_path, sut="linux-bridge", prefix=PREFIX + "x", calibrate=False)
     left = leftovers(PREFIX + "x")

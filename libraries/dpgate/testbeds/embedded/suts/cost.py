@@ -10,9 +10,14 @@ faster than the generator no more, its throughput drops:
   instructions per frame and then answering "no match", so forwarding is unchanged. The
   kernel JIT-compiles it (``net.core.bpf_jit_enable``), so one unit is about one cycle per
   frame, linear in ``N`` (at most 4,095) and nearly free of cache effects;
-* testpmd-io: the ``noisy`` forwarding engine (io forwarding plus ``R`` random reads of
-  a lookup table per packet, DPDK's own "noisy VNF" emulation); testpmd-mac has no noisy
-  variant in DPDK 22.11 and is refused.
+* testpmd (io, mac): the same program on the *generator* ports' ingress. testpmd's
+  net_af_packet transmit is a ``sendto`` that the kernel completes on the SUT core: veth
+  hands each frame to its peer's backlog there and the softirq that delivers it (through
+  that ingress) runs when the call re-enables bottom halves, before testpmd's burst ends.
+  So the work lands inside testpmd's own busy cycles (``--record-core-cycles``) per
+  forwarded frame, as a slower transmit path would, and forwarding is unchanged. (DPDK's
+  ``noisy`` engine, the lab driver's injection, records no cycles in 22.11 and has no mac
+  variant.)
 
 ``N``/``R`` for a percentage come from :data:`CALIBRATION`: the SUT's ``cpp_at_load`` on the
 reference machine class and the measured cost of one unit, so that ``percent`` adds that
@@ -34,7 +39,7 @@ BPF_CHUNK = 1900
 #: Most injected instructions per frame (programs run one after another).
 WORK_MAX = 20 * BPF_CHUNK
 #: Per SUT: (reference cpp_at_load in cycles, cycles one unit of injection adds per packet).
-#: A unit is one BPF instruction per frame (kernel SUTs) or one lookup read (testpmd noisy).
+#: A unit is one BPF instruction per frame.
 #: Kernel SUTs (2026-11-25): cpp_at_load as the gate measures it now, SUT core held awake and
 #: its ports' NAPI deferred to ~64 frames a poll, trials at full core speed only; on the 2-core
 #: VM at the rows' cpp_load: linux-xconnect 2568-2657, linux-bridge 3739-3972, linux-ip4
@@ -43,13 +48,16 @@ WORK_MAX = 20 * BPF_CHUNK
 #: ip4; single bring-ups in a slow host phase read 0.1-0.7). Before the deferral, the same
 #: work was mostly absorbed (more frames per wake-up): +1000 instructions moved bridge by
 #: 1.5-2 %; deferred, +600 moved it +15 %.
-#: testpmd-io: 10 and 40 reads per packet added 23 and 13-25 cycles per read to its
-#: saturation CPP (base 7964-8560): ~20 cycles a read (the table mostly stays in L3).
+#: testpmd (2026-11-26): cpp_at_load is its own busy cycles at the rows' cpp_load: io
+#: 11,256-13,481 (72 kpps), mac 16,095-17,188 (37.5 kpps) at full speed; an instruction on
+#: the generator ports' ingress adds 0.41-0.53 (io, 1310 per frame) and 0.80-0.99 (mac, 2000)
+#: of its busy cycles (``--calibrate-units``, 2 bring-ups x 6 pairs of trials each).
 CALIBRATION: Dict[str, tuple[float, float]] = {
     "linux-xconnect": (2650.0, 1.0),
     "linux-bridge": (3850.0, 1.0),
     "linux-ip4": (5500.0, 1.0),
-    "testpmd-io": (8000.0, 20.0),
+    "testpmd-io": (12300.0, 0.5),
+    "testpmd-mac": (16600.0, 0.9),
 }
 
 
@@ -110,14 +118,40 @@ def inject_kernel(sut, n: int) -> Dict:
     return {"method": "tc ingress classic BPF, JIT-compiled", "bpf_insns_per_frame": int(n)}
 
 
+def inject_transmit(sut, n: int) -> Dict:
+    """``n`` instructions per frame on the generator ports' ingress: run by the kernel inside
+    a polling SUT's transmit call, on the SUT core (see the module's docstring)."""
+    ns = sut.tb.tg_ns
+    for p in sut.tg_ports():
+        if "ingress" not in run(["tc", "qdisc", "show", "dev", p.name], ns=ns, check=False).stdout:
+            run(["tc", "qdisc", "add", "dev", p.name, "ingress"], ns=ns)
+        for argv in work_filters(p.name, n):
+            run(argv, ns=ns)
+    return {
+        "method": "tc ingress classic BPF on the generator ports, run in the SUT's transmit call",
+        "bpf_insns_per_frame": int(n),
+    }
+
+
+def inject_units(sut, n: int) -> Dict:
+    """``n`` units of per-packet work in a started SUT (kernel SUT or testpmd)."""
+    if sut.name.startswith("linux-"):
+        return inject_kernel(sut, n)
+    if sut.name.startswith("testpmd-"):
+        return inject_transmit(sut, n)
+    raise ConfigError(f"cost injection is not available for SUT {sut.name!r}", path="inject_cost")
+
+
+def remove_injection(sut) -> None:
+    """Take the injected programs (``prio 1`` ingress filters) off again, wherever they are."""
+    where = [(sut.ns, sut.ports()), (sut.tb.tg_ns, sut.tg_ports())]
+    for ns, ports in where:
+        for p in ports:
+            run(["tc", "filter", "del", "dev", p.name, "parent", "ffff:", "prio", "1"], ns=ns, check=False)
+
+
 def inject_cost(sut, percent: float) -> Dict:
     """Inject ``percent`` more per-packet work into a started SUT; returns the setting."""
-    n = units_for(sut.name, percent)
-    if sut.name.startswith("linux-"):
-        out = inject_kernel(sut, n)
-    elif sut.name == "testpmd-io":
-        out = sut.set_noise(n)
-    else:  # pragma: no cover - units_for refused it already
-        raise ConfigError(f"cost injection is not available for SUT {sut.name!r}", path="inject_cost")
+    out = inject_units(sut, units_for(sut.name, percent))
     out["percent"] = float(percent)
     return out

@@ -16,11 +16,11 @@ from __future__ import annotations
 from typing import Any, Dict, Optional
 
 from dpgate.exec.runner import run
-from dpgate.model.errors import ConfigError, SutError
+from dpgate.model.errors import SutError
 from dpgate.testbeds.embedded.suts.base import EmbeddedSut, register
 from dpgate.testbeds.embedded.suts.labnfs import _LabDriverSut
 from dpgate.testbeds.lab.console import console_process
-from dpgate.testbeds.lab.testpmd import NOISY_MB, stats_delta
+from dpgate.testbeds.lab.testpmd import stats_delta
 
 
 class _Testpmd(_LabDriverSut):
@@ -29,8 +29,6 @@ class _Testpmd(_LabDriverSut):
     polls = True
     service_mode = "console"
     mode = "io"
-    #: random lookup-table reads per packet (cost injection, ``dpgate.testbeds.embedded.suts.cost``); 0 = none
-    noise_reads = 0
 
     def __init__(self, testbed, flows=None):
         super().__init__(testbed, flows)
@@ -40,7 +38,7 @@ class _Testpmd(_LabDriverSut):
     def driver_options(self) -> Dict[str, Any]:
         # port i sends towards the TG port it is linked to (paired ports)
         peers = [t.mac for t in self.tg_ports()] if self.mode == "mac" else []
-        return dict(mode=self.mode, eth_peers=peers, noise_reads=self.noise_reads, interactive=True)
+        return dict(mode=self.mode, eth_peers=peers, interactive=True)
 
     def _start(self) -> None:
         try:
@@ -74,23 +72,6 @@ class _Testpmd(_LabDriverSut):
         stats = stats_delta(self._base or {}, now)
         self._base = now
         return stats
-
-    def set_noise(self, reads: int) -> Dict:
-        """Restart testpmd with ``reads`` random lookup reads per packet (noisy engine)."""
-        if self.mode != "io":
-            raise ConfigError(
-                f"cost injection needs testpmd io forwarding (DPDK 22.11's noisy engine forwards like io), not {self.mode}",
-                path="inject_cost",
-            )
-        self.stop()
-        self.noise_reads = int(reads)
-        self._base = None
-        self.start()
-        return {
-            "method": "testpmd noisy forwarding",
-            "lookup_reads_per_packet": self.noise_reads,
-            "lookup_memory_mb": NOISY_MB,
-        }
 
     def version(self) -> str:
         """``dpdk <Debian package version> testpmd``; the binary's own ``RTE Version`` without the package."""
