@@ -48,13 +48,18 @@ def read_case(junit: str) -> Dict:
         if el is not None:
             verdict, message = name, (el.get("message") or el.text or "").strip()
             break
+    out = case.findtext("system-out") or ""
+    # every gate's verdict line (``gate.regression_cpp=PASS: ...``) is in system-out
+    gates = dict(
+        ln.strip().split("=", 1) for ln in out.splitlines() if ln.strip().startswith("gate.") and "=" in ln
+    )
     props = {}
     for p in case.iter("property"):
         try:
             props[p.get("name")] = float(p.get("value"))
         except (TypeError, ValueError):
             props[p.get("name")] = p.get("value")
-    return {"verdict": verdict, "message": message, "props": props}
+    return {"verdict": verdict, "message": message, "props": props, "gates": gates}
 
 
 def hogs(cpus: List[int]) -> List[subprocess.Popen]:
@@ -200,6 +205,12 @@ def main(argv=None) -> int:
             for r in runs:
                 speed = fmt(r["props"].get("core_speed_min"), pct=False)
                 print(f"    {r['verdict']:5s} core_speed_min {speed} {r['message'][:160]}")
+                cpp, at = r["props"].get("cpp_at_load"), r["props"].get("sut_core_speed")
+                if isinstance(cpp, float):  # what the cpp_at_load checks said, and at what speed
+                    print(f"      cpp_at_load {cpp:.0f} at {fmt(at, pct=False)} M it/s")
+                    for g in ("gate.cpp_at_load_max", "gate.regression_cpp"):
+                        if g in r.get("gates", {}):
+                            print(f"      {g}={r['gates'][g][:230]}")
     print(
         f"total: {totals['healthy']} healthy runs, {totals['false_fail']} false FAIL, {totals['inconclusive']} inconclusive"
         + "".join(f"; {k} in {v[0]}/{v[1]}" for k, v in totals.items() if isinstance(v, list))
