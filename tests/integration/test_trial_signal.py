@@ -167,7 +167,7 @@ def test_testpmd_cost_injection_lands_in_its_own_busy_cycles(topology_path, left
     the filters go with the testbed."""
     import statistics
 
-    from dpgate.testbeds.embedded.suts.cost import inject_units
+    from dpgate.testbeds.embedded.suts.cost import inject_units, remove_injection
 
     units = 4000
     s = EmbeddedSession(topology_path, sut="testpmd-io", prefix=PREFIX + "p", calibrate=False)
@@ -183,6 +183,15 @@ def test_testpmd_cost_injection_lands_in_its_own_busy_cycles(topology_path, left
         base = cpp()
         done = inject_units(s.sut, units)
         hit = cpp()
+        remove_injection(s.sut)
+        for dev in ("tg0", "tg1"):
+            shown = subprocess.run(
+                ["ip", "netns", "exec", s.testbed.tg_ns, "tc", "filter", "show", "dev", dev, "ingress"],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+            assert "bpf" not in shown, shown  # taken off again
     finally:
         s.down()
     left.assert_clean()

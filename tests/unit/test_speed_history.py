@@ -85,9 +85,9 @@ def test_history_values_are_scaled_to_this_runs_speed():
         {"samples": {"cpp_at_load": [100.0, 200.0]}, "sut_core_speed": 15.0},
     ]
     # measured 20 % faster than this run: at this run's speed it would have taken 1.2^e more
-    assert at_speed(hist, 15.0, 0.5) == [6000.0 * 1.2**0.5, [100.0, 200.0]]
+    assert at_speed(hist, 15.0, 0.5) == [(18.0, 6000.0 * 1.2**0.5), (15.0, [100.0, 200.0])]
     assert at_speed(hist, 15.0 / BAND - 0.01, 0.5) == []  # 18.0 just outside the band, 15.0 too
-    assert at_speed(hist, 15.0, 0.0) == [6000.0, [100.0, 200.0]]
+    assert at_speed(hist, 15.0, 0.0) == [(18.0, 6000.0), (15.0, [100.0, 200.0])]
 
 
 def test_the_gate_records_the_exponent_of_the_kind_of_sut():

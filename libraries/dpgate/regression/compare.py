@@ -236,11 +236,15 @@ def _cpp_verdict(
     speed = m.get("sut_core_speed")
     matched = speed_mod.at_speed(hist, speed, m.get("cpp_speed_exponent"))
     v = classify_current(
-        matched or past, cur if isinstance(cur, list) else [cur], min_change, cpp_noise, lower_is_better=True
+        [x for _, x in matched] or past,
+        cur if isinstance(cur, list) else [cur],
+        min_change,
+        cpp_noise,
+        lower_is_better=True,
     )
     v = replace(v, metric="cpp_at_load")
     if matched and isinstance(speed, (int, float)):
-        at = speed_mod.speeds_of(hist, float(speed))
+        at = sorted(s for s, _ in matched)
         return replace(
             v,
             note=f"history at this SUT core speed: {len(at)} run(s) at {at[0]:.1f}-{at[-1]:.1f} M it/s "

@@ -16,15 +16,15 @@ to 0.60 (their cycles follow the core's speed in part), testpmd's own busy cycle
 
 >>> hist = [{"cpp_at_load": 5000.0, "sut_core_speed": 16.0}, {"cpp_at_load": 4000.0, "sut_core_speed": 30.0},
 ...         {"cpp_at_load": 5200.0, "sut_core_speed": 18.0}, {"cpp_at_load": 5100.0}]
->>> [round(v) for v in at_speed(hist, 17.0, 0.5)]
-[4851, 5351]
+>>> [(s, round(v)) for s, v in at_speed(hist, 17.0, 0.5)]
+[(16.0, 4851), (18.0, 5351)]
 >>> at_speed(hist, 17.0, None), at_speed(hist, None, 0.5), at_speed(hist, 24.0, 0.5)
 ([], [], [])
 """
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from dpgate.regression.history import RunValue, run_value
 
@@ -39,25 +39,17 @@ def _speed(entry: Dict) -> Optional[float]:
 
 def at_speed(
     history: Sequence[Dict], speed: Optional[float], exponent: Optional[float], band: float = BAND
-) -> List[RunValue]:
-    """The history's ``cpp_at_load`` values (samples kept) measured within ``band`` of
-    ``speed``, each scaled to ``speed``; empty when this run's speed or exponent is unknown."""
+) -> List[Tuple[float, RunValue]]:
+    """(their speed, their ``cpp_at_load`` scaled to ``speed``, samples kept) of the history
+    runs measured within ``band`` of ``speed``; empty when this run's speed or exponent is
+    unknown."""
     if not isinstance(speed, (int, float)) or speed <= 0 or not isinstance(exponent, (int, float)):
         return []
-    out: List[RunValue] = []
+    out: List[Tuple[float, RunValue]] = []
     for h in history:
         s, v = _speed(h), run_value(h, "cpp_at_load")
         if s is None or v is None or not 1 / band <= s / speed <= band:
             continue
         f = (s / speed) ** exponent
-        out.append([x * f for x in v] if isinstance(v, list) else v * f)
+        out.append((s, [x * f for x in v] if isinstance(v, list) else v * f))
     return out
-
-
-def speeds_of(history: Sequence[Dict], speed: float, band: float = BAND) -> List[float]:
-    """The SUT core speeds of the history runs :func:`at_speed` uses (for the verdict's note)."""
-    return sorted(
-        s
-        for s in (_speed(h) for h in history if run_value(h, "cpp_at_load") is not None)
-        if s is not None and 1 / band <= s / speed <= band
-    )

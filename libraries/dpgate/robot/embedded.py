@@ -328,10 +328,10 @@ class EmbeddedTestbed(TestbedKeywords):
         search_trials = [t[-1] if isinstance(t, tuple) else t for t in getattr(run.res, "trials", ())]
         bounds = [run.ndr, run.pdr, getattr(run.res, "ndr_upper", None), getattr(run.res, "pdr_upper", None)]
         cpp, cpp_load, cpp_runs = after["cpp"]
-        polls = bool(getattr(self._s.sut, "polls", False))
-        kw: Dict[str, Any] = dict(cpp=cpp, cpp_load=cpp_load, speed_ref=after.get("core_speed_ref"))
-        kw["polling"] = polls
-        telemetry.update(case_signal(search_trials, bounds, after["mrr_runs"], cpp_runs, **kw))
+        kw: Dict[str, Any] = dict(
+            speed_ref=after.get("core_speed_ref"), polling=bool(getattr(self._s.sut, "polls", False))
+        )
+        telemetry.update(case_signal(search_trials, bounds, after["mrr_runs"], cpp_runs, cpp, cpp_load, **kw))
         return telemetry
 
     def _search_setting(self) -> SearchSetting:

@@ -109,24 +109,24 @@ def work_filters(dev: str, n: int) -> List[List[str]]:
     return out
 
 
-def inject_kernel(sut, n: int) -> Dict:
-    for p in sut.ports():
-        if "ingress" not in run(["tc", "qdisc", "show", "dev", p.name], ns=sut.ns, check=False).stdout:
-            run(["tc", "qdisc", "add", "dev", p.name, "ingress"], ns=sut.ns)
+def _inject_ingress(ns: str, ports, n: int) -> None:
+    """The ``n``-instruction programs on each port's ingress (an ingress qdisc added if none)."""
+    for p in ports:
+        if "ingress" not in run(["tc", "qdisc", "show", "dev", p.name], ns=ns, check=False).stdout:
+            run(["tc", "qdisc", "add", "dev", p.name, "ingress"], ns=ns)
         for argv in work_filters(p.name, n):
-            run(argv, ns=sut.ns)
+            run(argv, ns=ns)
+
+
+def inject_kernel(sut, n: int) -> Dict:
+    _inject_ingress(sut.ns, sut.ports(), n)
     return {"method": "tc ingress classic BPF, JIT-compiled", "bpf_insns_per_frame": int(n)}
 
 
 def inject_transmit(sut, n: int) -> Dict:
     """``n`` instructions per frame on the generator ports' ingress: run by the kernel inside
     a polling SUT's transmit call, on the SUT core (see the module's docstring)."""
-    ns = sut.tb.tg_ns
-    for p in sut.tg_ports():
-        if "ingress" not in run(["tc", "qdisc", "show", "dev", p.name], ns=ns, check=False).stdout:
-            run(["tc", "qdisc", "add", "dev", p.name, "ingress"], ns=ns)
-        for argv in work_filters(p.name, n):
-            run(argv, ns=ns)
+    _inject_ingress(sut.tb.tg_ns, sut.tg_ports(), n)
     return {
         "method": "tc ingress classic BPF on the generator ports, run in the SUT's transmit call",
         "bpf_insns_per_frame": int(n),
