@@ -206,6 +206,45 @@ def test_unixctl_call_round_trip_and_error(tmp_path):
         unixctl_call(str(tmp_path / "missing.ctl"), "x")
 
 
+def test_ovsdpdk_reports_its_pmd_threads_busy_cycles_per_trial(tmp_path):
+    """OVS-DPDK's cpp_at_load source: ``pmd-stats-show`` over the daemon's control socket
+    (the reply recorded from the real ovs-vswitchd-dpdk 3.1 here at 100 kpps); a daemon that
+    does not answer gives no cycles and the trial stands."""
+    import types
+
+    from helpers import fixture_reader
+
+    from dpgate.testbeds.embedded.suts.labnfs import OvsDpdkXconnect
+
+    sut = OvsDpdkXconnect.__new__(OvsDpdkXconnect)
+    sut.driver = types.SimpleNamespace(state_dir=str(tmp_path))
+    assert sut.trial_end(0) == {}  # no socket yet: nothing, no error
+    sut.trial_begin()
+    text = fixture_reader("ovs")("pmd-stats-show-ovsdpdk-pmd-100kpps.txt")
+    t, got = _serve_once(str(tmp_path / "vswitchd.ctl"), {"id": 0, "result": text, "error": None})
+    out = sut.trial_end(200_000)
+    t.join(2)
+    assert got["req"]["method"] == "dpif-netdev/pmd-stats-show"
+    # processing cycles / packets of the PMD thread: its busy iterations, not its idle ones
+    assert out == {"cycles_per_packet": pytest.approx(2428064301 / 200000)}
+
+
+def test_ovsdpdk_cost_injection_is_on_the_generator_ports(monkeypatch):
+    """OVS-DPDK transmits through net_af_packet as testpmd does: the work goes on the
+    generator ports' ingress (tc itself is the boundary here; the integration test runs it)."""
+    import types
+
+    base, unit = cost.CALIBRATION["ovsdpdk-xconnect"]
+    assert cost.units_for("ovsdpdk-xconnect", 10) == round(0.10 * base / unit)
+    calls = []
+    monkeypatch.setattr(cost, "_inject_ingress", lambda ns, ports, n: calls.append((ns, n)))
+    sut = types.SimpleNamespace(
+        name="ovsdpdk-xconnect", ns="x-sut", tb=types.SimpleNamespace(tg_ns="x-tg"), tg_ports=lambda: []
+    )
+    assert cost.inject_units(sut, 7)["bpf_insns_per_frame"] == 7
+    assert calls == [("x-tg", 7)]
+
+
 def test_cpp_regression_is_a_rise_through_the_throughput_classifier():
     from dpgate.regression.compare import classify_current
 

@@ -10,12 +10,13 @@ faster than the generator no more, its throughput drops:
   instructions per frame and then answering "no match", so forwarding is unchanged. The
   kernel JIT-compiles it (``net.core.bpf_jit_enable``), so one unit is about one cycle per
   frame, linear in ``N`` (at most 4,095) and nearly free of cache effects;
-* testpmd (io, mac): the same program on the *generator* ports' ingress. testpmd's
+* testpmd (io, mac) and OVS-DPDK: the same program on the *generator* ports' ingress. testpmd's
   net_af_packet transmit is a ``sendto`` that the kernel completes on the SUT core: veth
   hands each frame to its peer's backlog there and the softirq that delivers it (through
   that ingress) runs when the call re-enables bottom halves, before testpmd's burst ends.
   So the work lands inside testpmd's own busy cycles (``--record-core-cycles``) per
-  forwarded frame, as a slower transmit path would, and forwarding is unchanged. (DPDK's
+  forwarded frame, as a slower transmit path would, and forwarding is unchanged. OVS-DPDK's
+  PMD thread transmits through the same driver: the work lands in its processing cycles. (DPDK's
   ``noisy`` engine, the lab driver's injection, records no cycles in 22.11 and has no mac
   variant.)
 
@@ -52,12 +53,16 @@ WORK_MAX = 20 * BPF_CHUNK
 #: 11,256-13,481 (72 kpps), mac 16,095-17,188 (37.5 kpps) at full speed; an instruction on
 #: the generator ports' ingress adds 0.41-0.53 (io, 1310 per frame) and 0.80-0.99 (mac, 2000)
 #: of its busy cycles (``--calibrate-units``, 2 bring-ups x 6 pairs of trials each).
+#: OVS-DPDK (2026-11-26): its PMD thread's processing cycles at 72 kpps, 10,449 and 11,786 at
+#: full speed; 2,000 instructions on the generator ports' ingress add 0.82-0.92 a unit
+#: (+15.6 %, 2 bring-ups x 4 pairs).
 CALIBRATION: Dict[str, tuple[float, float]] = {
     "linux-xconnect": (2650.0, 1.0),
     "linux-bridge": (3850.0, 1.0),
     "linux-ip4": (5500.0, 1.0),
     "testpmd-io": (12300.0, 0.5),
     "testpmd-mac": (16600.0, 0.9),
+    "ovsdpdk-xconnect": (11100.0, 0.87),
 }
 
 
@@ -134,10 +139,10 @@ def inject_transmit(sut, n: int) -> Dict:
 
 
 def inject_units(sut, n: int) -> Dict:
-    """``n`` units of per-packet work in a started SUT (kernel SUT or testpmd)."""
+    """``n`` units of per-packet work in a started SUT (kernel SUT, testpmd or OVS-DPDK)."""
     if sut.name.startswith("linux-"):
         return inject_kernel(sut, n)
-    if sut.name.startswith("testpmd-"):
+    if sut.name.startswith("testpmd-") or sut.name == "ovsdpdk-xconnect":
         return inject_transmit(sut, n)
     raise ConfigError(f"cost injection is not available for SUT {sut.name!r}", path="inject_cost")
 

@@ -19,6 +19,7 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import os
 import types
 from typing import Any, Dict, Optional
 
@@ -119,7 +120,31 @@ class L3fwdIp4(_LabDriverSut):
 
 @register
 class OvsDpdkXconnect(_LabDriverSut):
+    """Its PMD thread's own busy cycles per packet come from ``dpif-netdev/pmd-stats-show``
+    (``avg processing cycles per packet``: the iterations that handled packets, as testpmd's
+    ``--record-core-cycles``), cleared before each trial, asked over the daemon's control
+    socket (no ovs-appctl start per trial)."""
+
     name = "ovsdpdk-xconnect"
     lab_nf = "ovsdpdk-xconnect"
     traffic = "l2"
     description = "OVS-DPDK L2 cross-connect (lab driver, private instance), net_af_packet ports"
+
+    def _pmd_stats(self, method: str) -> str:
+        from dpgate.testbeds.embedded.suts.ovs import unixctl_call
+
+        if self.driver is None or not self.driver.state_dir:
+            return ""
+        try:
+            return unixctl_call(os.path.join(self.driver.state_dir, "vswitchd.ctl"), method)
+        except (OSError, ValueError):  # not answering: no cycles for this trial, the trial stands
+            return ""
+
+    def trial_begin(self) -> None:
+        self._pmd_stats("dpif-netdev/pmd-stats-clear")
+
+    def trial_end(self, rx_packets: int) -> Dict[str, float]:
+        from dpgate.testbeds.embedded.suts.ovs import parse_pmd_stats
+
+        stats = parse_pmd_stats(self._pmd_stats("dpif-netdev/pmd-stats-show"))
+        return {k: v for k, v in stats.items() if k == "cycles_per_packet"}
