@@ -123,7 +123,7 @@ def calibrate(
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--suts", default="linux-xconnect,linux-bridge,linux-ip4,ovs-xconnect,testpmd-io")
+    ap.add_argument("--suts", default="linux-xconnect,linux-bridge,linux-ip4,testpmd-io,testpmd-mac,ovsdpdk-xconnect")
     ap.add_argument("--prefix", default="sg1-")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--trials", type=int, default=3)

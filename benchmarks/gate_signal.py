@@ -2,7 +2,7 @@
 """The gate's signal on this machine: spread, false FAILs, inconclusive verdicts, detection.
 
     sudo .venv/bin/python benchmarks/gate_signal.py --prefix sg0- --k 6 \\
-        [--suts linux-xconnect,linux-bridge,linux-ip4,ovs-xconnect,testpmd-io] [--steps 5,10]
+        [--suts linux-xconnect,linux-bridge,linux-ip4,testpmd-io,testpmd-mac,ovsdpdk-xconnect] [--steps 5,10]
         [--outdir /tmp/gate-signal] [--inject-runs 2] [--report-only]
 
 For each SUT, with its 64B case only (``dpgate gate --include 64B <suite>``):
@@ -117,7 +117,7 @@ def fmt(x: Optional[float], pct: bool = True) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--suts", default="linux-xconnect,linux-bridge,linux-ip4,ovs-xconnect,testpmd-io")
+    ap.add_argument("--suts", default="linux-xconnect,linux-bridge,linux-ip4,testpmd-io,testpmd-mac,ovsdpdk-xconnect")
     ap.add_argument("--prefix", default="sg0-")
     ap.add_argument("--k", type=int, default=6, help="healthy runs per SUT (second half with CPU hogs)")
     ap.add_argument("--steps", default="5,10", help="injected cost steps in %%")
