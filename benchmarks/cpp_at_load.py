@@ -42,12 +42,13 @@ def spread(values: List[float]) -> Optional[float]:
 
 @contextlib.contextmanager
 def held(s: EmbeddedSession, hold: bool, load: float = 0.0):
-    """As the gate measures cpp_at_load (not for polling SUTs): the SUT core held awake and,
-    unless ``--no-moderate``, the SUT ports' NAPI deferred for ``load``."""
-    if not hold or getattr(s.sut, "polls", False) or s.generator is None:
+    """As the gate measures cpp_at_load: the SUT core held awake (not for polling SUTs: they
+    keep it awake) and, unless ``--no-moderate``, the SUT ports' NAPI deferred for ``load``."""
+    if not hold or s.generator is None:
         yield
         return
-    with s.generator.hold_sut_awake():
+    awake = s.generator.hold_sut_awake() if not getattr(s.sut, "polls", False) else contextlib.nullcontext()
+    with awake:
         if load and MODERATE:
             with s.generator.moderate_sut(load):
                 yield
@@ -123,7 +124,9 @@ def calibrate(
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--suts", default="linux-xconnect,linux-bridge,linux-ip4,testpmd-io,testpmd-mac,ovsdpdk-xconnect")
+    ap.add_argument(
+        "--suts", default="linux-xconnect,linux-bridge,linux-ip4,testpmd-io,testpmd-mac,ovsdpdk-xconnect"
+    )
     ap.add_argument("--prefix", default="sg1-")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--trials", type=int, default=3)

@@ -117,7 +117,9 @@ def fmt(x: Optional[float], pct: bool = True) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--suts", default="linux-xconnect,linux-bridge,linux-ip4,testpmd-io,testpmd-mac,ovsdpdk-xconnect")
+    ap.add_argument(
+        "--suts", default="linux-xconnect,linux-bridge,linux-ip4,testpmd-io,testpmd-mac,ovsdpdk-xconnect"
+    )
     ap.add_argument("--prefix", default="sg0-")
     ap.add_argument("--k", type=int, default=6, help="healthy runs per SUT (second half with CPU hogs)")
     ap.add_argument("--steps", default="5,10", help="injected cost steps in %%")

@@ -219,17 +219,20 @@ def measure_cpp_at_load(
 
     For a SUT that does not poll, the trials run with its cores held awake when the generator
     can (``hold_sut_awake``, see :mod:`dpgate.exec.awake`): its cycles per packet then do not
-    depend on what the host ran while the core slept; and with interrupt moderation on its
-    ports (``moderate_sut``): each wake-up takes the frames of a fixed interval, so the
-    figure is the work per frame plus a small, fixed share of a wake-up, and more work per
-    frame shows in full instead of being absorbed by more frames per wake-up."""
+    depend on what the host ran while the core slept. Every SUT's trials run with interrupt
+    moderation on its ports (``moderate_sut``): each wake-up takes the frames of a fixed
+    interval, so the figure is the work per frame plus a small, fixed share of a wake-up, and
+    more work per frame shows in full instead of being absorbed by more frames per wake-up.
+    For a polling SUT on af_packet ports the wake-ups are the SUT ports' NAPI thread
+    preempting the poll loop on the same core: unmoderated, how many land inside busy
+    iterations (and so in its busy-cycle count) changed from trial to trial (bimodal)."""
     load = cpp_at_load_rate(generator_max_pps, ndr_pps, fixed=fixed_pps)
     if not load:
         return None, None, []
     gen: Any = getattr(measure, "__self__", None)
     saved = getattr(gen, "remeasure_clean", None)
     hold = getattr(gen, "hold_sut_awake", None) if not polling else None
-    moderate = getattr(gen, "moderate_sut", None) if not polling else None
+    moderate = getattr(gen, "moderate_sut", None)
     if gen is not None and saved is not None:
         gen.remeasure_clean = True  # a neighbour inflates cycles per packet even without loss
     n = max(1, int(trials))
