@@ -98,5 +98,5 @@ def test_the_gate_records_the_exponent_of_the_kind_of_sut():
     kernel = case_signal([], [], cpp_trials=[T(29.0), T(30.0)], cpp=3000.0, cpp_load=1.0)
     poller = case_signal([], [], cpp_trials=[T(29.0)], cpp=13000.0, cpp_load=1.0, polling=True)
     assert kernel["cpp_speed_exponent"] == CPP_SPEED_EXPONENT["kernel"] == 0.5
-    assert poller["cpp_speed_exponent"] == CPP_SPEED_EXPONENT["polling"] == 0.1
+    assert poller["cpp_speed_exponent"] == CPP_SPEED_EXPONENT["polling"] == 0.25
     assert "cpp_speed_exponent" not in case_signal([], [], cpp_trials=[T(None)], cpp=3000.0, cpp_load=1.0)
