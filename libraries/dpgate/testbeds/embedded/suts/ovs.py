@@ -66,6 +66,16 @@ def unixctl_call(path: str, method: str, *params: str, timeout: float = 5.0) -> 
     return str(reply.get("result") or "")
 
 
+def unixctl_text(path: str, method: str, *params: str) -> str:
+    """:func:`unixctl_call` for per-trial counters: one ovs-appctl command without starting
+    ovs-appctl (a process start per trial); "" when the daemon does not answer (no counters
+    for that trial, the trial stands)."""
+    try:
+        return unixctl_call(path, method, *params)
+    except (OSError, ValueError):
+        return ""
+
+
 @register
 class OvsXconnect(EmbeddedSut):
     name = "ovs-xconnect"
@@ -205,12 +215,8 @@ class OvsXconnect(EmbeddedSut):
         return {k: v for k, v in stats.items() if k == "cycles_per_packet"}
 
     def _unixctl(self, method: str, *params: str) -> str:
-        """One ovs-appctl command over the daemon's JSON-RPC control socket, without starting
-        ovs-appctl (a process start per trial); "" when the daemon does not answer."""
-        try:
-            return unixctl_call(os.path.join(self.dir, "ovs-vswitchd.ctl"), method, *params)
-        except (OSError, ValueError):
-            return ""
+        """One ovs-appctl command over the daemon's control socket (see :func:`unixctl_text`)."""
+        return unixctl_text(os.path.join(self.dir, "ovs-vswitchd.ctl"), method, *params)
 
     def version(self) -> str:
         res = run(["ovs-vswitchd", "--version"], check=False)
