@@ -3,12 +3,15 @@
 
     sudo .venv/bin/python benchmarks/gate_signal.py --prefix sg0- --k 6 \\
         [--suts linux-xconnect,linux-bridge,linux-ip4,testpmd-io,testpmd-mac,ovsdpdk-xconnect] [--steps 5,10]
-        [--outdir /tmp/gate-signal] [--inject-runs 2] [--report-only]
+        [--outdir /tmp/gate-signal] [--inject-runs 2] [--hogged 3] [--variable CPP_TRIALS:11]
+        [--report-only]
 
 For each SUT, with its 64B case only (``dpgate gate --include 64B <suite>``):
 
-1. ``--k`` healthy runs sharing one history store; the second half of them with a
-   ``nice -n 19`` CPU hog pinned on each of the TG and SUT cores (a normal CI neighbour);
+1. ``--k`` healthy runs sharing one history store; the last ``--hogged`` (default half) of
+   them with a ``nice -n 19`` CPU hog pinned on each of the TG and SUT cores (a normal CI
+   neighbour; those runs stay out of the history, so its regression check uses the declared
+   noise until 5 quiet runs are in it);
 2. ``--inject-runs`` runs per injected cost step (``--inject-cost 5``, ``--inject-cost 10``),
    checked against that history (injected runs are never added to it).
 
@@ -127,22 +130,30 @@ def main(argv=None) -> int:
     ap.add_argument("--outdir", default="/tmp/gate-signal")
     ap.add_argument("--hog-cpus", default="0,1")
     ap.add_argument(
+        "--hogged", type=int, default=None, help="how many healthy runs have the hogs (default k/2)"
+    )
+    ap.add_argument(
+        "--variable", action="append", default=[], help="Robot variable NAME:VALUE for every run (repeatable)"
+    )
+    ap.add_argument(
         "--report-only", action="store_true", help="print the table from the runs already in --outdir"
     )
     a = ap.parse_args(argv)
     ro = a.report_only
     hog_cpus = [int(c) for c in a.hog_cpus.split(",") if c]
     steps = [float(s) for s in a.steps.split(",") if s]
+    n_hog = a.k // 2 if a.hogged is None else max(0, min(a.k, a.hogged))
+    extra = [f"--variable={v}" for v in a.variable]
     totals: Dict = {"healthy": 0, "false_fail": 0, "inconclusive": 0}
     for sut in a.suts.split(","):
         base = os.path.join(a.outdir, sut)
         history = os.path.join(base, "history")
         healthy = []
         for i in range(a.k):
-            hogged = i >= a.k - a.k // 2
+            hogged = i >= a.k - n_hog
             procs = hogs(hog_cpus) if hogged and not ro else []
             try:
-                res = run_gate(sut, a.prefix, os.path.join(base, f"healthy-{i}"), history, [], ro)
+                res = run_gate(sut, a.prefix, os.path.join(base, f"healthy-{i}"), history, extra, ro)
             finally:
                 for p in procs:
                     p.terminate()
@@ -161,7 +172,7 @@ def main(argv=None) -> int:
                     a.prefix,
                     os.path.join(base, f"inject-{s:g}-{j}"),
                     history,
-                    ["--inject-cost", f"{s:g}", "--no-history-add"],
+                    ["--inject-cost", f"{s:g}", "--no-history-add"] + extra,
                     ro,
                 )
                 for j in range(a.inject_runs)
@@ -169,7 +180,7 @@ def main(argv=None) -> int:
             for s in (steps if injectable else [])
         }
         print(
-            f"== {sut} 64B: {a.k} healthy runs ({a.k // 2} with nice -n 19 hogs on CPUs {a.hog_cpus}), "
+            f"== {sut} 64B: {a.k} healthy runs ({n_hog} with nice -n 19 hogs on CPUs {a.hog_cpus}), "
             f"injected {', '.join(f'+{s:g} %' for s in injected) or 'none'}"
         )
         for i, r in enumerate(healthy):

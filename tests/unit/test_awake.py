@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import statistics
 import time
 
 import pytest
@@ -168,3 +169,16 @@ def test_a_slow_phase_is_measured_past_and_left_out_of_cpp_at_load():
     sig = disturbance.case_signal([], [], cpp_trials=got, cpp=cpp, cpp_load=1e5, speed_ref=30.0)
     assert (sig["sut_core_speed"], sig["sut_core_speed_ref"]) == (20.0, 30.0)
     assert "ran at 20.0 M it/s, 67 % of its full speed 30.0" in disturbance.slow_core_reason(sig)
+
+
+def test_more_planned_trials_want_more_of_them_at_full_speed():
+    # 9 planned: the median rests on 6 at full speed (60 %), measured past a slow phase and
+    # bounded at 2 x 9 when the host stays slow
+    gen = _SlowThenFast(slow=4)
+    cpp, _, got = disturbance.measure_cpp_at_load(gen.measure, 6e5, 3e5, fixed_pps=1e5, trials=9)
+    assert len(got) == 10 and [bool(t.details.get("slow_core")) for t in got] == [True] * 4 + [False] * 6
+    assert cpp == statistics.median(2900.0 + i for i in range(5, 11))
+    slow = _SlowThenFast(slow=100)
+    slow.core_speed_best = 30.0
+    cpp, _, got = disturbance.measure_cpp_at_load(slow.measure, 6e5, 3e5, fixed_pps=1e5, trials=9)
+    assert (cpp, len(got)) == (3800.0, 18)

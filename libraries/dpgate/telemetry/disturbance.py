@@ -27,6 +27,7 @@ forwarded frame). Here:
 from __future__ import annotations
 
 import contextlib
+import math
 import statistics
 from typing import Any, Iterable, List, Optional, Sequence
 
@@ -43,10 +44,21 @@ CPP_TRIAL_S = 2.0
 #: left out (a slow phase of the host, see :mod:`dpgate.exec.awake`): the one share that
 #: says what a slow host phase is (``dpgate.exec.speedprobe``).
 SLOW_SHARE = SPEED_SHARE
-#: cpp_at_load wants this many full-speed trials, measuring up to SLOW_EXTRA x the planned
-#: number of trials to get them.
+#: cpp_at_load wants this many full-speed trials (at least; FAST_SHARE of the planned trials
+#: when more are planned), measuring up to SLOW_EXTRA x the planned number to get them.
 FAST_TRIALS = 3
+FAST_SHARE = 0.6
 SLOW_EXTRA = 2
+
+
+def fast_wanted(trials: int) -> int:
+    """How many full-speed trials cpp_at_load measures on for when ``trials`` are planned.
+
+    >>> [fast_wanted(n) for n in (1, 3, 5, 9, 15)]
+    [1, 3, 3, 6, 9]
+    """
+    n = max(1, int(trials))
+    return min(n, max(FAST_TRIALS, math.ceil(FAST_SHARE * n)))
 
 
 #: cpp_at_load ~ (SUT core speed)^-e: the exponent ``e`` per kind of SUT, fitted on the 2-core
@@ -243,7 +255,7 @@ def measure_cpp_at_load(
             with moderate(load) if moderate else contextlib.nullcontext():
                 got = [measure(load, duration_s) for _ in range(n)]
                 # a slow phase of the host: measure on (bounded) until enough trials ran at speed
-                while len(got) < SLOW_EXTRA * n and len(_fast(got, gen)) < min(FAST_TRIALS, n):
+                while len(got) < SLOW_EXTRA * n and len(_fast(got, gen)) < fast_wanted(n):
                     got.append(measure(load, duration_s))
     finally:
         if gen is not None and saved is not None:
