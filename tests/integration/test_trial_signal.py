@@ -210,8 +210,8 @@ def test_polling_sut_cost_injection_lands_in_its_own_busy_cycles(topology_path, 
     # 4000 JIT-compiled adds are ~3,000-4,000 cycles a frame; moderated, testpmd and OVS-DPDK
     # took 0.95-1.19 busy cycles a unit here. At least 30 % of 0.75 a unit must show.
     rise = statistics.median(hit - base for base, hit in rounds)
-    shown = ", ".join(f"{b:.0f} -> {h:.0f}" for b, h in rounds)
-    assert rise > 0.3 * 0.75 * units, f"cycles/frame without -> with: {shown}"
+    pairs = ", ".join(f"{b:.0f} -> {h:.0f}" for b, h in rounds)
+    assert rise > 0.3 * 0.75 * units, f"cycles/frame without -> with: {pairs}"
 
 
 def test_teardown_leaves_nothing(topology_path, leftovers):
