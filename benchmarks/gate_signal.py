@@ -15,7 +15,7 @@ For each SUT, with its 64B case only (``dpgate gate --include 64B <suite>``):
 2. ``--inject-runs`` runs per injected cost step (``--inject-cost 5``, ``--inject-cost 10``),
    checked against that history (injected runs are never added to it).
 
-Prints per metric (NDR, PDR, MRR, cpp_at_load) the spread over the quiet healthy runs and
+Prints per metric (NDR, PDR, MRR, cpp_at_load, cpp_at_load_scaled) the spread over the quiet healthy runs and
 over all healthy runs (max/min - 1), and the change of each injected run against the quiet
 healthy runs' median; per run the verdict
 (PASS / FAIL / SKIP: inconclusive) and the largest ``disturbance``. A FAIL in a healthy run
@@ -36,7 +36,7 @@ from typing import Dict, List, Optional
 from dpgate.testbeds.embedded.suts import cost
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-METRICS = ("ndr_pps", "pdr_pps", "mrr_pps", "cpp_at_load")
+METRICS = ("ndr_pps", "pdr_pps", "mrr_pps", "cpp_at_load", "cpp_at_load_scaled")
 
 
 def read_case(junit: str) -> Dict:

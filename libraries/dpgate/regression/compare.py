@@ -42,9 +42,12 @@ import jumpavg
 from dpgate.outputs.results import load_records
 from dpgate.regression import speed as speed_mod
 from dpgate.regression.history import METRICS, RunValue, read_history, run_value, slow_host
-from dpgate.telemetry.disturbance import SLOW_SHARE
+from dpgate.telemetry.disturbance import CPP_SPEED_EXPONENT, SLOW_SHARE
 
 NOISE_RUNS = 5
+#: The cpp_at_load check uses a kernel SUT's speed-scaled figure (``cpp_at_load_scaled``)
+#: once this many history runs have one scaled to the same speed.
+SCALED_RUNS = 2
 
 
 @dataclass(frozen=True)
@@ -63,7 +66,7 @@ class Verdict:
     note: str = ""
 
     def _show(self, v: float) -> str:
-        return f"{v:.0f} cycles/packet" if self.metric == "cpp_at_load" else f"{v / 1e6:.3f} Mpps"
+        return f"{v:.0f} cycles/packet" if self.metric.startswith("cpp_at_load") else f"{v / 1e6:.3f} Mpps"
 
     def line(self) -> str:
         if self.baseline is None:
@@ -232,7 +235,12 @@ def _cpp_verdict(
     """cycles per packet: lower is better (a rise is the regression, allowances are rises),
     no generator ceiling limits it, and the host's speed moves it: held against the history
     runs at about this run's SUT core speed when there are any (``dpgate.regression.speed``),
-    else against all, a rise on a slower core being inconclusive (:func:`slow_core`)."""
+    else against all, a rise on a slower core being inconclusive (:func:`slow_core`). A kernel
+    SUT's run with every trial scaled to a reference speed is held against the history's
+    figures scaled alike (:func:`_scaled_verdict`) when there are enough of them."""
+    scaled = _scaled_verdict(m, hist, min_change, cpp_noise)
+    if scaled is not None:
+        return scaled
     speed = m.get("sut_core_speed")
     matched = speed_mod.at_speed(hist, speed, m.get("cpp_speed_exponent"))
     v = classify_current(
@@ -256,6 +264,41 @@ def _cpp_verdict(
         speed, [(h.get("metrics") or h).get("sut_core_speed") for h in hist], value=v.current, limit=limit
     )
     return replace(v, verdict="inconclusive", note=slow) if v.verdict == "regression" and slow else v
+
+
+def _scaled_verdict(
+    m: Dict, hist: List[Dict], min_change: float, cpp_noise: Optional[float]
+) -> Optional[Verdict]:
+    """``cpp_at_load_scaled`` (every trial scaled to the reference speed ``cpp_scaled_speed``:
+    :mod:`dpgate.telemetry.cpp_scaled`) against the history runs scaled to the same speed;
+    None when this run has none or fewer than :data:`SCALED_RUNS` history runs have one. All
+    such runs count, whatever speed they ran at: the scaling took the speed out.
+
+    >>> h = [{"cpp_at_load_scaled": x, "cpp_scaled_speed": 30.0} for x in (4000.0, 4100.0)]
+    >>> v = _scaled_verdict({"cpp_at_load_scaled": 4700.0, "cpp_scaled_speed": 30.0}, h, 0.03, 0.1)
+    >>> v.verdict, round(v.change_pct, 1), v.note
+    ('regression', 16.0, 'every trial scaled to 30 M it/s by speed^-0.5')
+    >>> _scaled_verdict({"cpp_at_load_scaled": 4700.0, "cpp_scaled_speed": 25.0}, h, 0.03, 0.1) is None
+    True
+    """
+    cur, ref = m.get("cpp_at_load_scaled"), m.get("cpp_scaled_speed")
+    if not isinstance(cur, (int, float)) or not isinstance(ref, (int, float)):
+        return None
+    past: List[RunValue] = [
+        x
+        for h in hist
+        if (h.get("metrics") or h).get("cpp_scaled_speed") == ref
+        and isinstance(x := run_value(h, "cpp_at_load_scaled"), float)
+    ]
+    if len(past) < SCALED_RUNS:
+        return None
+    verdict = classify_current(past, [float(cur)], min_change, cpp_noise, lower_is_better=True)
+    exponent = m.get("cpp_speed_exponent", CPP_SPEED_EXPONENT["kernel"])
+    return replace(
+        verdict,
+        metric="cpp_at_load_scaled",
+        note=f"every trial scaled to {ref:g} M it/s by speed^-{exponent:g}",
+    )
 
 
 def slow_core(

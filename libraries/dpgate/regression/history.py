@@ -27,8 +27,17 @@ from dpgate.telemetry.disturbance import DISTURBANCE_MAX
 #: The metrics the regression check compares (and the history keeps).
 #: cpp_at_load is lower-is-better: the comparison turns it around (regression/compare.py)
 METRICS = ("ndr_pps", "pdr_pps", "mrr_pps", "cpp_at_load")
-#: kept beside the metrics: how fast the SUT core ran for cpp_at_load (dpgate.exec.awake)
-CONTEXT = ("sut_core_speed", "disturbance", "disturbance_foreign", "core_speed_min")
+#: kept beside the metrics: how fast the SUT core ran for cpp_at_load (dpgate.exec.awake), and
+#: the kernel SUTs' cpp_at_load with every trial scaled to a reference speed, which the
+#: cpp_at_load check uses when it can (dpgate.telemetry.cpp_scaled, regression/compare.py)
+CONTEXT = (
+    "sut_core_speed",
+    "disturbance",
+    "disturbance_foreign",
+    "core_speed_min",
+    "cpp_at_load_scaled",
+    "cpp_scaled_speed",
+)
 #: One run's value of a metric: a number, or its samples when the run measured several.
 RunValue = Union[float, List[float]]
 

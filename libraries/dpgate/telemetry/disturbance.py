@@ -32,6 +32,7 @@ import statistics
 from typing import Any, Iterable, List, Optional, Sequence
 
 from dpgate.exec.speedprobe import SLOW_SHARE as SPEED_SHARE
+from dpgate.telemetry.cpp_scaled import CPP_REF_SPEED, cpp_at_ref_speed
 
 #: Default largest foreign share (0..1) of a TG/SUT core for a verdict to count.
 DISTURBANCE_MAX = 0.10
@@ -310,7 +311,9 @@ def case_signal(
     ``sut_core_speed`` (median speed of the SUT core in the trials cpp_at_load rests on) and
     ``sut_core_speed_ref`` (``speed_ref``: the full speed those trials were held against) and
     ``cpp_at_load_disturbance`` (others' CPU time in those trials: :func:`disturbance_for`),
-    ``cpp_speed_exponent`` (how cpp_at_load follows that speed, :data:`CPP_SPEED_EXPONENT`).
+    ``cpp_speed_exponent`` (how cpp_at_load follows that speed, :data:`CPP_SPEED_EXPONENT`);
+    for a kernel SUT ``cpp_at_load_scaled`` and ``cpp_scaled_speed`` (every trial scaled to
+    that reference speed: :mod:`dpgate.telemetry.cpp_scaled`).
 
     >>> class T:
     ...     def __init__(self, load, d): self.intended_load_pps, self.disturbance, self.details = load, d, {}
@@ -344,4 +347,8 @@ def case_signal(
             if speed_ref:
                 out["sut_core_speed_ref"] = round(float(speed_ref), 2)
             out["cpp_speed_exponent"] = CPP_SPEED_EXPONENT["polling" if polling else "kernel"]
+        scaled = None if polling else cpp_at_ref_speed(live, CPP_SPEED_EXPONENT["kernel"])
+        if scaled is not None:  # every trial, scaled to the reference speed (cpp_scaled.py)
+            out["cpp_at_load_scaled"] = scaled
+            out["cpp_scaled_speed"] = CPP_REF_SPEED
     return out

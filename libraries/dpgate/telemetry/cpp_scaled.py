@@ -1,0 +1,52 @@
+"""``cpp_at_load_scaled``: a kernel SUT's cycles per packet with the host's speed taken out.
+
+A kernel SUT's cycles per packet are its CPU time x the core's nominal Hz, so a slow phase of
+a shared host (the awake loop's iterations per CPU second, ``sut_core_speed``, 15-22 M it/s
+against ~30 at full speed) raises them with no change to the SUT, and the phases change from
+one 2 s trial to the next. ``cpp_at_load`` keeps the median of the trials at full speed; when
+few or none ran at full speed it rests on a handful of trials, or on slow ones. This figure
+uses every trial instead: each trial's value is scaled to the reference speed
+:data:`CPP_REF_SPEED` by ``cpp ~ speed^-e`` (``value x (its speed / reference)^e``, the SUT's
+exponent), and the median over the trials is the run's figure. Runs measured at different
+speeds are then comparable without picking history runs at this run's speed.
+
+Measured on the 2-core VM (2026-11-26, ``e`` = 0.5; quiet runs, median of all trials scaled,
+against the median of the full-speed trials): linux-ip4 six gate runs 5.6 % apart against
+17.3 %, linux-bridge 6.5 % against 18.9 % (set gs13, the host slow half the time); two
+testbeds' 8-trial runs 80 s apart over 25 minutes in a slow phase: sd 2.8 % (bridge) and
+3.2 % (ip4) against 3.2 % and 6.3 % unscaled, +10 % injected cost reading +11 to +16 %
+(bridge) and +6 to +15 % (ip4). Polling SUTs' busy cycles hardly follow the speed (their
+full-speed median did as well), so they have none.
+
+>>> class T:
+...     def __init__(self, cpp, speed): self.sut_cpu_cycles_per_packet, self.details = cpp, {"sut_core_speed": speed}
+>>> cpp_at_ref_speed([T(3000.0, 30.0), T(5600.0, 15.0), T(4700.0, 22.0)], 0.5)
+3959.8
+>>> cpp_at_ref_speed([T(4000.0, None)], 0.5) is None
+True
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Iterable, Optional
+
+#: The SUT core speed (awake loop, M iterations per CPU second) every trial is scaled to: the
+#: full speed of the 2-core VM class. Records carry it (``cpp_scaled_speed``) and the history
+#: check compares only figures scaled to the same speed.
+CPP_REF_SPEED = 30.0
+
+
+def cpp_at_ref_speed(
+    trials: Iterable, exponent: float, ref: float = CPP_REF_SPEED, field: str = "sut_cpu_cycles_per_packet"
+) -> Optional[float]:
+    """Median over ``trials`` (not superseded ones) of ``field`` x (the trial's SUT core
+    speed / ``ref``)^``exponent``, to 0.1 cycle; None when no trial has both."""
+    vals = []
+    for t in trials:
+        details = getattr(t, "details", None) or {}
+        value, speed = getattr(t, field, None), details.get("sut_core_speed")
+        if details.get("superseded") or not value or not speed or speed <= 0:
+            continue
+        vals.append(float(value) * (float(speed) / ref) ** exponent)
+    return round(statistics.median(vals), 1) if vals else None

@@ -1,0 +1,108 @@
+"""cpp_at_load_scaled: a kernel SUT's trials scaled to a reference core speed, and the history
+check on it (dpgate.telemetry.cpp_scaled, dpgate.regression.compare._scaled_verdict)."""
+
+import itertools
+import json
+
+from dpgate.outputs.results import ResultStore
+from dpgate.regression.compare import compare
+from dpgate.regression.history import add_to_history, history_path
+from dpgate.telemetry.cpp_scaled import CPP_REF_SPEED, cpp_at_ref_speed
+from dpgate.telemetry.disturbance import CPP_SPEED_EXPONENT, case_signal
+
+_STARTS = itertools.count(1)
+KERNEL = CPP_SPEED_EXPONENT["kernel"]
+
+
+class T:
+    def __init__(self, cpp, speed, superseded=False):
+        self.intended_load_pps, self.disturbance = 1.0, 0.01
+        self.sut_cpu_cycles_per_packet, self.sut_cycles_per_packet = cpp, cpp
+        self.details = {"sut_core_speed": speed, **({"superseded": True} if superseded else {})}
+
+
+def cost_at(cost_at_ref: float, speed: float) -> float:
+    """What a SUT whose cost is ``cost_at_ref`` at the reference speed reads at ``speed``."""
+    return cost_at_ref * (CPP_REF_SPEED / speed) ** KERNEL
+
+
+def test_every_trial_counts_scaled_to_the_reference_speed():
+    # one SUT cost, trials at three speeds: each scales back to it
+    trials = [T(cost_at(4000.0, s), s) for s in (30.0, 16.0, 22.0, 18.5)]
+    assert abs(cpp_at_ref_speed(trials, KERNEL) - 4000.0) < 0.2
+    # a superseded (disturbed, measured again) trial never counts; untimed ones cannot
+    assert cpp_at_ref_speed([T(4000.0, 30.0), T(9000.0, 30.0, superseded=True)], KERNEL) == 4000.0
+    assert cpp_at_ref_speed([T(4000.0, None)], KERNEL) is None
+
+
+def test_the_gate_records_it_for_kernel_suts_only():
+    trials = [T(5600.0, 15.0), T(3000.0, 30.0), T(5000.0, 20.0)]  # scaled: 3,960, 3,000, 4,082
+    kernel = case_signal([], [], cpp_trials=trials, cpp=3000.0, cpp_load=1.0)
+    assert kernel["cpp_at_load_scaled"] == round(5600.0 * (15.0 / 30.0) ** 0.5, 1)
+    assert kernel["cpp_scaled_speed"] == CPP_REF_SPEED
+    poller = case_signal([], [], cpp_trials=trials, cpp=4000.0, cpp_load=1.0, polling=True)
+    assert "cpp_at_load_scaled" not in poller and "cpp_scaled_speed" not in poller
+
+
+def record(tmp_path, name, speed, scaled=None, ref=CPP_REF_SPEED):
+    metrics = {"ndr_pps": 5e5, "cpp_at_load": cost_at(scaled or 4000.0, speed), "sut_core_speed": speed}
+    metrics["cpp_speed_exponent"] = KERNEL
+    if scaled is not None:
+        metrics.update(cpp_at_load_scaled=scaled, cpp_scaled_speed=ref)
+    out = tmp_path / name
+    ResultStore(str(out)).update(
+        "S.64B-1c-x-ndrpdr",
+        suite="S",
+        name="64B-1c-x-ndrpdr",
+        status="PASS",
+        started=next(_STARTS),
+        testbed="embedded",
+        metrics=metrics,
+    )
+    return str(out)
+
+
+def cpp_verdict(tmp_path, store, name, speed, scaled=None, ref=CPP_REF_SPEED):
+    verdicts = compare(record(tmp_path, name, speed, scaled, ref), store)
+    return [v for v in verdicts if v.metric.startswith("cpp_at_load")][0]
+
+
+def mixed_history(tmp_path, scaled=True):
+    """Six runs of one SUT cost, half in a slow phase (15-17 M it/s), half at full speed."""
+    store = str(tmp_path / ("h" if scaled else "h-unscaled"))
+    for i, (speed, value) in enumerate(
+        [(16.0, 4010), (15.5, 3950), (16.8, 4080), (29.5, 4000), (30.2, 3920), (29.8, 4060)]
+    ):
+        assert add_to_history(record(tmp_path, f"r{i}", speed, float(value) if scaled else None), store) == 1
+    return store
+
+
+def test_the_history_keeps_the_scaled_figure_and_its_speed(tmp_path):
+    store = mixed_history(tmp_path)
+    with open(history_path(store, "embedded", "S.64B-1c-x-ndrpdr")) as fh:
+        entries = [json.loads(line) for line in fh]
+    assert [e["cpp_at_load_scaled"] for e in entries] == [4010, 3950, 4080, 4000, 3920, 4060]
+    assert {e["cpp_scaled_speed"] for e in entries} == {CPP_REF_SPEED}
+
+
+def test_a_run_at_any_speed_is_held_against_the_whole_scaled_history(tmp_path):
+    store = mixed_history(tmp_path)
+    # six runs at both speeds count: their own spread (4 %) sets the allowance, not the declared noise
+    v = cpp_verdict(tmp_path, store, "slow+12", 17.0, 4480.0)
+    assert v.metric == "cpp_at_load_scaled" and v.history_len == 6, v.line()
+    assert v.verdict == "regression" and "history noise (6 runs)" in v.noise_source, v.line()
+    assert "every trial scaled to 30 M it/s by speed^-0.5" in v.line()
+    assert cpp_verdict(tmp_path, store, "fast+12", 30.0, 4480.0).verdict == "regression"
+    # the same cost in a slow phase reads higher unscaled (5,450 at 16.2) but is normal
+    v = cpp_verdict(tmp_path, store, "slow+0", 16.2, 4030.0)
+    assert v.verdict == "normal", v.line()
+
+
+def test_without_enough_scaled_history_the_speed_matched_rule_applies(tmp_path):
+    store = mixed_history(tmp_path, scaled=False)  # history from before the scaled figure
+    v = cpp_verdict(tmp_path, store, "now", 16.0, 4030.0)
+    assert v.metric == "cpp_at_load" and v.history_len == 3, v.line()  # the slow runs only
+    # scaled to another reference speed: not comparable, so not used either
+    store = mixed_history(tmp_path)
+    v = cpp_verdict(tmp_path, store, "other-ref", 16.0, 4030.0, ref=25.0)
+    assert v.metric == "cpp_at_load" and v.history_len == 3, v.line()
