@@ -8,7 +8,8 @@ Each run brings the testbed up from scratch (as a gate run does), starts the SUT
 measures ``--trials`` trials at the fixed ``--load``; the run's ``cpp_at_load`` is the median
 over its trials of the SUT's own cycles per forwarded frame (``sut_cpu_cycles_per_packet``:
 its processes' and NAPI threads' CPU time x core Hz / frames; trials of a slow phase of the
-SUT core left out, as the gate does). Kernel SUTs run as in the gate: core held awake, NAPI
+SUT core left out, as the gate does; for kernel SUTs also ``cpp_at_load_scaled``, every
+trial scaled to the reference speed). Kernel SUTs run as in the gate: core held awake, NAPI
 deferred (``--no-hold``/``--no-moderate`` to compare). Prints per SUT each run's
 value, the spread (max/min - 1), the SUT-reported cycles where the SUT has them, and the
 largest disturbance (foreign share of a core) seen, so a spread on a busy machine can be
@@ -69,7 +70,8 @@ def one_run(sut: str, prefix: str, load: float, trials: int, duration: float, in
             res = [s.measure(load, duration) for _ in range(trials)]
     own = [r.sut_cpu_cycles_per_packet for r in res if r.sut_cpu_cycles_per_packet]
     rep = [r.sut_cycles_per_packet for r in res if r.sut_cycles_per_packet]
-    from dpgate.telemetry.disturbance import cpp_at_load
+    from dpgate.telemetry.cpp_scaled import cpp_at_ref_speed
+    from dpgate.telemetry.disturbance import CPP_SPEED_EXPONENT, cpp_at_load
 
     polling = getattr(s.sut, "polls", False)  # testpmd: its busy cycles
     return (
@@ -78,6 +80,7 @@ def one_run(sut: str, prefix: str, load: float, trials: int, duration: float, in
         max((r.disturbance or 0.0) for r in res),
         sum(r.loss_packets for r in res),
         statistics.median([r.details.get("sut_core_speed") or 0.0 for r in res]),
+        None if polling else cpp_at_ref_speed(res, CPP_SPEED_EXPONENT["kernel"]),
     )
 
 
@@ -185,6 +188,14 @@ def main(argv=None) -> int:
             + "  loss "
             + " ".join(str(r[3]) for r in rows)
         )
+        scaled = [r[5] for r in rows]
+        if any(scaled):  # kernel SUTs: every trial scaled to the reference speed (cpp_at_load_scaled)
+            ss = spread([v for v in scaled if v])
+            print(
+                f"{'':16s} scaled to 30 M it/s "
+                + " ".join(f"{v:7.0f}" if v else "    n/a" for v in scaled)
+                + (f"  spread {ss * 100:5.1f} %" if ss is not None else "")
+            )
         if any(r[4] for r in rows):
             print(f"{'':16s} SUT core speed (awake loop, M it/s) " + " ".join(f"{r[4]:.1f}" for r in rows))
     return 0

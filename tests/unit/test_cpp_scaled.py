@@ -106,3 +106,18 @@ def test_without_enough_scaled_history_the_speed_matched_rule_applies(tmp_path):
     store = mixed_history(tmp_path)
     v = cpp_verdict(tmp_path, store, "other-ref", 16.0, 4030.0, ref=25.0)
     assert v.metric == "cpp_at_load" and v.history_len == 3, v.line()
+
+
+def test_its_disturbance_is_the_largest_in_every_trial_it_rests_on():
+    fast, slow, gone = T(3000.0, 30.0), T(4100.0, 16.0), T(9000.0, 30.0, superseded=True)
+    fast.details["cpu"], slow.details["cpu"], gone.details["cpu"] = (
+        {"disturbance": 0.03},
+        {"disturbance": 0.2},
+        {"disturbance": 0.9},
+    )
+    sig = case_signal([], [], cpp_trials=[fast, slow, gone], cpp=3000.0, cpp_load=1.0)
+    assert "cpp_at_load_scaled" in sig
+    # the slow trial counts for the scaled figure, so its others' time does; a superseded one never
+    assert sig["cpp_at_load_disturbance"] == 0.2
+    polled = case_signal([], [], cpp_trials=[fast, slow, gone], cpp=3000.0, cpp_load=1.0, polling=True)
+    assert polled["cpp_at_load_disturbance"] == 0.03  # the full-speed trial only, as before

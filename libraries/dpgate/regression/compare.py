@@ -293,11 +293,10 @@ def _scaled_verdict(
     if len(past) < SCALED_RUNS:
         return None
     verdict = classify_current(past, [float(cur)], min_change, cpp_noise, lower_is_better=True)
-    exponent = m.get("cpp_speed_exponent", CPP_SPEED_EXPONENT["kernel"])
     return replace(
         verdict,
         metric="cpp_at_load_scaled",
-        note=f"every trial scaled to {ref:g} M it/s by speed^-{exponent:g}",
+        note=f"every trial scaled to {ref:g} M it/s by speed^-{CPP_SPEED_EXPONENT['kernel']:g}",
     )
 
 

@@ -12,11 +12,11 @@ speeds are then comparable without picking history runs at this run's speed.
 
 Measured on the 2-core VM (2026-11-26, ``e`` = 0.5; quiet runs, median of all trials scaled,
 against the median of the full-speed trials): linux-ip4 six gate runs 5.6 % apart against
-17.3 %, linux-bridge 6.5 % against 18.9 % (set gs13, the host slow half the time); two
-testbeds' 8-trial runs 80 s apart over 25 minutes in a slow phase: sd 2.8 % (bridge) and
-3.2 % (ip4) against 3.2 % and 6.3 % unscaled, +10 % injected cost reading +11 to +16 %
-(bridge) and +6 to +15 % (ip4). Polling SUTs' busy cycles hardly follow the speed (their
-full-speed median did as well), so they have none.
+17.3 %, linux-bridge 6.5 % against 18.9 % (set gs13, the host slow half the time); 8-trial
+runs every 86 s for 40 minutes of a slow phase (trials at 8-31 M it/s): run sd 2.8 % for
+bridge and ip4 (19 runs each) against 5.7 and 7.4 % unscaled, +10 % injected cost reading
++10.9 to +17.0 % (bridge) and +6.3 to +15.4 % (ip4). Polling SUTs' busy cycles hardly follow
+the speed (their full-speed median did as well), so they have none.
 
 >>> class T:
 ...     def __init__(self, cpp, speed): self.sut_cpu_cycles_per_packet, self.details = cpp, {"sut_core_speed": speed}

@@ -310,7 +310,8 @@ def case_signal(
     ``cpp_at_load`` and ``cpp_at_load_pps`` (absent when unmeasured),
     ``sut_core_speed`` (median speed of the SUT core in the trials cpp_at_load rests on) and
     ``sut_core_speed_ref`` (``speed_ref``: the full speed those trials were held against) and
-    ``cpp_at_load_disturbance`` (others' CPU time in those trials: :func:`disturbance_for`),
+    ``cpp_at_load_disturbance`` (others' CPU time in those trials, in all of them when
+    ``cpp_at_load_scaled`` is recorded: :func:`disturbance_for`),
     ``cpp_speed_exponent`` (how cpp_at_load follows that speed, :data:`CPP_SPEED_EXPONENT`);
     for a kernel SUT ``cpp_at_load_scaled`` and ``cpp_scaled_speed`` (every trial scaled to
     that reference speed: :mod:`dpgate.telemetry.cpp_scaled`).
@@ -338,7 +339,9 @@ def case_signal(
         out["cpp_at_load_pps"] = round(float(cpp_load or 0), 1)
         live = [t for t in cpp_trials if not (t.details or {}).get("superseded")]
         rests_on = full_speed(live) or live
-        foreign = foreign_of(rests_on)
+        scaled = None if polling else cpp_at_ref_speed(live, CPP_SPEED_EXPONENT["kernel"])
+        # the scaled figure rests on every live trial: its verdicts are judged on all of them
+        foreign = foreign_of(live if scaled is not None else rests_on)
         if foreign is not None:
             out["cpp_at_load_disturbance"] = round(foreign, 4)
         speed = _speeds(rests_on)  # the trials cpp_at_load rests on
@@ -347,7 +350,6 @@ def case_signal(
             if speed_ref:
                 out["sut_core_speed_ref"] = round(float(speed_ref), 2)
             out["cpp_speed_exponent"] = CPP_SPEED_EXPONENT["polling" if polling else "kernel"]
-        scaled = None if polling else cpp_at_ref_speed(live, CPP_SPEED_EXPONENT["kernel"])
         if scaled is not None:  # every trial, scaled to the reference speed (cpp_scaled.py)
             out["cpp_at_load_scaled"] = scaled
             out["cpp_scaled_speed"] = CPP_REF_SPEED
