@@ -163,6 +163,14 @@ def test_long_history_estimates_its_own_noise():
     assert classify_current(hist(n=20, noise=0.005), [0.90e6]).verdict == "regression"
 
 
+def test_a_few_runs_alike_do_not_shrink_the_allowance_to_nothing():
+    # gs14, linux-bridge cpp_at_load_scaled: three of five runs within 3 cycles, MAD 2
+    runs = [4002.4, 3847.6, 4001.3, 3999.4, 4066.9]
+    v = classify_current(runs, [4230.0], 0.03, 0.27, lower_is_better=True)  # +5.9 %
+    assert v.verdict == "normal" and v.allowance_pct > 6.0, v.line()
+    assert classify_current(runs, [4600.0], 0.03, 0.27, lower_is_better=True).verdict == "regression"
+
+
 def test_declared_noise_recorded_by_the_gate_is_used_offline(tmp_path):
     store = str(tmp_path / "h")
     add_to_history(make_run(tmp_path, "a", 5.0e5), store)
