@@ -96,6 +96,8 @@ def test_gate_keeps_history_compares_and_never_adds_injected_runs(gate, tmp_path
     assert expect in gates["regression_mrr"]["message"], (h1, gates["regression_mrr"])
     if "cpp_at_load" in h1 and "regression_cpp" in gates:  # compared with every history run
         assert "1 runs of history" in gates["regression_cpp"]["message"], gates["regression_cpp"]
+    if "sut_core_speed" in h1:  # a kernel SUT's trials timed: every one scaled to 30 M it/s
+        assert h1["cpp_scaled_speed"] == 30.0 and h1["cpp_at_load_scaled"] > 0, h1
     assert [h["commit"] for h in history_lines(hist)] == ["c1", "c2"]
     assert "regression_mrr" in (out / "junit.xml").read_text()
 
@@ -109,6 +111,11 @@ def test_gate_keeps_history_compares_and_never_adds_injected_runs(gate, tmp_path
         assert "FAIL: regression vs history" in r3.stdout, r3.stdout[-3000:]
     (rec,) = load_records(str(out))
     assert rec["metrics"]["injected_sut_cpu_steal"] == pytest.approx(0.10)
+    scaled_history = [h for h in history_lines(hist) if "cpp_at_load_scaled" in h]
+    if len(scaled_history) == 2 and "cpp_at_load_scaled" in rec["metrics"]:
+        # two history runs scaled alike: the cycles check holds the scaled figures, all of them
+        msg = {g["name"]: g for g in rec["gates"]}["regression_cpp"]["message"]
+        assert "cpp_at_load_scaled" in msg and "2 runs of history" in msg, msg
     assert "runs with injected faults are never added" in r3.stdout
     assert [h["commit"] for h in history_lines(hist)] == ["c1", "c2"]
     stealers = subprocess.run(
