@@ -9,6 +9,7 @@ the tests that check it.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 import subprocess
 import sys
@@ -173,3 +174,25 @@ def orphaned_child(imports: str, start: str) -> int:
     code = f"import sys; sys.path.insert(0, sys.argv[1]); {imports}; print({start}, flush=True); import os; os._exit(0)"
     out = subprocess.run([sys.executable, "-c", code, lib], capture_output=True, text=True, timeout=30)
     return int(out.stdout.split()[0])
+
+
+_STARTS = itertools.count(1)  # each fixture run starts at its own time, as real runs do
+
+
+def write_run(tmp_path: Any, name: str, metrics: Dict, status: str = "PASS", **fields: Any) -> str:
+    """One gate run's result dir ``tmp_path/name`` with test S.64B-1c-x-ndrpdr on the embedded
+    testbed; returns its path (for ``dpgate.regression`` tests)."""
+    from dpgate.outputs.results import ResultStore
+
+    out = tmp_path / name
+    ResultStore(str(out)).update(
+        "S.64B-1c-x-ndrpdr",
+        suite="S",
+        name="64B-1c-x-ndrpdr",
+        status=status,
+        started=next(_STARTS),
+        testbed="embedded",
+        metrics=metrics,
+        **fields,
+    )
+    return str(out)

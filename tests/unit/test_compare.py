@@ -1,14 +1,14 @@
 """Regression verdicts (jumpavg + minimum change), history store, CI metric files."""
 
 import csv
-import itertools
 import random
 
 import pytest
+from helpers import write_run
 
 from dpgate.model.errors import ConfigError
 from dpgate.outputs.exporters import write_csv, write_openmetrics
-from dpgate.outputs.results import ResultStore, load_records
+from dpgate.outputs.results import load_records
 from dpgate.regression.compare import classify_current, compare, verdicts_for
 from dpgate.regression.history import add_to_history, read_history
 
@@ -41,25 +41,6 @@ def test_min_change_is_configurable():
     h = hist(noise=0.002)
     assert classify_current(h, [0.96e6, 0.961e6, 0.959e6], min_change=0.03).verdict == "regression"
     assert classify_current(h, [0.96e6, 0.961e6, 0.959e6], min_change=0.05).verdict == "normal"
-
-
-_STARTS = itertools.count(1)  # each fixture run starts at its own time, as real runs do
-
-
-def write_run(tmp_path, name, metrics, status="PASS", **fields):
-    """One gate run's result dir ``tmp_path/name`` with test S.64B-1c-x-ndrpdr; returns its path."""
-    out = tmp_path / name
-    ResultStore(str(out)).update(
-        "S.64B-1c-x-ndrpdr",
-        suite="S",
-        name="64B-1c-x-ndrpdr",
-        status=status,
-        started=next(_STARTS),
-        testbed="embedded",
-        metrics=metrics,
-        **fields,
-    )
-    return str(out)
 
 
 def make_run(tmp_path, name, ndr, status="PASS"):

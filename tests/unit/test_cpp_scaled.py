@@ -1,16 +1,15 @@
 """cpp_at_load_scaled: a kernel SUT's trials scaled to a reference core speed, and the history
 check on it (dpgate.telemetry.cpp_scaled, dpgate.regression.compare._scaled_verdict)."""
 
-import itertools
 import json
 
-from dpgate.outputs.results import ResultStore
+from helpers import write_run
+
 from dpgate.regression.compare import compare
 from dpgate.regression.history import add_to_history, history_path
 from dpgate.telemetry.cpp_scaled import CPP_REF_SPEED, cpp_at_ref_speed
 from dpgate.telemetry.disturbance import CPP_SPEED_EXPONENT, case_signal
 
-_STARTS = itertools.count(1)
 KERNEL = CPP_SPEED_EXPONENT["kernel"]
 
 
@@ -49,17 +48,7 @@ def record(tmp_path, name, speed, scaled=None, ref=CPP_REF_SPEED):
     metrics["cpp_speed_exponent"] = KERNEL
     if scaled is not None:
         metrics.update(cpp_at_load_scaled=scaled, cpp_scaled_speed=ref)
-    out = tmp_path / name
-    ResultStore(str(out)).update(
-        "S.64B-1c-x-ndrpdr",
-        suite="S",
-        name="64B-1c-x-ndrpdr",
-        status="PASS",
-        started=next(_STARTS),
-        testbed="embedded",
-        metrics=metrics,
-    )
-    return str(out)
+    return write_run(tmp_path, name, metrics)
 
 
 def cpp_verdict(tmp_path, store, name, speed, scaled=None, ref=CPP_REF_SPEED):

@@ -1,32 +1,20 @@
 """cpp_at_load against the history runs at about this run's SUT core speed (dpgate.regression.speed)."""
 
-import itertools
+from helpers import write_run
 
-from dpgate.outputs.results import ResultStore
 from dpgate.regression.compare import compare
 from dpgate.regression.history import add_to_history
 from dpgate.regression.speed import BAND, at_speed
 from dpgate.telemetry.disturbance import CPP_SPEED_EXPONENT, case_signal
 
-_STARTS = itertools.count(1)
 KERNEL = CPP_SPEED_EXPONENT["kernel"]
 
 
 def run(tmp_path, name, cpp, speed, exponent=KERNEL):
-    out = tmp_path / name
     metrics = {"ndr_pps": 5e5, "cpp_at_load": float(cpp), "sut_core_speed": speed}
     if exponent is not None:
         metrics["cpp_speed_exponent"] = exponent
-    ResultStore(str(out)).update(
-        "S.64B-1c-x-ndrpdr",
-        suite="S",
-        name="64B-1c-x-ndrpdr",
-        status="PASS",
-        started=next(_STARTS),
-        testbed="embedded",
-        metrics=metrics,
-    )
-    return str(out)
+    return write_run(tmp_path, name, metrics)
 
 
 def cpp_verdict(tmp_path, store, cpp, speed, exponent=KERNEL):
