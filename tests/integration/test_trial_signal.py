@@ -82,7 +82,7 @@ def test_cpp_at_load_trials_are_moderated_timed_and_see_added_work(session):
     fixed interval, trials of a slow host phase measured past. Then added per-frame work
     shows in cycles per frame instead of being absorbed by bigger batches (measured at
     100 kpps: 893 instructions +33 % moderated, +2 % not)."""
-    from dpgate.telemetry.disturbance import measure_cpp_at_load
+    from dpgate.telemetry.cppload import measure_cpp_at_load
     from dpgate.testbeds.embedded.suts.cost import inject_kernel
 
     gen = session.generator

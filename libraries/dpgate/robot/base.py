@@ -173,11 +173,22 @@ class TestbedKeywords:
         gen = self._search_generator(frame_size)
         lo, hi = min_rate.resolve(gen.max_pps), max_rate.resolve(gen.max_pps)
         self._search_alive(gen)
+        before = self._before_search(gen, **after_kw)
+        measure = before.get("measure") or self._search_measure(gen)
         run = search_ndr_pdr(
-            self._search_measure(gen), lo, hi, ndr_loss, pdr_loss, profile, overrides, time_limit, logger.warn
+            measure,
+            lo,
+            hi,
+            ndr_loss,
+            pdr_loss,
+            profile,
+            overrides,
+            time_limit,
+            logger.warn,
+            before.get("paused"),
         )
         self._search_alive(gen)
-        after = self._after_search(gen, run, **after_kw)
+        after = self._after_search(gen, run, before=before, **after_kw)
         hz, source = self._search_cpu_freq()
         sut_cpp, busy_cpp = _measured_cpp_near(run.res, run.ndr, hz)
         telemetry = self._search_telemetry(run, busy_cpp, after)
@@ -230,7 +241,15 @@ class TestbedKeywords:
         """(Hz, source) of the SUT cores for CPP."""
         raise NotImplementedError
 
-    def _after_search(self, gen: Any, run: SearchRun, **after_kw: Any) -> Dict[str, Any]:
+    def _before_search(self, gen: Any, **after_kw: Any) -> Dict[str, Any]:
+        """Handed to :meth:`_after_search` as ``before``; may give the search another
+        ``measure`` (trials of its own between the search's) and ``paused`` (their wall time,
+        not counted by the search's time limit). Nothing by default."""
+        return {}
+
+    def _after_search(
+        self, gen: Any, run: SearchRun, before: Optional[Dict[str, Any]] = None, **after_kw: Any
+    ) -> Dict[str, Any]:
         """Trials after the search (e.g. MRR: ``{"mrr": (pps, ...)}``); nothing by default."""
         return {}
 

@@ -34,7 +34,8 @@ from dpgate.robot.args import absolute_rate, count, positive
 from dpgate.robot.base import SearchSetting, TestbedKeywords, rate_arg
 from dpgate.search.bounded import SearchRun
 from dpgate.telemetry.collector import TelemetryCollector, capture_during_trial
-from dpgate.telemetry.disturbance import CPP_TRIALS, case_signal, measure_cpp_at_load
+from dpgate.telemetry.cppload import SpacedCppTrials, measure_cpp_at_load
+from dpgate.telemetry.disturbance import CPP_TRIALS, case_signal
 from dpgate.testbeds.embedded.handicap import CpuSteal
 from dpgate.testbeds.embedded.session import EmbeddedSession
 from dpgate.traffic.profiles import make_profile
@@ -294,10 +295,21 @@ class EmbeddedTestbed(TestbedKeywords):
     def _search_cpu_freq(self) -> Tuple[float, str]:
         return self._s.cpu_freq()
 
+    def _before_search(self, gen, **kw: Any) -> Dict[str, Any]:
+        """cpp_at_load trials spaced between the search's when their load is fixed: each in
+        another phase of the host (``dpgate.telemetry.cppload``)."""
+        if not kw.get("cpp_at_load", True):
+            return {}
+        _full_speed_ref(gen, kw.get("core_speed"))
+        polling, n = bool(getattr(gen.sut, "polls", False)), kw.get("cpp_trials", CPP_TRIALS)
+        spaced = SpacedCppTrials(gen.measure, gen.max_pps, kw.get("cpp_load"), polling, n)
+        return {"measure": spaced.wrap(gen.measure), "paused": lambda: spaced.spent_s, "cpp_spaced": spaced}
+
     def _after_search(
         self,
         gen,
         run: SearchRun,
+        before: Optional[Dict[str, Any]] = None,
         mrr_trials: int = 0,
         mrr_duration: float = 1.0,
         cpp_at_load: bool = True,
@@ -310,8 +322,8 @@ class EmbeddedTestbed(TestbedKeywords):
         if unknown:
             raise TypeError(f"unknown options after the search: {sorted(unknown)}")
         mrr_runs = [gen.measure(gen.max_pps, float(mrr_duration)) for _ in range(int(mrr_trials))]
-        if core_speed:  # the machine class's full speed: the reference for slow phases
-            gen.core_speed_best = max(float(core_speed), getattr(gen, "core_speed_best", None) or 0.0)
+        _full_speed_ref(gen, core_speed)
+        spaced = (before or {}).get("cpp_spaced")
         cpp, cpp_load, cpp_runs = (
             measure_cpp_at_load(
                 gen.measure,
@@ -320,6 +332,7 @@ class EmbeddedTestbed(TestbedKeywords):
                 polling=bool(getattr(gen.sut, "polls", False)),
                 fixed_pps=cpp_load,
                 trials=cpp_trials,
+                early=spaced.early if spaced else (None, ()),
             )
             if cpp_at_load
             else (None, None, [])
@@ -365,6 +378,13 @@ class EmbeddedTestbed(TestbedKeywords):
             latency_note="not measured: the embedded generators (dpgen, tcpreplay) send no timestamped latency "
             "streams; lab runs with TRex report latency",
         )
+
+
+def _full_speed_ref(gen, core_speed: Optional[float]) -> None:
+    """The machine class's full speed (the case's ``core_speed``) as the reference for slow
+    phases of the cpp_at_load trials, unless a faster one was seen."""
+    if core_speed:
+        gen.core_speed_best = max(float(core_speed), getattr(gen, "core_speed_best", None) or 0.0)
 
 
 def _profile_for(session, size):

@@ -66,16 +66,19 @@ def search_ndr_pdr(
     overrides: Dict[str, str],
     time_limit: float,
     warn: Warn = _log.warning,
+    paused: Optional[Callable[[], float]] = None,
 ) -> SearchRun:
     """``find_ndr_pdr`` over ``measure`` with the keyword's arguments; a ``time_limit`` (s, 0 =
-    none) that runs out ends the search with bounds from the trials so far (complete=False)."""
+    none) that runs out ends the search with bounds from the trials so far (complete=False).
+    ``paused()`` is wall time (s) ``measure`` spent on other trials, which the limit does not
+    count (cpp_at_load trials spaced between the search's, ``dpgate.telemetry.cppload``)."""
     nl, pl = parse_ratio(ndr_loss, "ndr_loss"), parse_ratio(pdr_loss, "pdr_loss")
     conv = {k: _override_value(v) for k, v in overrides.items()}
     limit = float(time_limit or 0)
     t0 = time.monotonic()
 
     def bounded(load: float, duration: float) -> TrialResult:
-        if limit and time.monotonic() - t0 > limit:
+        if limit and time.monotonic() - t0 - (paused() if paused else 0.0) > limit:
             raise _TimeUp(f"search time limit {limit:g} s reached")
         return measure(load, duration)
 

@@ -15,6 +15,9 @@ forwarded frame). Here:
 * :func:`cpp_at_load` is the median of the SUT's own cycles per packet over the trials at
   that load (SUT-reported cycles for SUTs that poll, whose CPU time is 100 % by design).
 
+How its trials are measured (conditions, two groups around the search) is
+:mod:`dpgate.telemetry.cppload`.
+
 >>> class T:  # a trial as the search sees it
 ...     def __init__(self, load, d): self.intended_load_pps, self.disturbance, self.details = load, d, {}
 >>> ts = [T(100.0, 0.02), T(200.0, 0.31), T(150.0, 0.04)]
@@ -26,10 +29,9 @@ forwarded frame). Here:
 
 from __future__ import annotations
 
-import contextlib
 import math
 import statistics
-from typing import Any, Iterable, List, Optional, Sequence
+from typing import Iterable, List, Optional, Sequence
 
 from dpgate.exec.speedprobe import SLOW_SHARE as SPEED_SHARE
 from dpgate.telemetry.cpp_scaled import CPP_REF_SPEED, cpp_at_ref_speed
@@ -220,77 +222,8 @@ def slow_core_reason(
     return None
 
 
-def measure_cpp_at_load(
-    measure,
-    generator_max_pps: Optional[float],
-    ndr_pps: Optional[float],
-    polling: bool = False,
-    trials: int = CPP_TRIALS,
-    duration_s: float = CPP_TRIAL_S,
-    fixed_pps: Optional[float] = None,
-):
-    """(cpp_at_load or None, the load, the trials) with ``measure(load, duration)``; nothing is
-    measured when there is no load to use (no ceiling and no NDR).
-
-    For a SUT that does not poll, the trials run with its cores held awake when the generator
-    can (``hold_sut_awake``, see :mod:`dpgate.exec.awake`): its cycles per packet then do not
-    depend on what the host ran while the core slept. Every SUT's trials run with interrupt
-    moderation on its ports (``moderate_sut``): each wake-up takes the frames of a fixed
-    interval, so the figure is the work per frame plus a small, fixed share of a wake-up, and
-    more work per frame shows in full instead of being absorbed by more frames per wake-up.
-    For a polling SUT on af_packet ports the wake-ups are the SUT ports' NAPI thread
-    preempting the poll loop on the same core: unmoderated, how many land inside busy
-    iterations (and so in its busy-cycle count) changed from trial to trial (bimodal)."""
-    load = cpp_at_load_rate(generator_max_pps, ndr_pps, fixed=fixed_pps)
-    if not load:
-        return None, None, []
-    gen: Any = getattr(measure, "__self__", None)
-    saved = getattr(gen, "remeasure_clean", None)
-    hold = getattr(gen, "hold_sut_awake", None) if not polling else None
-    moderate = getattr(gen, "moderate_sut", None)
-    if gen is not None and saved is not None:
-        gen.remeasure_clean = True  # a neighbour inflates cycles per packet even without loss
-    n = max(1, int(trials))
-    try:
-        with hold() if hold else contextlib.nullcontext():
-            with moderate(load) if moderate else contextlib.nullcontext():
-                got = [measure(load, duration_s) for _ in range(n)]
-                # a slow phase of the host: measure on (bounded) until enough trials ran at speed
-                while len(got) < SLOW_EXTRA * n and len(_fast(got, gen)) < fast_wanted(n):
-                    got.append(measure(load, duration_s))
-    finally:
-        if gen is not None and saved is not None:
-            gen.remeasure_clean = saved
-    _mark_slow(got, gen)
-    return cpp_at_load(got, polling=polling), load, got
-
-
 def _speeds(trials: Iterable) -> List[float]:
     return [t.details["sut_core_speed"] for t in trials if (t.details or {}).get("sut_core_speed")]
-
-
-def _fast(trials: List, gen: Any) -> List:
-    return full_speed(trials, ref=getattr(gen, "core_speed_best", None))
-
-
-def _mark_slow(trials: List, gen: Any) -> None:
-    """Mark the trials of a slow phase (``details["slow_core"]``) and remember the fastest
-    speed seen on the generator (``core_speed_best``) for the next case of the run."""
-    best = max(_speeds(trials) + [getattr(gen, "core_speed_best", None) or 0.0])
-    if not best:
-        return
-    fast = {id(t) for t in full_speed(trials, ref=best)}
-    for t in trials:
-        if id(t) not in fast and not t.details.get("superseded"):
-            t.details["slow_core"] = (
-                f"SUT core at {t.details['sut_core_speed']:.1f} M it/s, below "
-                f"{SLOW_SHARE * 100:.0f} % of the {best:.1f} seen: left out"
-            )
-    if gen is not None:
-        try:
-            gen.core_speed_best = best
-        except AttributeError:  # a generator that keeps no state: nothing to remember
-            pass
 
 
 def case_signal(
