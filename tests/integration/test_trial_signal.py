@@ -119,6 +119,30 @@ def test_cpp_at_load_trials_are_moderated_timed_and_see_added_work(session):
     assert hit > base + 0.3 * 0.75 * 1900, detail
 
 
+def test_cpp_at_load_trials_spaced_between_search_trials_only_they_held_and_moderated(session):
+    """The gate's spacing (``SpacedCppTrials``) on the real testbed: the search's own trials
+    run as before (no awake loop, no NAPI deferral, the knobs back to 0 after each cpp_at_load
+    trial), the spaced ones as cpp_at_load's, and they count towards its plan."""
+    from dpgate.telemetry.cppload import SpacedCppTrials, measure_cpp_at_load
+
+    gen = session.generator
+    spaced = SpacedCppTrials(gen.measure, 1e6, 100_000, trials=3, duration_s=0.5, spacing=2)
+    search = spaced.wrap(gen.measure)
+    got = []
+    for _ in range(4):
+        got.append(search(150_000, 0.5))
+        assert _knobs(session) == ["0", "0", "0", "0"]
+    assert all(not t.details.get("sut_core_awake") and not t.details.get("sut_napi_deferral_us") for t in got)
+    assert len(spaced.trials) == 2 and spaced.spent_s >= 1.0
+    assert all(
+        t.details["sut_core_awake"] and t.details["sut_napi_deferral_us"] == 640.0 for t in spaced.trials
+    )
+    _, load, cpp_trials = measure_cpp_at_load(
+        gen.measure, 1e6, 1e6, fixed_pps=100_000, trials=3, duration_s=0.5, early=spaced.early
+    )
+    assert load == 100_000 and cpp_trials[:2] == spaced.trials and len(cpp_trials) >= 3
+
+
 def test_cost_injection_runs_before_the_cross_connect_and_keeps_forwarding(session):
     """The injected work is done once per frame, before the cross-connect, and only costs.
     Asserted where nothing can absorb it: capacity (frames/s the SUT forwards when offered

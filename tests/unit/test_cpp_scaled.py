@@ -87,6 +87,20 @@ def test_a_run_at_any_speed_is_held_against_the_whole_scaled_history(tmp_path):
     assert v.verdict == "normal", v.line()
 
 
+def test_a_step_past_the_allowance_fails_though_jumpavg_would_keep_it_in_the_group(tmp_path):
+    """gs15 (linux-ip4, five quiet runs 1.2 % sd apart, +5 % injected read +6.1 %): jumpavg
+    keeps a single run in the history's group until +7.8 %; the scaled check decides on the
+    allowance (3 sd of the runs, 3.5 % here) alone."""
+    store = str(tmp_path / "gs15")
+    for i, value in enumerate([5773.1, 5860.0, 5830.4, 5789.2, 5680.3]):
+        assert add_to_history(record(tmp_path, f"q{i}", 29.0, value), store) == 1
+    v = cpp_verdict(tmp_path, store, "plus5", 28.0, 6142.0)
+    assert v.metric == "cpp_at_load_scaled" and v.verdict == "regression", v.line()
+    assert 3.0 < v.allowance_pct < 4.0 and "history noise (5 runs)" in v.noise_source, v.line()
+    for value in (5980.0, 5650.0):  # +3.3 % and -2.4 %: within it
+        assert cpp_verdict(tmp_path, store, f"n{value:.0f}", 28.0, value).verdict == "normal"
+
+
 def test_without_enough_scaled_history_the_speed_matched_rule_applies(tmp_path):
     store = mixed_history(tmp_path, scaled=False)  # history from before the scaled figure
     v = cpp_verdict(tmp_path, store, "now", 16.0, 4030.0)

@@ -173,8 +173,9 @@ class TestbedKeywords:
         gen = self._search_generator(frame_size)
         lo, hi = min_rate.resolve(gen.max_pps), max_rate.resolve(gen.max_pps)
         self._search_alive(gen)
-        before = self._before_search(gen, **after_kw)
-        measure = before.get("measure") or self._search_measure(gen)
+        measure = self._search_measure(gen)
+        before = self._before_search(gen, measure, **after_kw)
+        measure = before.get("measure", measure)
         run = search_ndr_pdr(
             measure,
             lo,
@@ -241,10 +242,10 @@ class TestbedKeywords:
         """(Hz, source) of the SUT cores for CPP."""
         raise NotImplementedError
 
-    def _before_search(self, gen: Any, **after_kw: Any) -> Dict[str, Any]:
+    def _before_search(self, gen: Any, measure: Callable, **after_kw: Any) -> Dict[str, Any]:
         """Handed to :meth:`_after_search` as ``before``; may give the search another
-        ``measure`` (trials of its own between the search's) and ``paused`` (their wall time,
-        not counted by the search's time limit). Nothing by default."""
+        ``measure`` (the search's ``measure`` with trials of its own between) and ``paused``
+        (their wall time, not counted by the search's time limit). Nothing by default."""
         return {}
 
     def _after_search(

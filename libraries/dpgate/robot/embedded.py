@@ -257,7 +257,8 @@ class EmbeddedTestbed(TestbedKeywords):
         ``cpp_trials`` (default 5) is how many 2 s trials cpp_at_load plans; its median rests
         on at least 3 (60 % when more are planned) of them at full speed: on the 2-core VM one
         such trial reads within ~6 % (sd), so more trials narrow the run-to-run spread the
-        regression check allows for (README, "what the gate can detect").
+        regression check allows for (README, "what the gate can detect"). With ``cpp_load``
+        set they are spaced between the search's trials (``dpgate.telemetry.cppload``).
 
         | ${r}= | `Find NDR And PDR` | 64B | profile=per-commit |
         | ${r}= | `Find NDR And PDR` | IMIX | mrr_trials=3 |
@@ -295,7 +296,7 @@ class EmbeddedTestbed(TestbedKeywords):
     def _search_cpu_freq(self) -> Tuple[float, str]:
         return self._s.cpu_freq()
 
-    def _before_search(self, gen, **kw: Any) -> Dict[str, Any]:
+    def _before_search(self, gen, measure, **kw: Any) -> Dict[str, Any]:
         """cpp_at_load trials spaced between the search's when their load is fixed: each in
         another phase of the host (``dpgate.telemetry.cppload``)."""
         if not kw.get("cpp_at_load", True):
@@ -303,7 +304,7 @@ class EmbeddedTestbed(TestbedKeywords):
         _full_speed_ref(gen, kw.get("core_speed"))
         polling, n = bool(getattr(gen.sut, "polls", False)), kw.get("cpp_trials", CPP_TRIALS)
         spaced = SpacedCppTrials(gen.measure, gen.max_pps, kw.get("cpp_load"), polling, n)
-        return {"measure": spaced.wrap(gen.measure), "paused": lambda: spaced.spent_s, "cpp_spaced": spaced}
+        return {"measure": spaced.wrap(measure), "paused": lambda: spaced.spent_s, "cpp_spaced": spaced}
 
     def _after_search(
         self,
