@@ -151,7 +151,7 @@ def test_cost_injection_runs_before_the_cross_connect_and_keeps_forwarding(sessi
     wake-ups; CI saw 4000 instructions give -1000 cycles on 35,000-cycle frames.)"""
     import statistics
 
-    from dpgate.testbeds.embedded.suts.cost import WORK_MAX, inject_kernel
+    from dpgate.testbeds.embedded.suts.cost import WORK_MAX, inject_kernel, remove_injection
 
     def cpp():  # as the gate measures cpp_at_load: SUT core held awake, median of trials
         with session.generator.hold_sut_awake():
@@ -160,7 +160,7 @@ def test_cost_injection_runs_before_the_cross_connect_and_keeps_forwarding(sessi
     def capacity():
         return max(session.measure(200_000, 0.5).rx_rate_pps for _ in range(2))
 
-    base, base_cap = cpp(), capacity()
+    base_cap = capacity()
     done = inject_kernel(session.sut, WORK_MAX)
     out = subprocess.run(
         ["ip", "netns", "exec", session.testbed.sut_ns, "tc", "filter", "show", "dev", "sut0", "ingress"],
@@ -181,7 +181,16 @@ def test_cost_injection_runs_before_the_cross_connect_and_keeps_forwarding(sessi
     # from >= 200 kpps to 76 kpps and cycles per frame at 10 kpps rose 17,600 -> 47,900.
     cap = capacity()
     assert cap < 0.6 * base_cap, f"capacity {base_cap:.0f} -> {cap:.0f} pps"
-    assert cpp() > base + 0.3 * 0.75 * WORK_MAX
+    # In a slow phase of the host the rise shrinks (CI once: 68,782 -> 75,956, 0.19 cycles an
+    # add) and the level moves between minutes: so each round pairs cycles without and with
+    # the program, in the same phase, and the median round must show 15 % of the nominal.
+    rises = []
+    for _ in range(3):
+        remove_injection(session.sut)
+        without = cpp()
+        inject_kernel(session.sut, WORK_MAX)
+        rises.append(cpp() - without)
+    assert statistics.median(rises) > 0.15 * 0.75 * WORK_MAX, rises
 
 
 @pytest.mark.parametrize("sut", ["testpmd-io", "ovsdpdk-xconnect"])
