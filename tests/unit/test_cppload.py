@@ -60,6 +60,15 @@ class Gen:
         return Trial(load, 3000.0 + len(self.log), speed)
 
 
+def searched(g, n, load, ceiling=600_000.0, fixed=192_500.0, **kw):
+    """``n`` search trials at ``load`` through the spacing; the SpacedCppTrials."""
+    spaced = SpacedCppTrials(g.measure, ceiling, fixed, **kw)
+    search = spaced.wrap(g.measure)
+    for _ in range(n):
+        search(load, 1.0)
+    return spaced
+
+
 def test_spaced_trials_between_the_search_trials_count_towards_the_plan():
     g = Gen()
     spaced = SpacedCppTrials(g.measure, 600_000.0, 192_500.0, trials=5)
@@ -83,10 +92,7 @@ def test_spaced_trials_between_the_search_trials_count_towards_the_plan():
 
 def test_no_more_than_planned_between_a_long_search():
     g = Gen()
-    spaced = SpacedCppTrials(g.measure, 600_000.0, 192_500.0, trials=2)
-    search = spaced.wrap(g.measure)
-    for _ in range(30):
-        search(500_000.0, 1.0)
+    spaced = searched(g, 30, 500_000.0, trials=2)
     assert len(spaced.trials) == 2 and len(g.log) == 32
     _, _, got = measure_cpp_at_load(g.measure, 6e5, 8e5, fixed_pps=192_500.0, trials=2, early=spaced.early)
     assert len(got) == 2 and len(g.log) == 32
@@ -94,10 +100,7 @@ def test_no_more_than_planned_between_a_long_search():
 
 def test_spaced_trials_at_another_load_are_not_used():
     g = Gen()
-    spaced = SpacedCppTrials(g.measure, 600_000.0, 192_500.0, trials=4)
-    search = spaced.wrap(g.measure)
-    for _ in range(6):
-        search(300_000.0, 1.0)
+    spaced = searched(g, 6, 300_000.0, trials=4)
     # the search found NDR 150 kpps, below the fixed 192.5 kpps: half of it instead, all after
     cpp, at, got = measure_cpp_at_load(
         g.measure, 6e5, 150_000.0, fixed_pps=192_500.0, trials=4, early=spaced.early
@@ -109,10 +112,7 @@ def test_spaced_trials_at_another_load_are_not_used():
 @pytest.mark.parametrize("ceiling, fixed", [(600_000.0, None), (150_000.0, 192_500.0), (None, 192_500.0)])
 def test_none_between_without_a_fixed_load_within_the_ceiling(ceiling, fixed):
     g = Gen()
-    spaced = SpacedCppTrials(g.measure, ceiling, fixed, trials=5)
-    search = spaced.wrap(g.measure)
-    for _ in range(9):
-        search(100_000.0, 1.0)
+    spaced = searched(g, 9, 100_000.0, ceiling, fixed, trials=5)
     assert spaced.early == (None, []) and spaced.spent_s == 0.0
     assert {e[0] for e in g.log} == {100_000.0}
 
@@ -121,10 +121,7 @@ def test_slow_spaced_trials_are_made_up_for_after_the_search():
     # the two spaced trials in a slow phase (15 M it/s against 30): three at full speed wanted
     g = Gen(speeds=[30.0, 30.0, 30.0, 15.0, 30.0, 30.0, 30.0, 15.0])
     g.core_speed_best = 30.0
-    spaced = SpacedCppTrials(g.measure, 600_000.0, 192_500.0, trials=5)
-    search = spaced.wrap(g.measure)
-    for _ in range(6):
-        search(500_000.0, 1.0)
+    spaced = searched(g, 6, 500_000.0, trials=5)
     cpp, _, got = measure_cpp_at_load(
         g.measure, 600_000.0, 800_000.0, fixed_pps=192_500.0, early=spaced.early
     )
@@ -135,10 +132,7 @@ def test_slow_spaced_trials_are_made_up_for_after_the_search():
 
 def test_polling_sut_is_not_held_awake():
     g = Gen()
-    spaced = SpacedCppTrials(g.measure, 600_000.0, 72_000.0, polling=True, trials=4)
-    search = spaced.wrap(g.measure)
-    for _ in range(6):
-        search(200_000.0, 1.0)
+    searched(g, 6, 200_000.0, fixed=72_000.0, polling=True, trials=4)
     cpp_log = [e for e in g.log if e[0] == 72_000.0]
     assert [e[2] for e in cpp_log] == [False, False] and all(e[3] == 72_000.0 for e in cpp_log)
 

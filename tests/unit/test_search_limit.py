@@ -24,50 +24,57 @@ def test_no_lower_bound_at_the_time_limit_is_measured_not_zero():
     assert run.res.ndr_upper == pytest.approx(1.2e6)
 
 
-def test_a_cut_search_with_lower_bounds_needs_no_rescue(monkeypatch):
-    """A fake clock (1 s per check, search.bounded only) ends the search after 6 trials; by then
-    MLRsearch has passed loads under the capacity, so no rescue trial runs."""
+@pytest.fixture
+def clock(monkeypatch):
+    """A fake clock for search.bounded only: every reading is 1 s later than the one before."""
     import types
 
-    from dpgate.search import bounded as robotlib
+    from dpgate.search import bounded
 
-    clock = iter(range(10_000))
-    monkeypatch.setattr(robotlib, "time", types.SimpleNamespace(monotonic=lambda: float(next(clock))))
+    c = types.SimpleNamespace(t=-1.0)
+
+    def monotonic():
+        c.t += 1.0
+        return c.t
+
+    monkeypatch.setattr(bounded, "time", types.SimpleNamespace(monotonic=monotonic))
+    return c
+
+
+def counted(calls, clock=None):
+    """A measure on the hard-capacity SUT that notes each load (and, given the clock, makes
+    each trial take one more second of it)."""
     sut = make_sut("hard", seed=1)
-    calls = []
 
     def measure(load, duration):
         calls.append(load)
+        if clock is not None:
+            clock.t += 1.0
         return sut.measure(load, duration)
 
-    run = search_ndr_pdr(measure, 1e5, 1.5e6, "0", "0.5%", "per-commit", {}, time_limit=6.5)
+    return measure
+
+
+def test_a_cut_search_with_lower_bounds_needs_no_rescue(clock):
+    """The fake clock ends the search after 6 trials; by then MLRsearch has passed loads under
+    the capacity, so no rescue trial runs."""
+    calls = []
+    run = search_ndr_pdr(counted(calls), 1e5, 1.5e6, "0", "0.5%", "per-commit", {}, time_limit=6.5)
     assert not run.complete and len(calls) == run.res.trial_count == 6
     assert 0.9e6 <= run.ndr <= 1.0e6 and run.pdr >= run.ndr
 
 
-def test_time_paused_for_other_trials_is_not_the_searchs(monkeypatch):
-    """The same fake clock; ``paused`` reports 1 s per trial spent on trials of another kind
-    between the search's (cpp_at_load, dpgate.telemetry.cppload): the bound then lets through
-    as many search trials as without them, where counting that time would have cut it at 3."""
-    import types
-
-    from dpgate.search import bounded as robotlib
-
-    clock = iter(range(10_000))
-    monkeypatch.setattr(robotlib, "time", types.SimpleNamespace(monotonic=lambda: float(next(clock))))
-    sut = make_sut("hard", seed=1)
+def test_time_paused_for_other_trials_is_not_the_searchs(clock):
+    """The same clock; each trial is followed by one of another kind (cpp_at_load spaced
+    between the search's, dpgate.telemetry.cppload) taking a second, which ``paused``
+    reports: the bound lets through as many search trials as without them, where counting
+    that time would have cut the search at 3."""
     calls = []
-
-    def measure(load, duration):
-        calls.append(load)
-        next(clock)  # the other trial after this one takes a second of the clock
-        return sut.measure(load, duration)
-
+    measure = counted(calls, clock)
     run = search_ndr_pdr(
         measure, 1e5, 1.5e6, "0", "0.5%", "per-commit", {}, 6.5, paused=lambda: float(len(calls))
     )
     assert not run.complete and run.res.trial_count == 6
-    clock = iter(range(10_000))
-    calls.clear()
+    clock.t, calls[:] = -1.0, []
     cut = search_ndr_pdr(measure, 1e5, 1.5e6, "0", "0.5%", "per-commit", {}, 6.5)
     assert not cut.complete and cut.res.trial_count == 3
