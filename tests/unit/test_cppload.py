@@ -33,12 +33,14 @@ class Gen:
         self.moderated = 0.0
         self.log = []
         self.speeds = list(speeds or [])
+        self.holds = 0
 
     @contextlib.contextmanager
     def hold_sut_awake(self):
         if self.awake:
             raise RuntimeError("the SUT core is already held awake")
         self.awake = True
+        self.holds += 1
         try:
             yield [4242]
         finally:
@@ -96,6 +98,8 @@ def test_no_more_than_planned_between_a_long_search():
     assert len(spaced.trials) == 2 and len(g.log) == 32
     _, _, got = measure_cpp_at_load(g.measure, 6e5, 8e5, fixed_pps=192_500.0, trials=2, early=spaced.early)
     assert len(got) == 2 and len(g.log) == 32
+    # the plan was filled at speed between the search's trials: the SUT core not held again
+    assert g.holds == 2
 
 
 def test_spaced_trials_at_another_load_are_not_used():

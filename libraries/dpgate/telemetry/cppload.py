@@ -161,11 +161,14 @@ def measure_cpp_at_load(
     early_load, early_trials = early
     got: List = list(early_trials) if early_load and abs(early_load - load) <= 1e-6 * load else []
     n = max(1, int(trials))
-    with cpp_conditions(measure, load, polling):
-        while len(got) < n:
-            got.append(measure(load, duration_s))
-        while len(got) < SLOW_EXTRA * n and len(_fast(got, gen)) < fast_wanted(n):
-            got.append(measure(load, duration_s))
+
+    def wanted() -> bool:
+        return len(got) < n or (len(got) < SLOW_EXTRA * n and len(_fast(got, gen)) < fast_wanted(n))
+
+    if wanted():  # the spaced trials may have filled the plan: no conditions (~50 ms) for nothing
+        with cpp_conditions(measure, load, polling):
+            while wanted():
+                got.append(measure(load, duration_s))
     _mark_slow(got, gen)
     return cpp_at_load(got, polling=polling), load, got
 
