@@ -105,8 +105,10 @@ def run_gate(sut: str, prefix: str, outdir: str, history: str, extra: List[str],
 
 
 def spread(vals: List[float]) -> Optional[float]:
-    """>>> round(spread([1.0, 1.1]), 3)
-    0.1
+    """max/min - 1 of the positive values, None with fewer than two.
+
+    >>> round(spread([1.0, 1.1]), 3), spread([1.0])
+    (0.1, None)
     """
     v = [x for x in vals if isinstance(x, float) and x > 0]
     return max(v) / min(v) - 1 if len(v) >= 2 else None
@@ -214,7 +216,9 @@ def main(argv=None) -> int:
             totals.setdefault(f"detected +{s:g} %", [0, 0])
             totals[f"detected +{s:g} %"][0] += hits
             totals[f"detected +{s:g} %"][1] += len(runs)
-            print(f"  inject +{s:g} %: detected in {hits}/{len(runs)} runs")
+            n = cost.units_for(sut, s)  # what the step is, to within one load
+            aim = f"{n} loads, {cost.expected_percent(sut, n):.1f} % as calibrated"
+            print(f"  inject +{s:g} % ({aim}): detected in {hits}/{len(runs)} runs")
             for r in runs:
                 speed = fmt(r["props"].get("core_speed_min"), pct=False)
                 print(f"    {r['verdict']:5s} core_speed_min {speed} {r['message'][:160]}")

@@ -148,7 +148,7 @@ def test_cost_injection_runs_before_the_cross_connect_and_keeps_forwarding(sessi
     Asserted where nothing can absorb it: capacity (frames/s the SUT forwards when offered
     more than it can) and cycles per frame at a load low enough that every frame wakes the
     SUT. (At 50 kpps a small injection can vanish: more work, bigger batches, fewer
-    wake-ups; CI saw 4000 instructions give -1000 cycles on 35,000-cycle frames.)"""
+    wake-ups; CI saw 4000 BPF instructions give -1000 cycles on 35,000-cycle frames.)"""
     import statistics
 
     from dpgate.testbeds.embedded.suts.cost import WORK_MAX, inject_kernel, remove_injection
@@ -174,23 +174,26 @@ def test_cost_injection_runs_before_the_cross_connect_and_keeps_forwarding(sessi
         if " pref " in ln and (" handle " in ln or " fh " in ln)
     ]
     assert prefs[0] == ["1", "bpf"] and ["10", "u32"] in prefs  # ours first, the mirred one after
-    assert done["bpf_insns_per_frame"] == WORK_MAX == 38_000 and out.count("'1901,") == 20
-    r = session.measure(20_000, 0.5)
+    assert done["bpf_loads_per_frame"] == WORK_MAX == 38_000 and out.count("'1901,") == 20
+    # the most the kernel takes; the rest with 7,000 loads, ~30,000 cycles a frame (2026-11-26:
+    # 3.9-4.6 cycles a load in a slow phase of the host): 38,000 would be ~160,000
+    remove_injection(session.sut)
+    n = 7_000
+    inject_kernel(session.sut, n)
+    r = session.measure(10_000, 0.5)
     assert r.rx_packets >= 0.99 * r.tx_packets  # "no match": forwarding is unchanged
-    # 38,000 JIT-compiled adds are ~28,000 cycles a frame (0.75 each): here capacity fell
-    # from >= 200 kpps to 76 kpps and cycles per frame at 10 kpps rose 17,600 -> 47,900.
     cap = capacity()
     assert cap < 0.6 * base_cap, f"capacity {base_cap:.0f} -> {cap:.0f} pps"
-    # In a slow phase of the host the rise shrinks (CI once: 68,782 -> 75,956, 0.19 cycles an
-    # add) and the level moves between minutes: so each round pairs cycles without and with
-    # the program, in the same phase, and the median round must show 15 % of the nominal.
+    # The level moves with the host between minutes: so each round pairs cycles without and
+    # with the program, in the same phase, and the median round must show a cycle a load (the
+    # loads slow with the host as the SUT does; a dependent add chain did not).
     rises = []
     for _ in range(3):
         remove_injection(session.sut)
         without = cpp()
-        inject_kernel(session.sut, WORK_MAX)
+        inject_kernel(session.sut, n)
         rises.append(cpp() - without)
-    assert statistics.median(rises) > 0.15 * 0.75 * WORK_MAX, rises
+    assert statistics.median(rises) > 1.0 * n, rises
 
 
 @pytest.mark.parametrize("sut", ["testpmd-io", "ovsdpdk-xconnect"])
@@ -208,7 +211,7 @@ def test_polling_sut_cost_injection_lands_in_its_own_busy_cycles(topology_path, 
 
     from dpgate.testbeds.embedded.suts.cost import inject_units, remove_injection
 
-    units, load = 4000, 20_000
+    units, load = 20, 20_000
     s = EmbeddedSession(topology_path, sut=sut, prefix=PREFIX + "p", calibrate=False)
     left = leftovers(PREFIX + "p")
     s.up()
@@ -239,12 +242,12 @@ def test_polling_sut_cost_injection_lands_in_its_own_busy_cycles(topology_path, 
     finally:
         s.down()
     left.assert_clean()
-    assert done["bpf_insns_per_frame"] == units
-    # 4000 JIT-compiled adds are ~3,000-4,000 cycles a frame; moderated, testpmd and OVS-DPDK
-    # took 0.95-1.19 busy cycles a unit here. At least 30 % of 0.75 a unit must show.
+    assert done["bpf_loads_per_frame"] == units
+    # 20 loads of a frame in page fragments are ~3,000 cycles a frame (2026-11-26, moderated:
+    # 135-150 busy cycles a load on testpmd and OVS-DPDK in a slow phase): a third must show.
     rise = statistics.median(hit - base for base, hit in rounds)
     pairs = ", ".join(f"{b:.0f} -> {h:.0f}" for b, h in rounds)
-    assert rise > 0.3 * 0.75 * units, f"cycles/frame without -> with: {pairs}"
+    assert rise > 0.3 * 150 * units, f"cycles/frame without -> with: {pairs}"
 
 
 def test_teardown_leaves_nothing(topology_path, leftovers):

@@ -148,27 +148,36 @@ def test_cost_units_and_refusals():
         cost.units_for("linux-ip4", 0)
 
 
-def test_work_filter_is_n_adds_then_no_match_ahead_of_the_cross_connect():
+def test_work_filter_is_n_loads_then_no_match_ahead_of_the_cross_connect():
     from dpgate.testbeds.embedded.suts.linux import LinuxXconnect
 
     (argv,) = cost.work_filters("sut0", 670)
     assert argv[argv.index("dev") + 1] == "sut0" and argv[argv.index("bytecode") - 1] == "bpf"
     code = argv[-1].split(",")
-    assert code[0] == "671" and len(code) == 672  # count, 670 x "A += 1", "return 0"
-    assert set(code[1:-1]) == {"4 0 0 1"} and code[-1] == "6 0 0 0"
+    assert code[0] == "671" and len(code) == 672  # count, 670 x "ld [k]", "return 0"
+    loads = [ins.split() for ins in code[1:-1]]
+    assert {ins[0] for ins in loads} == {"32"} and code[-1] == "6 0 0 0"  # BPF_LD|BPF_W|BPF_ABS
+    # every word within the smallest frame's 60 bytes: a load past its end would end the program
+    assert all(14 <= int(ins[3]) and int(ins[3]) + 4 <= 60 for ins in loads)
     assert int(argv[argv.index("prio") + 1]) < LinuxXconnect.mirred_prio
     many = cost.work_filters("sut0", 2 * cost.BPF_CHUNK + 1)
     assert [a[a.index("handle") + 1] for a in many] == ["1", "2", "3"]
     assert all(8 * int(a[-1].split(",")[0]) < 16384 for a in many)  # netlink bound
     for bad in (0, cost.WORK_MAX + 1):
-        with pytest.raises(ConfigError, match="BPF instructions per frame"):
+        with pytest.raises(ConfigError, match="BPF loads per frame"):
             cost.work_filters("sut0", bad)
 
 
-def test_units_are_the_percentage_of_the_reference_cost():
-    base, unit = cost.CALIBRATION["linux-ip4"]
-    assert cost.units_for("linux-ip4", 10) == round(0.10 * base / unit)
-    assert cost.units_for("linux-ip4", 5) == round(0.05 * base / unit)
+@pytest.mark.parametrize("sut", sorted(cost.CALIBRATION))
+def test_units_are_the_percentage_of_the_reference_cost_less_the_classifier(sut):
+    base, unit, fixed = cost.CALIBRATION[sut]
+    for pct in (5, 10, 20):
+        n = cost.units_for(sut, pct)
+        assert n >= 1
+        # within one unit of the aim, unless one unit already overshoots it
+        assert abs(fixed + n * unit - pct / 100 * base) <= unit / 2 + 1e-9 or n == 1
+        assert cost.expected_percent(sut, n) == pytest.approx(100 * (fixed + n * unit) / base)
+    assert cost.units_for(sut, 10) >= cost.units_for(sut, 5)
 
 
 def _serve_once(path, reply):
@@ -234,14 +243,14 @@ def test_ovsdpdk_cost_injection_is_on_the_generator_ports(monkeypatch):
     generator ports' ingress (tc itself is the boundary here; the integration test runs it)."""
     import types
 
-    base, unit = cost.CALIBRATION["ovsdpdk-xconnect"]
-    assert cost.units_for("ovsdpdk-xconnect", 10) == round(0.10 * base / unit)
+    base, unit, fixed = cost.CALIBRATION["ovsdpdk-xconnect"]
+    assert cost.units_for("ovsdpdk-xconnect", 10) == round((0.10 * base - fixed) / unit)
     calls = []
     monkeypatch.setattr(cost, "_inject_ingress", lambda ns, ports, n: calls.append((ns, n)))
     sut = types.SimpleNamespace(
         name="ovsdpdk-xconnect", ns="x-sut", tb=types.SimpleNamespace(tg_ns="x-tg"), tg_ports=lambda: []
     )
-    assert cost.inject_units(sut, 7)["bpf_insns_per_frame"] == 7
+    assert cost.inject_units(sut, 7)["bpf_loads_per_frame"] == 7
     assert calls == [("x-tg", 7)]
 
 

@@ -6,10 +6,17 @@ faster than the generator no more, its throughput drops:
 
 * kernel SUTs (linux-xconnect, linux-bridge, linux-ip4): one classic-BPF tc classifier on
   each SUT port's ingress, ahead of anything the SUT has there (``prio 1``; the
-  cross-connect's own mirred filter is ``prio 10``), running ``N`` dependent ``A += 1``
-  instructions per frame and then answering "no match", so forwarding is unchanged. The
-  kernel JIT-compiles it (``net.core.bpf_jit_enable``), so one unit is about one cycle per
-  frame, linear in ``N`` (at most 4,095) and nearly free of cache effects;
+  cross-connect's own mirred filter is ``prio 10``), doing ``N`` packet loads per frame
+  (``ld [k]``, words of the frame's headers, bytes 14-45) and then answering "no match", so
+  forwarding is unchanged. The kernel JIT-compiles it (``net.core.bpf_jit_enable``): each
+  load becomes a bounds check, a branch, a load and a byte swap, independent of the one
+  before, so the work is linear in ``N`` (at most 38,000), cache-hot, and slows with the
+  host as the SUT's own code does. (Until 2026-11-26 the work was ``N`` dependent ``A += 1``:
+  one cycle each whatever the host did, while the SUT's code ran at half speed in the host's
+  slow phases, when another tenant shares the physical core: a dependent add chain timed
+  0.32 ns an add in fast and slow phases alike while loads and branches took 0.43 then
+  0.70-0.89 ns, so the injected share shrank to about half in a slow phase: +10 % read +3 to
+  +6 % on linux-ip4);
 * testpmd (io, mac) and OVS-DPDK: the same program on the *generator* ports' ingress. testpmd's
   net_af_packet transmit is a ``sendto`` that the kernel completes on the SUT core: veth
   hands each frame to its peer's backlog there and the softirq that delivers it (through
@@ -20,9 +27,9 @@ faster than the generator no more, its throughput drops:
   ``noisy`` engine, the lab driver's injection, records no cycles in 22.11 and has no mac
   variant.)
 
-``N``/``R`` for a percentage come from :data:`CALIBRATION`: the SUT's ``cpp_at_load`` on the
-reference machine class and the measured cost of one unit, so that ``percent`` adds that
-share of the SUT's cycles per packet. ``benchmarks/cpp_at_load.py --calibrate-units N``
+``N`` for a percentage comes from :data:`CALIBRATION`: the SUT's ``cpp_at_load``, the measured
+cost of one unit and of the classifier itself, so that ``percent`` adds that share of the
+SUT's cycles per packet (to within one unit: :func:`expected_percent`). ``benchmarks/cpp_at_load.py --calibrate-units N``
 measures what ``N`` units really add on a machine (docs/embedded.md has the calibration).
 
     inject_cost(session.sut, 10)      # after the SUT started; returns what was done
@@ -35,46 +42,48 @@ from typing import Dict, List
 from dpgate.exec.runner import run
 from dpgate.model.errors import ConfigError
 
-#: Instructions per classic BPF program (tc's netlink message holds 16 KiB, 8 bytes each).
+#: Loads per classic BPF program (tc's netlink message holds 16 KiB, 8 bytes an instruction).
 BPF_CHUNK = 1900
-#: Most injected instructions per frame (programs run one after another).
+#: Most injected loads per frame (programs run one after another).
 WORK_MAX = 20 * BPF_CHUNK
-#: Per SUT: (reference cpp_at_load in cycles, cycles one unit of injection adds per packet).
-#: A unit is one BPF instruction per frame.
-#: Kernel SUTs (2026-11-25): cpp_at_load as the gate measures it now, SUT core held awake and
-#: its ports' NAPI deferred to ~64 frames a poll, trials at full core speed only; on the 2-core
-#: VM at the rows' cpp_load: linux-xconnect 2568-2657, linux-bridge 3739-3972, linux-ip4
-#: 5210-5609. One instruction adds ~1.0 cycle (``benchmarks/cpp_at_load.py --calibrate-units
-#: 600``/``1000``, 3+2 bring-ups each: 1.0-1.3 xconnect, 0.95 bridge at full speed, 1.2-1.5
-#: ip4; single bring-ups in a slow host phase read 0.1-0.7). Before the deferral, the same
-#: work was mostly absorbed (more frames per wake-up): +1000 instructions moved bridge by
-#: 1.5-2 %; deferred, +600 moved it +15 %.
-#: testpmd (2026-11-26): cpp_at_load is its own busy cycles at the rows' cpp_load: io
-#: 11,256-13,481 (72 kpps), mac 16,095-17,188 (37.5 kpps) at full speed; an instruction on
-#: the generator ports' ingress adds 0.41-0.53 (io, 1310 per frame) and 0.80-0.99 (mac, 2000)
-#: of its busy cycles (``--calibrate-units``, 2 bring-ups x 6 pairs of trials each).
-#: Since 2026-11-26 (later that day) the polling SUTs' cpp_at_load trials run with their
-#: ports' NAPI deferred as the kernel SUTs' do (``dpgate.telemetry.disturbance``), which
-#: halved their busy cycles and made them steady: at full speed testpmd-io 6,112-6,582
-#: (72 kpps), testpmd-mac 8,137-8,535 (37.5 kpps), OVS-DPDK's PMD processing cycles
-#: 5,971-6,350 (72 kpps); 1,300 instructions on the generator ports' ingress add 0.98-1.19
-#: (io), 0.95-1.10 (mac), 0.98-1.12 (OVS-DPDK) a unit (``--calibrate-units``, 2 bring-ups x
-#: 5 pairs each). Unmoderated (before) a unit was 0.5 (io), 0.9 (mac), 0.87 (OVS-DPDK).
-CALIBRATION: Dict[str, tuple[float, float]] = {
-    "linux-xconnect": (2650.0, 1.0),
-    "linux-bridge": (3850.0, 1.0),
-    "linux-ip4": (5500.0, 1.0),
-    "testpmd-io": (6400.0, 1.05),
-    "testpmd-mac": (8300.0, 1.0),
-    "ovsdpdk-xconnect": (6150.0, 1.05),
+#: Offsets of the loaded words: within the headers of the smallest frame (60 bytes without
+#: FCS), as a load past the frame's end would end the program (cBPF answers 0 there).
+LOAD_OFFSETS = tuple(range(14, 46, 4))
+#: Per SUT: (reference cpp_at_load, cycles one unit adds, cycles the classifier itself adds),
+#: all in cycles per packet as the gate measures cpp_at_load, from
+#: ``benchmarks/cpp_at_load.py --calibrate-units N`` (pairs of trials without and with ``N``
+#: loads in one bring-up, the program taken off after each) at the rows' ``cpp_load``,
+#: 2026-11-26 night, the host in a slow phase (probe 12-18 M it/s): the three figures move
+#: together with the host's speed, their ratios are what ``units_for`` uses.
+#: Kernel SUTs (the program on the SUT ports; 2 x 8 pairs at 100-300 loads, 2 x 8 at 10):
+#: a load adds 4.2-4.3 (ip4), 3.9-4.6 (xconnect), 4.3-4.6 (bridge) cycles; the classifier
+#: itself ~220 (ip4), ~110 (xconnect: its ports have an ingress qdisc already, the mirred
+#: filter's), ~290 (bridge) (+-150: 10 loads read +65..+467), on 7,150-7,350, 3,720-4,040
+#: and 4,700-5,070 cycles a packet.
+#: Polling SUTs (the program on the generator ports' ingress, run in their transmit call;
+#: 2 x 6 pairs at 300 and at 6 loads): the frames testpmd's net_af_packet sends sit in page
+#: fragments, so each load takes the kernel's out-of-line path (``skb_copy_bits``): 150 (io),
+#: 135 (mac), 151 (OVS-DPDK) busy cycles a load and ~255, ~410, ~340 for the classifier, on
+#: 8,200-8,950, 10,660-11,300 and 8,100-9,000 cycles a packet: a unit is 1.3-1.8 % of their
+#: cost, so 5 % is one load and 10 % three to five.
+#: Before (until 2026-11-26) the work was dependent ``A += 1`` (1.0-1.5 cycles each at full
+#: speed), which the host's slow phases did not slow: see the module's docstring.
+CALIBRATION: Dict[str, tuple[float, float, float]] = {
+    "linux-xconnect": (3900.0, 4.25, 110.0),
+    "linux-bridge": (4950.0, 4.4, 290.0),
+    "linux-ip4": (7250.0, 4.25, 220.0),
+    "testpmd-io": (8550.0, 150.0, 255.0),
+    "testpmd-mac": (10950.0, 135.0, 410.0),
+    "ovsdpdk-xconnect": (8550.0, 150.0, 340.0),
 }
 
 
 def units_for(sut_name: str, percent: float) -> int:
-    """Injection units for ``percent`` more cycles per packet on ``sut_name``.
+    """Injection units (loads per frame) for ``percent`` more cycles per packet on ``sut_name``:
+    the classifier's own cost counts towards it, and at least one load is injected.
 
-    >>> units_for("linux-xconnect", 10)
-    265
+    >>> units_for("linux-ip4", 10), units_for("linux-xconnect", 10), units_for("testpmd-io", 10)
+    (119, 66, 4)
     """
     if not 0 < percent <= 100:
         raise ConfigError(
@@ -86,33 +95,44 @@ def units_for(sut_name: str, percent: float) -> int:
             f"{', '.join(sorted(CALIBRATION))}); use --sut-cpu-steal for it",
             path="inject_cost",
         )
-    base, unit = CALIBRATION[sut_name]
-    return max(1, int(round(percent / 100.0 * base / unit)))
+    base, unit, fixed = CALIBRATION[sut_name]
+    return max(1, int(round((percent / 100.0 * base - fixed) / unit)))
+
+
+def expected_percent(sut_name: str, units: int) -> float:
+    """The rise in cycles per packet ``units`` loads should make on ``sut_name``, in percent
+    (what :func:`units_for` aimed at, up to one unit's granularity).
+
+    >>> round(expected_percent("testpmd-io", units_for("testpmd-io", 5)), 1)
+    4.7
+    """
+    base, unit, fixed = CALIBRATION[sut_name]
+    return 100.0 * (fixed + unit * int(units)) / base
 
 
 def work_filters(dev: str, n: int) -> List[List[str]]:
-    """argv of tc ingress classifiers on ``dev`` doing ``n`` instructions per frame, no match:
-    as many programs of at most :data:`BPF_CHUNK` instructions as ``n`` needs (one netlink
-    message carries at most 16 KiB of program).
+    """argv of tc ingress classifiers on ``dev`` doing ``n`` packet loads per frame, no match:
+    as many programs of at most :data:`BPF_CHUNK` loads as ``n`` needs (one netlink message
+    carries at most 16 KiB of program).
 
     >>> argv = work_filters("sut0", 3)[0]
     >>> argv[argv.index("prio") + 1], argv[-1]
-    ('1', '4,4 0 0 1,4 0 0 1,4 0 0 1,6 0 0 0')
+    ('1', '4,32 0 0 14,32 0 0 18,32 0 0 22,6 0 0 0')
     >>> [len(a[-1].split(",")) - 2 for a in work_filters("sut0", 4000)]
     [1900, 1900, 200]
     """
     n = int(n)
     if not 1 <= n <= WORK_MAX:
         raise ConfigError(
-            f"injected work must be 1..{WORK_MAX} BPF instructions per frame, got {n} "
-            "(a smaller --inject-cost)",
+            f"injected work must be 1..{WORK_MAX} BPF loads per frame, got {n} (a smaller --inject-cost)",
             path="inject_cost",
         )
     out = []
     for i, start in enumerate(range(0, n, BPF_CHUNK)):
         k = min(BPF_CHUNK, n - start)
-        # A += 1 (BPF_ALU|BPF_ADD|BPF_K = 4) k times, then return 0: "no match, go on".
-        code = ",".join([str(k + 1)] + ["4 0 0 1"] * k + ["6 0 0 0"])
+        # A = word at offset (BPF_LD|BPF_W|BPF_ABS = 0x20) k times, then return 0: "no match, go on"
+        loads = [f"32 0 0 {LOAD_OFFSETS[j % len(LOAD_OFFSETS)]}" for j in range(k)]
+        code = ",".join([str(k + 1)] + loads + ["6 0 0 0"])
         head = ["tc", "filter", "add", "dev", dev, "parent", "ffff:", "protocol", "all", "prio", "1"]
         out.append(head + ["handle", str(i + 1), "bpf", "bytecode", code])
     return out
@@ -129,16 +149,16 @@ def _inject_ingress(ns: str, ports, n: int) -> None:
 
 def inject_kernel(sut, n: int) -> Dict:
     _inject_ingress(sut.ns, sut.ports(), n)
-    return {"method": "tc ingress classic BPF, JIT-compiled", "bpf_insns_per_frame": int(n)}
+    return {"method": "tc ingress classic BPF packet loads, JIT-compiled", "bpf_loads_per_frame": int(n)}
 
 
 def inject_transmit(sut, n: int) -> Dict:
-    """``n`` instructions per frame on the generator ports' ingress: run by the kernel inside
+    """``n`` loads per frame on the generator ports' ingress: run by the kernel inside
     a polling SUT's transmit call, on the SUT core (see the module's docstring)."""
     _inject_ingress(sut.tb.tg_ns, sut.tg_ports(), n)
     return {
-        "method": "tc ingress classic BPF on the generator ports, run in the SUT's transmit call",
-        "bpf_insns_per_frame": int(n),
+        "method": "tc ingress classic BPF packet loads on the generator ports, run in the SUT's transmit call",
+        "bpf_loads_per_frame": int(n),
     }
 
 
@@ -161,6 +181,8 @@ def remove_injection(sut) -> None:
 
 def inject_cost(sut, percent: float) -> Dict:
     """Inject ``percent`` more per-packet work into a started SUT; returns the setting."""
-    out = inject_units(sut, units_for(sut.name, percent))
+    n = units_for(sut.name, percent)
+    out = inject_units(sut, n)
     out["percent"] = float(percent)
+    out["expected_percent"] = round(expected_percent(sut.name, n), 1)
     return out
