@@ -43,16 +43,16 @@ def test_the_gate_records_it_for_kernel_suts_only():
     assert "cpp_at_load_scaled" not in poller and "cpp_scaled_speed" not in poller
 
 
-def record(tmp_path, name, speed, scaled=None, ref=CPP_REF_SPEED):
+def record(tmp_path, name, speed, scaled=None, ref=CPP_REF_SPEED, **declared):
     metrics = {"ndr_pps": 5e5, "cpp_at_load": cost_at(scaled or 4000.0, speed), "sut_core_speed": speed}
-    metrics["cpp_speed_exponent"] = KERNEL
+    metrics.update(cpp_speed_exponent=KERNEL, **declared)
     if scaled is not None:
         metrics.update(cpp_at_load_scaled=scaled, cpp_scaled_speed=ref)
     return write_run(tmp_path, name, metrics)
 
 
-def cpp_verdict(tmp_path, store, name, speed, scaled=None, ref=CPP_REF_SPEED):
-    verdicts = compare(record(tmp_path, name, speed, scaled, ref), store)
+def cpp_verdict(tmp_path, store, name, speed, scaled=None, ref=CPP_REF_SPEED, **declared):
+    verdicts = compare(record(tmp_path, name, speed, scaled, ref, **declared), store)
     return [v for v in verdicts if v.metric.startswith("cpp_at_load")][0]
 
 
@@ -99,6 +99,24 @@ def test_a_step_past_the_allowance_fails_though_jumpavg_would_keep_it_in_the_gro
     assert 3.0 < v.allowance_pct < 4.0 and "history noise (5 runs)" in v.noise_source, v.line()
     for value in (5980.0, 5650.0):  # +3.3 % and -2.4 %: within it
         assert cpp_verdict(tmp_path, store, f"n{value:.0f}", 28.0, value).verdict == "normal"
+
+
+def test_a_short_history_takes_the_declared_scaled_noise_not_the_unscaled_one(tmp_path):
+    """gs17 (linux-ip4, four quiet runs in the history, +10 % read +9.2 %): the declared
+    cpp_noise (14 %, from unscaled spreads) let it pass; the scaled figure's own declared
+    noise (``cpp_scaled_noise``, from scaled spreads) is the allowance instead."""
+    store = str(tmp_path / "gs17")
+    for i, value in enumerate([5911.4, 6045.2, 5897.3, 6062.4]):
+        assert add_to_history(record(tmp_path, f"q{i}", 25.0, value), store) == 1
+    noise = {"regression_cpp_noise": 0.14}
+    v = cpp_verdict(tmp_path, store, "old", 28.0, 6527.0, **noise)
+    assert v.verdict == "normal" and round(v.allowance_pct, 6) == 14.0, v.line()
+    v = cpp_verdict(tmp_path, store, "new", 28.0, 6527.0, regression_cpp_scaled_noise=0.06, **noise)
+    assert v.metric == "cpp_at_load_scaled" and v.verdict == "regression", v.line()
+    assert round(v.allowance_pct, 6) == 6.0 and v.noise_source == "declared noise", v.line()
+    # the unscaled check (no scaled history) keeps cpp_noise
+    v = cpp_verdict(tmp_path, str(tmp_path / "none"), "x", 28.0, 6527.0, regression_cpp_scaled_noise=0.06)
+    assert v.verdict != "regression" and v.metric == "cpp_at_load", v.line()
 
 
 def test_without_enough_scaled_history_the_speed_matched_rule_applies(tmp_path):

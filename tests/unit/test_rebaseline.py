@@ -46,6 +46,19 @@ def test_floors_ceiling_and_cpp_load_from_the_spread_seen(tmp_path, capsys):
     assert th.ratio("cpp_noise") == pytest.approx(0.05)  # spread 3.68 % x 1.1 = 4.05 %, rounded up
 
 
+def test_scaled_noise_from_every_runs_scaled_figure_slow_ones_included(tmp_path, capsys):
+    # unscaled 5,200-7,400 (slow and fast runs mixed); scaled to one speed 5,900-6,080
+    unscaled = [5200.0, 7400.0, 6900.0, 5300.0, 7100.0]
+    scaled = [5900.0, 6080.0, 5950.0, 6000.0, 5990.0]
+    runs = [
+        _run(tmp_path, i, ndr_pps=5e5, pdr_pps=5e5, cpp_at_load=c, cpp_at_load_scaled=s)
+        for i, (c, s) in enumerate(zip(unscaled, scaled))
+    ]
+    th = load_thresholds(_derive(tmp_path, capsys, runs)).lookup("linux-ip4", "64B")
+    assert th.ratio("cpp_scaled_noise") == pytest.approx(0.04)  # 3.05 % x 1.1 = 3.36 %, rounded up
+    assert th.ratio("cpp_noise") > 0.45  # the unscaled spread, 42 % x 1.1
+
+
 def test_disturbed_and_injected_runs_are_left_out(tmp_path, capsys):
     runs = [_run(tmp_path, i, ndr_pps=500e3 + i * 1e3, pdr_pps=500e3) for i in range(5)]
     runs.append(_run(tmp_path, 5, ndr_pps=100e3, pdr_pps=100e3, disturbance=0.4))

@@ -18,8 +18,9 @@ seen (max/min - 1, at least ``--min-margin``):
   measured at (the lowest of the runs' ``cpp_at_load_pps``), so later runs measure there;
   ``core_speed`` = the median of the runs' ``sut_core_speed`` (the SUT core's full speed on
   this machine class); a run whose cpp_at_load was measured below 90 % of it is left out;
-* ``noise`` (NDR/PDR), ``mrr_noise`` and ``cpp_noise`` (cpp_at_load) = s x 1.1, the regression
-  check's allowance while its history is short;
+* ``noise`` (NDR/PDR), ``mrr_noise``, ``cpp_noise`` (cpp_at_load) and ``cpp_scaled_noise``
+  (``cpp_at_load_scaled``, kernel SUTs: every run counts, the scaling took the speed out) =
+  s x 1.1, the regression check's allowance while its history is short;
 * a throughput at the generator's ceiling still gets a floor: it catches a collapse, and a
   run that misses it while at the ceiling is inconclusive, not FAIL (the gates say so).
 
@@ -92,6 +93,9 @@ def derive_case(values: Dict[str, List[float]], min_margin: float = 0.03) -> Dic
             out["cpp_load"] = f"{min(loads):.0f}pps"
         out["cpp_at_load_max"] = f"{max(cpp) * (1 + s):.0f}"
         out["cpp_noise"] = _pct(s * 1.1)
+    scaled = [v for v in values.get("cpp_at_load_scaled", []) if v and v > 0]
+    if scaled:  # every trial scaled to one speed: slow runs count too
+        out["cpp_scaled_noise"] = _pct(_spread(scaled, min_margin) * 1.1)
     if noise:
         out["noise"] = _pct(noise * 1.1)
     mrr = [v for v in values.get("mrr_pps", []) if v and v > 0]
@@ -122,7 +126,14 @@ def collect(run_dirs: List[str], disturbance_max: float = DEFAULT_DISTURBANCE_MA
             vals = cases.setdefault(key, {})
             if isinstance(m.get("cpp"), (int, float)) and isinstance(m.get("ndr_pps"), (int, float)):
                 vals.setdefault("hz", []).append(float(m["cpp"]) * float(m["ndr_pps"]))  # Hz x cores
-            for k in ("ndr_pps", "pdr_pps", "mrr_pps", "cpp_at_load", "cpp_at_load_pps"):
+            for k in (
+                "ndr_pps",
+                "pdr_pps",
+                "mrr_pps",
+                "cpp_at_load",
+                "cpp_at_load_pps",
+                "cpp_at_load_scaled",
+            ):
                 if isinstance(m.get(k), (int, float)):
                     vals.setdefault(k, []).append(float(m[k]))
             if isinstance(m.get("cpp_at_load"), (int, float)):  # aligned with cpp_at_load; 0: not timed

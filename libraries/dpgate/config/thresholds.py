@@ -105,6 +105,9 @@ class CaseThresholds:
     cpp_at_load_max: Optional[float] = field(default=None, metadata={"check": _pos})
     #: run-to-run noise of cpp_at_load (the regression check's allowance while history is short)
     cpp_noise: Optional[str] = field(default=None, metadata={"check": _ratio_check})
+    #: the same for ``cpp_at_load_scaled`` (kernel SUTs: every trial scaled to a reference
+    #: speed, far steadier than the unscaled figure); unset: ``cpp_noise``
+    cpp_scaled_noise: Optional[str] = field(default=None, metadata={"check": _ratio_check})
     #: full speed of this machine class's SUT core for cpp_at_load (the awake loop's millions of
     #: iterations per CPU second, ``dpgate.exec.awake``): trials below 90 % of it ran in a slow
     #: phase of the host; they are measured past and a verdict resting on them is inconclusive

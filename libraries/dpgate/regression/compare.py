@@ -210,6 +210,9 @@ def verdicts_for(
     cpp_noise = recorded("regression_cpp_noise")
     if cpp_noise is None:
         cpp_noise = noise
+    scaled_noise = recorded("regression_cpp_scaled_noise")
+    if scaled_noise is None:
+        scaled_noise = cpp_noise
     hist = read_history(store, rec.get("testbed", ""), rec["longname"])
     if rec.get("started") is not None:
         # the gate adds a run to the history as it ends: never compare a run with itself
@@ -223,7 +226,7 @@ def verdicts_for(
         if metric == "cpp_at_load":
             out.append(
                 replace(
-                    _cpp_verdict(m, hist, past, cur, min_change, cpp_noise),
+                    _cpp_verdict(m, hist, past, cur, min_change, cpp_noise, scaled_noise),
                     test=rec.get("name", rec["longname"]),
                 )
             )
@@ -252,14 +255,16 @@ def _cpp_verdict(
     cur: RunValue,
     min_change: float,
     cpp_noise: Optional[float],
+    scaled_noise: Optional[float] = None,
 ) -> Verdict:
     """cycles per packet: lower is better (a rise is the regression, allowances are rises),
     no generator ceiling limits it, and the host's speed moves it: held against the history
     runs at about this run's SUT core speed when there are any (``dpgate.regression.speed``),
     else against all, a rise on a slower core being inconclusive (:func:`slow_core`). A kernel
     SUT's run with every trial scaled to a reference speed is held against the history's
-    figures scaled alike (:func:`_scaled_verdict`) when there are enough of them."""
-    scaled = _scaled_verdict(m, hist, min_change, cpp_noise)
+    figures scaled alike (:func:`_scaled_verdict`, allowance ``scaled_noise`` while the
+    history is short) when there are enough of them."""
+    scaled = _scaled_verdict(m, hist, min_change, cpp_noise if scaled_noise is None else scaled_noise)
     if scaled is not None:
         return scaled
     speed = m.get("sut_core_speed")

@@ -94,6 +94,7 @@ class Gates(GateChecks):
         noise: Optional[str] = None,
         mrr_noise: Optional[str] = None,
         cpp_noise: Optional[str] = None,
+        cpp_scaled_noise: Optional[str] = None,
     ) -> List[str]:
         """Compare this test's NDR, PDR and MRR with the history of the same test on the same
         testbed (``dpgate compare`` rules: jumpavg plus an allowance of at least ``min_change``
@@ -103,7 +104,8 @@ class Gates(GateChecks):
         (which adds each passing run). ``noise`` and ``mrr_noise`` are the case's declared
         run-to-run noise of NDR/PDR and of MRR from the thresholds file; they are recorded
         as ``regression_noise``/``regression_mrr_noise`` so an offline ``dpgate compare``
-        applies the same allowance.
+        applies the same allowance; ``cpp_noise`` and ``cpp_scaled_noise`` are those of
+        ``cpp_at_load`` and (kernel SUTs) ``cpp_at_load_scaled``.
 
         | ${t}= | `Thresholds For` | testpmd-io | 64B |
         | `Throughput Should Not Regress` | ${result} | results/history | min_change=3% | noise=${t.noise} |
@@ -123,6 +125,7 @@ class Gates(GateChecks):
             ("regression_noise", noise),
             ("regression_mrr_noise", mrr_noise),
             ("regression_cpp_noise", cpp_noise),
+            ("regression_cpp_scaled_noise", cpp_scaled_noise),
         ):
             if text not in (None, "", "None"):
                 declared[key] = parse_ratio(text, key.replace("regression_", ""), upper_inclusive=True)
