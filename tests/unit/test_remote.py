@@ -135,6 +135,37 @@ def test_timeout_error_names_host_and_command():
     assert "dut1.lab" in msg and "vppctl show version" in msg and "2 s" in msg
 
 
+class _Transport:
+    def __init__(self, active):
+        self.active = active
+
+    def is_active(self):
+        return self.active
+
+
+class _DroppedClient(FakeSshClient):
+    """The session's sshd killed mid-command: paramiko raises with no text, transport dead."""
+
+    def exec_command(self, cmd, timeout=None):
+        self.commands.append((cmd, timeout))
+        if len(self.commands) == 1:
+            raise EOFError()
+        return super().exec_command(cmd, timeout)
+
+    def get_transport(self):
+        return _Transport(active=len(self.commands) != 1)
+
+
+def test_a_dropped_ssh_session_is_named_and_the_next_command_connects_again():
+    fake = _DroppedClient()
+    node = SshNode(Ssh(host="dut1.lab"), env={}, client_factory=lambda: fake)
+    with pytest.raises(Exception) as exc:
+        node.run(["cat", "/proc/5512/stat"], timeout=15)
+    msg = str(exc.value)
+    assert "SSH connection was lost" in msg and "dut1.lab" in msg and "EOFError" in msg, msg
+    assert node.run(["true"]).returncode == 0 and len(fake.connects) == 2
+
+
 def test_password_not_in_repr_or_str_of_node():
     node = SshNode(Ssh(host="h", password_env="PW"), env={"PW": SECRET}, client_factory=FakeSshClient)
     node.run(["true"])

@@ -227,10 +227,21 @@ class SshNode:
             code = stdout.channel.recv_exit_status()
         except DpgateError:
             raise
-        except Exception as exc:  # socket.timeout, paramiko.SSHException
+        except Exception as exc:  # socket.timeout, paramiko.SSHException, EOFError (often no text)
+            get = getattr(client, "get_transport", None)
+            transport = get() if get else None
+            lost = get is not None and (transport is None or not transport.is_active())
+            if lost:  # the next command connects again: teardown must still reach the node
+                self.close()
+            where = f"over SSH to {self.ssh.user}@{self.ssh.host}:{self.ssh.port}"
             raise DpgateError(
-                f"{self.name}: {mask(cmd, self._secrets)!r} failed or timed out after "
-                f"{timeout:g} s: {mask(str(exc), self._secrets)}"
+                f"{self.name}: {mask(cmd, self._secrets)!r} {where} "
+                + (
+                    "failed: the SSH connection was lost"
+                    if lost
+                    else f"failed or timed out after {timeout:g} s"
+                )
+                + f" ({mask(str(exc), self._secrets) or type(exc).__name__})"
             ) from None
         res = Result(with_sudo(argv, self.ssh.sudo if sudo is None else sudo), code, out, err)
         if check and code != 0:
