@@ -90,9 +90,13 @@ def test_overload_reports_loss_and_capacity(session, sut_name):
     # the TG sent is either received or counted as dropped inside the SUT namespace.
     assert r.sut_drops is not None and r.sut_drops >= 0
     assert r.tx_packets - r.rx_packets <= r.sut_drops + max(1000, 0.01 * r.tx_packets), info
-    # and the SUT still forwards cleanly afterwards (no stuck state from the overload)
-    again = session.measure(LOW_PPS, 1.0)
-    assert again.loss_packets == 0, f"{sut_name} after overload: {again}"
+    # and the SUT still forwards cleanly afterwards (no stuck state from the overload). One
+    # more trial is allowed: on a slow host phase OVS userspace lost 58 of 20,000 frames in
+    # the first second after the overload (CI at ef3b4e1); a stuck state loses in both.
+    first = again = session.measure(LOW_PPS, 1.0)
+    if first.loss_packets:
+        again = session.measure(LOW_PPS, 1.0)
+    assert again.loss_packets == 0, f"{sut_name} after overload: {first}, then {again}"
 
 
 def test_sut_killed_mid_trial(session, sut_name):

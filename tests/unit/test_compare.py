@@ -221,6 +221,24 @@ def test_disturbed_tests_never_enter_the_history(tmp_path):
     assert [h["ndr_pps"] for h in read_history(store, "embedded", "S.64B-1c-x-ndrpdr")] == [5.0e5, 2.0e5]
 
 
+def test_a_test_disturbed_in_its_search_only_gives_the_history_its_cpp_at_load(tmp_path):
+    store = str(tmp_path / "history")
+    # a neighbour during the search, none in the cpp_at_load trials: cpp_at_load enters alone
+    searched = {"ndr_pps": 2.0e5, "pdr_pps": 2.1e5, "mrr_pps": 2.2e5, "cpp_at_load": 5900.0}
+    searched.update(disturbance=0.4, disturbance_foreign=0.35, cpp_at_load_disturbance=0.02)
+    assert add_to_history(write_run(tmp_path, "searched", searched, "PASS"), store) == 1
+    (h,) = read_history(store, "embedded", "S.64B-1c-x-ndrpdr")
+    assert h["cpp_at_load"] == 5900.0 and not {"ndr_pps", "pdr_pps", "mrr_pps"} & set(h), h
+    # the neighbour in the cpp_at_load trials too (or unmeasured there): nothing enters
+    unmeasured = {k: v for k, v in searched.items() if k != "cpp_at_load_disturbance"}
+    for i, run in enumerate(({**searched, "cpp_at_load_disturbance": 0.35}, unmeasured)):
+        assert add_to_history(write_run(tmp_path, f"both{i}", run, "PASS"), store) == 0
+    # and the throughput comparison never sees it: no history for NDR, one run for cpp_at_load
+    now = {"ndr_pps": 5.0e5, "pdr_pps": 5.0e5, "cpp_at_load": 5950.0, "disturbance": 0.02}
+    v = {x.metric: x for x in compare(write_run(tmp_path, "now", now), store)}
+    assert v["ndr_pps"].verdict == "no history" and v["cpp_at_load"].history_len == 1
+
+
 def test_a_cpp_at_load_rise_on_a_slow_core_is_inconclusive_not_a_regression(tmp_path):
     store = str(tmp_path / "h")
     for i, (cpp, speed) in enumerate([(2650, 30.2), (2600, 29.8), (2700, 30.5), (2620, 30.0), (2680, 29.6)]):

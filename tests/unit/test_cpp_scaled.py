@@ -142,3 +142,25 @@ def test_its_disturbance_is_the_largest_in_every_trial_it_rests_on():
     assert sig["cpp_at_load_disturbance"] == 0.2
     polled = case_signal([], [], cpp_trials=[fast, slow, gone], cpp=3000.0, cpp_load=1.0, polling=True)
     assert polled["cpp_at_load_disturbance"] == 0.03  # the full-speed trial only, as before
+
+
+def test_a_kernel_suts_cpp_disturbance_leaves_vm_steal_out_a_pollers_does_not():
+    """Steal is charged to no guest task, so a kernel SUT's CPU time per packet leaves it out;
+    testpmd's busy cycles are TSC time and take it in (dpgate.telemetry.disturbance)."""
+    stolen, hogged = T(3000.0, 30.0), T(3100.0, 29.0)
+    stolen.details["cpu"] = {
+        "disturbance": 0.18,
+        "foreign_share": {"0": 0.18, "1": 0.02},
+        "steal_share": {"0": 0.17, "1": 0.0},
+    }
+    hogged.details["cpu"] = {"disturbance": 0.04, "foreign_share": {"0": 0.01, "1": 0.04}, "steal_share": {}}
+    sig = case_signal([], [], cpp_trials=[stolen, hogged], cpp=3000.0, cpp_load=1.0)
+    assert sig["cpp_at_load_disturbance"] == 0.04  # the neighbour on core 1, not the steal on 0
+    assert sig["cpp_at_load_steal"] == 0.17
+    polled = case_signal([], [], cpp_trials=[stolen, hogged], cpp=3000.0, cpp_load=1.0, polling=True)
+    assert polled["cpp_at_load_disturbance"] == 0.18 and "cpp_at_load_steal" not in polled
+    hogged.details["cpu"]["foreign_share"]["1"] = 0.3  # a neighbour in the VM still counts
+    assert (
+        case_signal([], [], cpp_trials=[stolen, hogged], cpp=3000.0, cpp_load=1.0)["cpp_at_load_disturbance"]
+        == 0.3
+    )

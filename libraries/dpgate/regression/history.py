@@ -1,10 +1,13 @@
 """The history store: one JSON line per run and test in ``<store>/<testbed>/<test-id>.jsonl``
 with the commit (``--commit``, else DPGATE_COMMIT / CI_COMMIT_SHA / GIT_COMMIT / GITHUB_SHA),
 time, NDR, PDR, MRR and the run's samples of each (e.g. every MRR trial's rx rate).
-Runs with injected faults (``injected_sut_cpu_steal``) are never added, nor tests whose
-verdict trials a neighbour disturbed (others' CPU time, ``disturbance_foreign``, above
-``disturbance_max``, default 10 %): its slowdown in the history would widen the noise the
-check allows and hide the next real regression. A run measured in a slow host phase
+Runs with injected faults (``injected_sut_cpu_steal``) are never added, nor the
+throughput of tests whose verdict trials a neighbour disturbed (others' CPU time,
+``disturbance_foreign``, above ``disturbance_max``, default 10 %): its slowdown in the
+history would widen the noise the check allows and hide the next real regression. Such a
+test's ``cpp_at_load`` is added when its own trials were clean (``cpp_at_load_disturbance``,
+:func:`cpp_clean`): a neighbour during the search says nothing of the cycles per packet
+measured before or after it. A run measured in a slow host phase
 (``disturbance`` above it from the speed probe alone) is added with that figure: its
 ``cpp_at_load`` (trials timed at full speed) is compared, its throughput is not
 (:func:`slow_host`, ``dpgate.regression.compare``); so a host that stays slow for days
@@ -16,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Dict, List, Optional, Union
+from typing import Dict, List, Optional, Tuple, Union
 
 from dpgate.exec.appendfile import append_line, read_lines
 from dpgate.model.errors import ConfigError
@@ -90,6 +93,25 @@ def disturbed(rec: Dict, disturbance_max: float = DISTURBANCE_MAX) -> bool:
     return isinstance(d, (int, float)) and d > disturbance_max
 
 
+def cpp_clean(rec: Dict, disturbance_max: float = DISTURBANCE_MAX) -> bool:
+    """A test whose ``cpp_at_load`` trials others' CPU time left alone
+    (``cpp_at_load_disturbance`` measured and within ``disturbance_max``), whatever its
+    throughput trials saw.
+
+    >>> cpp_clean({"metrics": {"cpp_at_load": 5900.0, "cpp_at_load_disturbance": 0.02}})
+    True
+    >>> cpp_clean({"metrics": {"cpp_at_load": 5900.0}}), cpp_clean({"metrics": {"cpp_at_load_disturbance": 0.0}})
+    (False, False)
+    """
+    m = rec.get("metrics") or {}
+    d = m.get("cpp_at_load_disturbance")
+    return (
+        isinstance(m.get("cpp_at_load"), (int, float))
+        and isinstance(d, (int, float))
+        and d <= disturbance_max
+    )
+
+
 def slow_host(entry: Dict, disturbance_max: float = DISTURBANCE_MAX) -> bool:
     """A history entry measured in a slow host phase (disturbed, though not by others' time):
     its throughput says how fast the host was, not the SUT.
@@ -109,7 +131,7 @@ def add_to_history(
     disturbance_max: float = DISTURBANCE_MAX,
 ) -> int:
     """Append the run's tests to the store (PASS and FAIL, or PASS only); never injected runs
-    or disturbed tests."""
+    or disturbed tests (of a test disturbed in its throughput trials only: its cpp_at_load)."""
     commit = (
         commit
         or os.environ.get("DPGATE_COMMIT")
@@ -122,13 +144,13 @@ def add_to_history(
     for rec in load_records(outdir):
         m = rec.get(F.METRICS, {})
         allowed = ("PASS",) if only_passed else ("PASS", "FAIL")
-        if (
-            rec.get(F.STATUS) not in allowed
-            or "ndr_pps" not in m
-            or injected(rec)
-            or disturbed(rec, disturbance_max)
-        ):
+        if rec.get(F.STATUS) not in allowed or "ndr_pps" not in m or injected(rec):
             continue
+        keep: Tuple[str, ...] = METRICS
+        if disturbed(rec, disturbance_max):
+            if not cpp_clean(rec, disturbance_max):
+                continue
+            keep = ("cpp_at_load",)  # its throughput is the neighbour's; its cpp_at_load is not
         path = history_path(store, rec.get(F.TESTBED, ""), rec[F.LONGNAME])
         os.makedirs(os.path.dirname(path), exist_ok=True)
         entry = {
@@ -137,9 +159,9 @@ def add_to_history(
             "sut_version": rec.get(F.SUT_VERSION),
             "limited_by": m.get("limited_by"),
             "mrr_limited_by": m.get("mrr_limited_by"),
-            **{k: m[k] for k in METRICS + CONTEXT if isinstance(m.get(k), (int, float))},
+            **{k: m[k] for k in keep + CONTEXT if isinstance(m.get(k), (int, float))},
         }
-        samples = {k: v for k, v in (rec.get(F.SAMPLES) or {}).items() if k in METRICS}
+        samples = {k: v for k, v in (rec.get(F.SAMPLES) or {}).items() if k in keep}
         if samples:
             entry["samples"] = samples
         append_line(path, json.dumps(entry))  # flock'd: concurrent runs never tear the file
