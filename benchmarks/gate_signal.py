@@ -15,17 +15,19 @@ For each SUT, with its 64B case only (``dpgate gate --include 64B <suite>``):
 2. ``--inject-runs`` runs per injected cost step (``--inject-cost 5``, ``--inject-cost 10``),
    checked against that history (injected runs are never added to it).
 
-Prints per metric (NDR, PDR, MRR, cpp_at_load, cpp_at_load_scaled) the spread over the quiet healthy runs and
+Prints how many searches completed within their bound and the framework overhead between
+trials (from the runs' trials.jsonl), and per metric (NDR, PDR, MRR, cpp_at_load, cpp_at_load_scaled) the spread over the quiet healthy runs and
 over all healthy runs (max/min - 1), and the change of each injected run against the quiet
 healthy runs' median; per run the verdict
 (PASS / FAIL / SKIP: inconclusive) and the largest ``disturbance``. A FAIL in a healthy run
 is a false FAIL; an injected run whose verdict is FAIL is a detection. Every number comes
-from the runs' JUnit (``<outdir>/<sut>/<run>/junit.xml``).
+from the runs' JUnit (``<outdir>/<sut>/<run>/junit.xml``) but the overhead.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -73,12 +75,24 @@ def hogs(cpus: List[int]) -> List[subprocess.Popen]:
     ]
 
 
+def trial_gaps(trials_jsonl: str) -> List[float]:
+    """Framework overhead between consecutive trials of a run (s): the time between their
+    ``time`` stamps (each trial's end) minus the later trial's intended duration; whatever the
+    gate did between them (search arithmetic, counter reads, cpp_at_load holds) counts."""
+    if not os.path.exists(trials_jsonl):
+        return []
+    with open(trials_jsonl) as fh:
+        stamps = [(t["time"], t["intended_duration_s"]) for t in map(json.loads, filter(str.strip, fh))]
+    return [b - a - d for (a, _), (b, d) in zip(stamps, stamps[1:])]
+
+
 def read_run(outdir: str) -> Dict:
-    """The case of a finished run's ``junit.xml`` (ERROR when the run left none)."""
+    """The case of a finished run's ``junit.xml`` (ERROR when the run left none), with the
+    overhead between its trials (:func:`trial_gaps`)."""
     junit = os.path.join(outdir, "junit.xml")
     if not os.path.exists(junit):
-        return {"verdict": "ERROR", "message": "no junit.xml", "props": {}}
-    return read_case(junit)
+        return {"verdict": "ERROR", "message": "no junit.xml", "props": {}, "gaps": []}
+    return {**read_case(junit), "gaps": trial_gaps(os.path.join(outdir, "dpgate", "trials.jsonl"))}
 
 
 def run_gate(sut: str, prefix: str, outdir: str, history: str, extra: List[str], report_only=False) -> Dict:
@@ -196,6 +210,18 @@ def main(argv=None) -> int:
             totals["healthy"] += 1
             totals["false_fail"] += r["verdict"] in ("FAIL", "ERROR")
             totals["inconclusive"] += r["verdict"] == "SKIP"
+        runs = healthy + [r for rs in injected.values() for r in rs]
+        done = [r["props"].get("search_complete") for r in runs if "search_complete" in r["props"]]
+        gaps = sorted(g for r in runs for g in r["gaps"])
+        print(
+            f"  searches complete in {sum(str(d) == 'True' for d in done)}/{len(done)} runs; overhead "
+            + (
+                f"between trials median {statistics.median(gaps) * 1e3:.0f} ms, "
+                f"p90 {gaps[int(0.9 * (len(gaps) - 1))] * 1e3:.0f} ms ({len(gaps)} gaps)"
+                if gaps
+                else "n/a"
+            )
+        )
         for m in METRICS:
             # injected runs are quiet: compare them with the quiet healthy runs' median
             quiet = [
