@@ -9,13 +9,14 @@ Real outputs used here were captured from the real programs in the local lab
 from __future__ import annotations
 
 import os
+import subprocess
 
 import pytest
 import yaml
 from helpers import ovs_vsctl_set
 
 from dpgate.config.topology import Interface, Memif, load_topology, topology_from_data
-from dpgate.exec.remote import Result
+from dpgate.exec.remote import LocalNode, Result
 from dpgate.model.errors import ConfigError, SutError
 from dpgate.testbeds.lab import ports, service
 from dpgate.testbeds.lab.cores import CoreAllocation
@@ -309,6 +310,30 @@ class NoSystemd:
         if argv[:2] == ["cat", "/proc/4242/stat"]:
             return Result(argv, 0 if self.stat else 1, self.stat, "")
         return Result(argv, 0, "", "")
+
+
+def test_a_local_daemons_liveness_reads_its_files_in_place(tmp_path, monkeypatch):
+    """On this machine (a LocalNode, any network namespace) the pid file and /proc/<pid>/stat
+    are read directly, with no process per check; a remote node still gets ``cat``."""
+    monkeypatch.setattr(service, "STATE_DIR", str(tmp_path))
+    ran = []
+    node = LocalNode(ns="no-such-ns")  # a namespace that does not exist: any command would fail
+    node._dpgate_service_mode = "daemon"  # as the embedded lab-driver SUTs set it
+    monkeypatch.setattr(node, "run", lambda argv, **kw: ran.append(argv))
+    assert service.unit_active(node, "u") == "not started"
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        (tmp_path / "u.pid").write_text(f"{child.pid}\n")
+        assert service.unit_active(node, "u") == "active"
+        child.kill()
+        child.wait()
+        assert service.unit_active(node, "u") == "dead"  # reaped: its /proc entry is gone
+    finally:
+        child.kill()
+    assert ran == []
+    remote = NoSystemd("4242 (dpdk-testpmd) R 1 4242 ...")
+    assert service.read_text(remote, "/run/dpgate/u.pid") == "4242\n"
+    assert remote.calls == [["cat", "/run/dpgate/u.pid"]]
 
 
 def test_start_stop_daemon_without_systemd_and_zombies_are_dead():

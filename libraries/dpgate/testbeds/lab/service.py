@@ -28,6 +28,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Dict, Sequence
 
+from dpgate.exec.remote import LocalNode
 from dpgate.model.errors import SutError
 from dpgate.testbeds.lab import console
 
@@ -50,6 +51,21 @@ def service_mode(node: Any) -> str:
 
 def _paths(unit: str) -> Dict[str, str]:
     return {"pid": f"{STATE_DIR}/{unit}.pid", "log": f"{STATE_DIR}/{unit}.log"}
+
+
+def read_text(node: Any, path: str) -> str:
+    """A file on ``node`` ("" when it is not there): read in place when the node is this
+    machine (its network namespace shares our files and /proc; two ``cat`` processes per
+    liveness check cost OVS-DPDK ~10 ms a trial, gs18), else with ``cat``."""
+    if isinstance(node, LocalNode):
+        try:
+            with open(path) as fh:
+                return fh.read()
+        except (FileNotFoundError, ProcessLookupError):  # no pid file, or the process is gone
+            return ""
+        except OSError:  # not ours to read: the node's sudo can
+            pass
+    return node.run(["cat", path], check=False, timeout=15).stdout
 
 
 def _invocations(node: Any) -> Dict[str, str]:
@@ -141,10 +157,10 @@ def unit_active(node: Any, unit: str) -> str:
     if service_mode(node) == "systemd":
         state = node.run(["systemctl", "is-active", unit], check=False, timeout=15).stdout.strip()
         return state or "no state"
-    pid = node.run(["cat", _paths(unit)["pid"]], check=False, timeout=15).stdout.strip()
+    pid = read_text(node, _paths(unit)["pid"]).strip()
     if not pid.isdigit():
         return "not started"
-    stat = node.run(["cat", f"/proc/{pid}/stat"], check=False, timeout=15).stdout
+    stat = read_text(node, f"/proc/{pid}/stat")
     state = stat.rsplit(")", 1)[-1].split()[:1]
     if not state:
         return "dead"
