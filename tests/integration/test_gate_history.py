@@ -15,7 +15,7 @@ import subprocess
 import pytest
 
 from dpgate.outputs.results import load_records
-from dpgate.regression.history import disturbed, slow_host
+from dpgate.regression.history import cpp_clean, disturbed, slow_host
 
 PREFIX = "it9-"
 SUITE = "suites/embedded/linux-xconnect-ndrpdr.robot"
@@ -98,9 +98,13 @@ def test_gate_keeps_history_compares_and_never_adds_injected_runs(gate, tmp_path
         assert "1 runs of history" in gates["regression_cpp"]["message"], gates["regression_cpp"]
     if "sut_core_speed" in h1:  # a kernel SUT's trials timed: every one scaled to 30 M it/s
         assert h1["cpp_scaled_speed"] == 30.0 and h1["cpp_at_load_scaled"] > 0, h1
-    # a run whose trials others' CPU time disturbed stays out of the history (CI once: c2)
-    added = ["c1"] + ([] if disturbed(rec) else ["c2"])
-    assert [h["commit"] for h in history_lines(hist)] == added, rec["metrics"].get("disturbance_foreign")
+    # a run whose trials others' CPU time disturbed stays out of the history (CI once: c2),
+    # but for its cpp_at_load when its own trials were clean (CI once: 10.7 % in the search)
+    added = ["c1"] + ([] if disturbed(rec) and not cpp_clean(rec) else ["c2"])
+    lines = history_lines(hist)
+    assert [h["commit"] for h in lines] == added, rec["metrics"].get("disturbance_foreign")
+    if disturbed(rec) and cpp_clean(rec):
+        assert "ndr_pps" not in lines[-1] and lines[-1]["cpp_at_load"] == rec["metrics"]["cpp_at_load"]
     assert "regression_mrr" in (out / "junit.xml").read_text()
 
     r3 = gate(out, "--history", str(hist), "--commit", "c3", "--sut-cpu-steal", "10", "--min-change", "80")
