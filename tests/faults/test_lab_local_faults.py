@@ -52,6 +52,14 @@ def _gate(outdir: str, suite: str, include: str, fault) -> subprocess.CompletedP
     return subprocess.CompletedProcess(argv, proc.returncode, out, "")
 
 
+def _trials(outdir: str) -> int:
+    try:
+        with open(os.path.join(outdir, "dpgate", "trials.jsonl")) as fh:
+            return sum(1 for _ in fh)
+    except OSError:
+        return 0
+
+
 def _wait(cond, timeout: float = 400) -> bool:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -113,15 +121,20 @@ def test_dut_ssh_dropped_mid_test(tmp_path):
                     pass
             return None
 
-        if _wait(lambda: os.path.exists(f"/run/dpgate/{PREFIX}dpgate-testpmd.pid") and session()):
-            time.sleep(8)  # inside the search
+        # inside the search: after its third trial (of ~11 at 1 s; the SUT's liveness is asked over
+        # this session when the search ends). A fixed sleep after testpmd's start once fired
+        # too late on a slow CI host (CI at 8a2033f: the test PASSed, the session untouched).
+        if _wait(lambda: _trials(out) >= 3 and session()):
             pid = session()
             if pid:
                 os.kill(pid, signal.SIGKILL)
+                killed.append(_trials(out))
 
+    killed: list = []
     res = _gate(outdir, "testpmd-io-ndrpdr.robot", "64BAND1T1C", drop_ssh)
     recs = _records(outdir)
-    assert res.returncode == 1, res.stdout[-2000:]
+    assert killed, "the DUT's SSH session was never found in the search: " + res.stdout[-1500:]
+    assert res.returncode == 1, f"session killed after trial {killed[0]}; " + res.stdout[-2000:]
     assert len(recs) == 1 and recs[0]["status"] in ("FAIL", "ERROR")
     msg = recs[0]["message"]
     print(f"\nDUT SSH dropped: {recs[0]['name']} {recs[0]['status']}: {msg}")
