@@ -78,6 +78,43 @@ def test_cpp_at_load_over_its_ceiling_on_a_slow_core_is_inconclusive():
         )
 
 
+def test_cpp_at_load_on_a_slow_core_passes_on_the_kernel_suts_scaled_figure_within_the_ceiling():
+    # gs21 healthy-2, linux-xconnect: trials at 18.4 M it/s read 4040 against a ceiling of
+    # 3630 and the case was SKIPPED (every other gate at the generator's ceiling); every trial
+    # scaled to 30 M it/s by speed^-0.5 gave 3218: the ceiling holds, and the case has a verdict
+    g = Gates()
+    tel = {
+        "cpp_at_load": 4040.4,
+        "sut_core_speed": 18.45,
+        "sut_core_speed_ref": 30.0,
+        "cpp_at_load_scaled": 3217.5,
+        "cpp_scaled_speed": 30.0,
+        "cpp_speed_exponent": 0.5,
+    }
+    g.cycles_per_packet_at_load_should_be_at_most(result(telemetry=tel), 3630)
+    # scaled over the ceiling: still inconclusive (never a FAIL from scaling), with the figure
+    with pytest.raises(
+        SkipExecution, match=r"62 % of its full speed 30.0 .*scaled to full speed: 3700, over it too"
+    ):
+        g.cycles_per_packet_at_load_should_be_at_most(
+            result(telemetry={**tel, "cpp_at_load_scaled": 3700.0}), 3630
+        )
+    # the ceiling's speed differs from the scaled figure's: moved there first (3218 x (30/25)^0.5 = 3525)
+    with pytest.raises(SkipExecution, match="scaled to full speed: 3525"):
+        g.cycles_per_packet_at_load_should_be_at_most(
+            result(telemetry={**tel, "sut_core_speed_ref": 25.0, "sut_core_speed": 15.0}), 3500
+        )
+    # a polling SUT has no scaled figure: inconclusive as before
+    polling = {k: v for k, v in tel.items() if k != "cpp_at_load_scaled"}
+    with pytest.raises(SkipExecution, match=r"a slow phase of the host\): measure again"):
+        g.cycles_per_packet_at_load_should_be_at_most(result(telemetry=polling), 3630)
+    # others' CPU time in the cpp trials still makes it inconclusive, scaled or not
+    with pytest.raises(SkipExecution, match=r"40.0 % of a TG/SUT core"):
+        g.cycles_per_packet_at_load_should_be_at_most(
+            result(telemetry={**tel, "cpp_at_load_disturbance": 0.4}), 3630
+        )
+
+
 def test_cpp_at_load_over_its_ceiling_by_what_a_slightly_slow_core_explains_is_inconclusive():
     # gs8, linux-ip4 quiet runs: trials at 27.4 M it/s (91 % of 30, "full speed" by the 90 %
     # line) gave 6715 against a ceiling of 6500: ~6133 at full speed, so not the SUT's doing

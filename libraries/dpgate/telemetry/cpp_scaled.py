@@ -50,3 +50,23 @@ def cpp_at_ref_speed(
             continue
         vals.append(float(value) * (float(speed) / ref) ** exponent)
     return round(statistics.median(vals), 1) if vals else None
+
+
+def scaled_at(telemetry: dict, ref: Optional[float]) -> Optional[float]:
+    """A case's ``cpp_at_load_scaled`` moved to the reference speed ``ref`` (the speed a
+    ``cpp_at_load_max`` ceiling holds for: the thresholds' ``core_speed``) by the exponent it
+    was scaled with; None when the case has no scaled figure (polling SUTs) or ``ref`` is unknown.
+
+    >>> scaled_at({"cpp_at_load_scaled": 3217.5, "cpp_scaled_speed": 30.0, "cpp_speed_exponent": 0.5}, 30.0)
+    3217.5
+    >>> round(scaled_at({"cpp_at_load_scaled": 3000.0, "cpp_scaled_speed": 30.0, "cpp_speed_exponent": 0.5}, 27.0))
+    3162
+    >>> scaled_at({"cpp_at_load": 4040.0}, 30.0) is None
+    True
+    """
+    value, speed = telemetry.get("cpp_at_load_scaled"), telemetry.get("cpp_scaled_speed")
+    exponent = telemetry.get("cpp_speed_exponent", 0.5)
+    if not all(isinstance(x, (int, float)) and x > 0 for x in (value, speed, ref)):
+        return None
+    # value = cpp x (speed_t / speed)^e for every trial; at ref instead: x (speed / ref)^e
+    return float(value) * (float(speed) / float(ref)) ** float(exponent)  # type: ignore[arg-type]
