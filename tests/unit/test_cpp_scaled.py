@@ -1,4 +1,4 @@
-"""cpp_at_load_scaled: a kernel SUT's trials scaled to a reference core speed, and the history
+"""cpp_at_load_scaled: a SUT's trials scaled to a reference core speed, and the history
 check on it (dpgate.telemetry.cpp_scaled, dpgate.regression.compare._scaled_verdict)."""
 
 import json
@@ -34,13 +34,24 @@ def test_every_trial_counts_scaled_to_the_reference_speed():
     assert cpp_at_ref_speed([T(4000.0, None)], KERNEL) is None
 
 
-def test_the_gate_records_it_for_kernel_suts_only():
+def test_the_gate_records_it_with_each_kind_of_suts_exponent_and_figure():
     trials = [T(5600.0, 15.0), T(3000.0, 30.0), T(5000.0, 20.0)]  # scaled: 3,960, 3,000, 4,082
     kernel = case_signal([], [], cpp_trials=trials, cpp=3000.0, cpp_load=1.0)
     assert kernel["cpp_at_load_scaled"] == round(5600.0 * (15.0 / 30.0) ** 0.5, 1)
     assert kernel["cpp_scaled_speed"] == CPP_REF_SPEED
-    poller = case_signal([], [], cpp_trials=trials, cpp=4000.0, cpp_load=1.0, polling=True)
-    assert "cpp_at_load_scaled" not in poller and "cpp_scaled_speed" not in poller
+    # a polling SUT: its own busy-cycle report (not its CPU time), by its exponent 0.25
+    for t, busy in zip(trials, (11000.0, 9000.0, 10500.0)):
+        t.sut_cycles_per_packet = busy  # scaled: 9,250, 9,000, 9,488
+    poller = case_signal([], [], cpp_trials=trials, cpp=9000.0, cpp_load=1.0, polling=True)
+    polling = CPP_SPEED_EXPONENT["polling"]
+    assert poller["cpp_at_load_scaled"] == round(11000.0 * (15.0 / 30.0) ** polling, 1)
+    assert poller["cpp_scaled_speed"] == CPP_REF_SPEED and poller["cpp_speed_exponent"] == polling
+    # one that reports no busy cycles has none
+    for t in trials:
+        t.sut_cycles_per_packet = None
+    assert "cpp_at_load_scaled" not in case_signal(
+        [], [], cpp_trials=trials, cpp=1.0, cpp_load=1.0, polling=True
+    )
 
 
 def record(tmp_path, name, speed, scaled=None, ref=CPP_REF_SPEED, **declared):
@@ -141,7 +152,10 @@ def test_its_disturbance_is_the_largest_in_every_trial_it_rests_on():
     # the slow trial counts for the scaled figure, so its others' time does; a superseded one never
     assert sig["cpp_at_load_disturbance"] == 0.2
     polled = case_signal([], [], cpp_trials=[fast, slow, gone], cpp=3000.0, cpp_load=1.0, polling=True)
-    assert polled["cpp_at_load_disturbance"] == 0.03  # the full-speed trial only, as before
+    assert polled["cpp_at_load_disturbance"] == 0.2  # a poller's scaled figure rests on both too
+    fast.sut_cycles_per_packet = slow.sut_cycles_per_packet = None  # no busy cycles: none scaled
+    polled = case_signal([], [], cpp_trials=[fast, slow, gone], cpp=3000.0, cpp_load=1.0, polling=True)
+    assert polled["cpp_at_load_disturbance"] == 0.03  # the full-speed trial only
 
 
 def test_a_kernel_suts_cpp_disturbance_leaves_vm_steal_out_a_pollers_does_not():

@@ -19,7 +19,7 @@ seen (max/min - 1, at least ``--min-margin``):
   ``core_speed`` = the median of the runs' ``sut_core_speed`` (the SUT core's full speed on
   this machine class); a run whose cpp_at_load was measured below 90 % of it is left out;
 * ``noise`` (NDR/PDR), ``mrr_noise``, ``cpp_noise`` (cpp_at_load) and ``cpp_scaled_noise``
-  (``cpp_at_load_scaled``, kernel SUTs: every run counts, the scaling took the speed out) =
+  (``cpp_at_load_scaled``: every run counts, the scaling took the speed out) =
   s x 1.1, the regression check's allowance while its history is short;
 * a throughput at the generator's ceiling still gets a floor: it catches a collapse, and a
   run that misses it while at the ceiling is inconclusive, not FAIL (the gates say so).

@@ -21,7 +21,7 @@ Verdict per test and metric (NDR, PDR, MRR), with the *allowance* = the largest 
    file: the largest change seen between healthy baseline runs) and the spread the short
    history already shows. This is the tolerance rule of DPDK DTS and NFVbench, with the
    tolerance measured instead of guessed.
-   A kernel SUT's ``cpp_at_load_scaled`` skips the first condition: its history runs are
+   ``cpp_at_load_scaled`` (kernel and polling SUTs) skips the first condition: its history runs are
    comparable by construction and their scatter is what the allowance measures, while
    jumpavg will not start a group with one run until it is far past that (`_scaled_verdict`).
 3. Otherwise ``normal``; ``no history`` when the test has none. A drop of a result at
@@ -48,7 +48,7 @@ from dpgate.regression.history import METRICS, RunValue, read_history, run_value
 from dpgate.telemetry.disturbance import CPP_SPEED_EXPONENT, SLOW_SHARE
 
 NOISE_RUNS = 5
-#: The cpp_at_load check uses a kernel SUT's speed-scaled figure (``cpp_at_load_scaled``)
+#: The cpp_at_load check uses the speed-scaled figure (``cpp_at_load_scaled``)
 #: once this many history runs have one scaled to the same speed.
 SCALED_RUNS = 2
 
@@ -260,8 +260,8 @@ def _cpp_verdict(
     """cycles per packet: lower is better (a rise is the regression, allowances are rises),
     no generator ceiling limits it, and the host's speed moves it: held against the history
     runs at about this run's SUT core speed when there are any (``dpgate.regression.speed``),
-    else against all, a rise on a slower core being inconclusive (:func:`slow_core`). A kernel
-    SUT's run with every trial scaled to a reference speed is held against the history's
+    else against all, a rise on a slower core being inconclusive (:func:`slow_core`). A
+    run with every trial scaled to a reference speed is held against the history's
     figures scaled alike (:func:`_scaled_verdict`, allowance ``scaled_noise`` while the
     history is short) when there are enough of them."""
     scaled = _scaled_verdict(m, hist, min_change, cpp_noise if scaled_noise is None else scaled_noise)
@@ -324,7 +324,7 @@ def _scaled_verdict(
     return replace(
         verdict,
         metric="cpp_at_load_scaled",
-        note=f"every trial scaled to {ref:g} M it/s by speed^-{CPP_SPEED_EXPONENT['kernel']:g}",
+        note=f"every trial scaled to {ref:g} M it/s by speed^-{m.get('cpp_speed_exponent', CPP_SPEED_EXPONENT['kernel']):g}",
     )
 
 

@@ -31,7 +31,7 @@ from dpgate.telemetry.disturbance import DISTURBANCE_MAX
 #: cpp_at_load is lower-is-better: the comparison turns it around (regression/compare.py)
 METRICS = ("ndr_pps", "pdr_pps", "mrr_pps", "cpp_at_load")
 #: kept beside the metrics: how fast the SUT core ran for cpp_at_load (dpgate.exec.awake), and
-#: the kernel SUTs' cpp_at_load with every trial scaled to a reference speed, which the
+#: a SUT's cpp_at_load with every trial scaled to a reference speed, which the
 #: cpp_at_load check uses when it can (dpgate.telemetry.cpp_scaled, regression/compare.py)
 CONTEXT = (
     "sut_core_speed",

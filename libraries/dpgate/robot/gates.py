@@ -109,7 +109,7 @@ class Gates(GateChecks):
         run-to-run noise of NDR/PDR and of MRR from the thresholds file; they are recorded
         as ``regression_noise``/``regression_mrr_noise`` so an offline ``dpgate compare``
         applies the same allowance; ``cpp_noise`` and ``cpp_scaled_noise`` are those of
-        ``cpp_at_load`` and (kernel SUTs) ``cpp_at_load_scaled``.
+        ``cpp_at_load`` and ``cpp_at_load_scaled``.
 
         | ${t}= | `Thresholds For` | testpmd-io | 64B |
         | `Throughput Should Not Regress` | ${result} | results/history | min_change=3% | noise=${t.noise} |
@@ -202,7 +202,7 @@ class Gates(GateChecks):
         """Fail when the SUT's own cycles per packet at a fixed load (``cpp_at_load``: 50 % of
         min(generator ceiling, NDR), from its threads' CPU time) exceed ``ceiling``; skipped
         with the reason when it was not measured (a polling SUT without busy-cycle counters).
-        Over the ceiling on a slow SUT core it is inconclusive, unless the kernel SUT's
+        Over the ceiling on a slow SUT core it is inconclusive, unless the case's
         ``cpp_at_load_scaled`` (every trial scaled to the ceiling's core speed) is within it:
         then it passes on that figure.
 
@@ -224,7 +224,7 @@ class Gates(GateChecks):
             slow = slow_core_reason(result.telemetry, value=value, limit=limit)
             scaled = scaled_at(result.telemetry, result.telemetry.get("sut_core_speed_ref"))
             if slow and scaled is not None and scaled <= limit:
-                # A kernel SUT's every trial scaled to the ceiling's speed (cpp_scaled.py): the
+                # Every trial scaled to the ceiling's speed (cpp_scaled.py): the
                 # slow phase explains the excess, and the case keeps a verdict (a PASS only:
                 # the scaling is not trusted to FAIL a fixed ceiling in a slow phase).
                 cur, ref = result.telemetry["sut_core_speed"], result.telemetry["sut_core_speed_ref"]

@@ -275,8 +275,9 @@ def case_signal(
     ``cpp_at_load_scaled`` is recorded: :func:`disturbance_for`; a kernel SUT's without VM
     steal, recorded apart as ``cpp_at_load_steal``: :func:`guest_foreign_of`),
     ``cpp_speed_exponent`` (how cpp_at_load follows that speed, :data:`CPP_SPEED_EXPONENT`);
-    for a kernel SUT ``cpp_at_load_scaled`` and ``cpp_scaled_speed`` (every trial scaled to
-    that reference speed: :mod:`dpgate.telemetry.cpp_scaled`).
+    ``cpp_at_load_scaled`` and ``cpp_scaled_speed`` (every trial scaled to that reference
+    speed by the SUT kind's exponent: :mod:`dpgate.telemetry.cpp_scaled`; a polling SUT's
+    from its own busy-cycle report).
 
     >>> class T:
     ...     def __init__(self, load, d): self.intended_load_pps, self.disturbance, self.details = load, d, {}
@@ -301,7 +302,10 @@ def case_signal(
         out["cpp_at_load_pps"] = round(float(cpp_load or 0), 1)
         live = [t for t in cpp_trials if not (t.details or {}).get("superseded")]
         rests_on = full_speed(live) or live
-        scaled = None if polling else cpp_at_ref_speed(live, CPP_SPEED_EXPONENT["kernel"])
+        kind, field = (
+            ("polling", "sut_cycles_per_packet") if polling else ("kernel", "sut_cpu_cycles_per_packet")
+        )
+        scaled = cpp_at_ref_speed(live, CPP_SPEED_EXPONENT[kind], field=field)
         # the scaled figure rests on every live trial: its verdicts are judged on all of them
         basis = live if scaled is not None else rests_on
         foreign = foreign_of(basis)
