@@ -222,12 +222,13 @@ class Gates(GateChecks):
         if not ok:
             self._if_disturbed("cpp_at_load_max", msg, value, limit, result, metric="cpp_at_load")
             slow = slow_core_reason(result.telemetry, value=value, limit=limit)
-            scaled = scaled_at(result.telemetry, result.telemetry.get("sut_core_speed_ref"))
+            ref = result.telemetry.get("sut_core_speed_ref")
+            scaled = scaled_at(result.telemetry, ref)
             if slow and scaled is not None and scaled <= limit:
                 # Every trial scaled to the ceiling's speed (cpp_scaled.py): the
                 # slow phase explains the excess, and the case keeps a verdict (a PASS only:
                 # the scaling is not trusted to FAIL a fixed ceiling in a slow phase).
-                cur, ref = result.telemetry["sut_core_speed"], result.telemetry["sut_core_speed_ref"]
+                cur = result.telemetry["sut_core_speed"]
                 text = (
                     f"{msg} on a SUT core at {cur:.1f} M it/s ({cur / ref * 100:.0f} % of its full speed); "
                     f"every trial scaled to {ref:g} M it/s: {scaled:.0f} <= ceiling {limit:.0f} ({_pct(scaled, limit)})"
