@@ -196,3 +196,16 @@ def write_run(tmp_path: Any, name: str, metrics: Dict, status: str = "PASS", **f
         **fields,
     )
     return str(out)
+
+
+def load_benchmark(name: str):
+    """``benchmarks/<name>.py`` as a module (benchmarks are scripts, not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        f"bench_{name}", os.path.join(ROOT, "benchmarks", f"{name}.py")
+    )
+    assert spec and spec.loader, name
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

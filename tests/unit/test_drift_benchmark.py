@@ -2,22 +2,15 @@
 (a reference would cancel it) from drifts of their own, and a slow drift from trial scatter."""
 
 import doctest
-import importlib.util
 import json
-import os
 import random
 
 import pytest
-
-HERE = os.path.dirname(os.path.abspath(__file__))
+from helpers import load_benchmark
 
 
 def load_bench():
-    path = os.path.join(HERE, "..", "..", "benchmarks", "cpp_drift.py")
-    spec = importlib.util.spec_from_file_location("cpp_drift_bench", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("cpp_drift")
 
 
 def rows(host, own_sd, rounds=16, trials=8, seed=1):

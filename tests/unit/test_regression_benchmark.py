@@ -1,18 +1,11 @@
 """Smoke test of benchmarks/regression_gate.py: its scenarios run through the product's
 classifier and a clear step is found while unchanged data is not flagged."""
 
-import importlib.util
-import os
-
-HERE = os.path.dirname(os.path.abspath(__file__))
+from helpers import load_benchmark
 
 
 def load_bench():
-    path = os.path.join(HERE, "..", "..", "benchmarks", "regression_gate.py")
-    spec = importlib.util.spec_from_file_location("regression_gate_bench", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("regression_gate")
 
 
 def test_issue_scenario_detects_ten_percent_without_false_alarms():

@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
-
 import pytest
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+from helpers import load_benchmark
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location("bench_search", ROOT / "benchmarks" / "search.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("search")
 
 
 def test_benchmark_prints_table(capsys):
