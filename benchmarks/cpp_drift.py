@@ -30,6 +30,9 @@ from collections import defaultdict
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "libraries"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the sibling benchmark cpp_at_load
+
+from cpp_at_load import held, spread  # noqa: E402  (the gate's way of measuring; max/min - 1)
 
 from dpgate.config.units import parse_rate  # noqa: E402
 from dpgate.model.errors import ConfigError  # noqa: E402
@@ -148,11 +151,11 @@ def paired(
         return None, None
     a = [math.log(statistics.median(ref[r])) for r in rounds]
     b = [math.log(statistics.median(other[r])) for r in rounds]
-    ma, mb = statistics.fmean(a), statistics.fmean(b)
-    num = sum((x - ma) * (y - mb) for x, y in zip(a, b))
-    den = math.sqrt(sum((x - ma) ** 2 for x in a) * sum((y - mb) ** 2 for y in b))
-    ratios = [math.exp(y - x) for x, y in zip(a, b)]
-    return (num / den if den else None), rel_sd(ratios)
+    try:
+        corr: Optional[float] = statistics.correlation(a, b)
+    except statistics.StatisticsError:  # one of them constant
+        corr = None
+    return corr, rel_sd([math.exp(y - x) for x, y in zip(a, b)])
 
 
 def report(rows: List[dict], lags: Sequence[int] = (1, 2, 4, 8)) -> List[str]:
@@ -167,10 +170,9 @@ def report(rows: List[dict], lags: Sequence[int] = (1, 2, 4, 8)) -> List[str]:
         within = [rel_sd(v) for v in per.values() if len(v) >= 2]
         w = statistics.fmean([x for x in within if x is not None]) if within else None
         n = statistics.median(len(v) for v in per.values())
-        spread = max(meds) / min(meds) - 1 if meds else None
         explain = 1.25 * w / math.sqrt(n) if w else None  # sd of a median ~ 1.25 sd / sqrt(n)
         out.append(
-            f"{k:20s}  {len(meds):6d}  {statistics.median(meds):7.0f}   {pct(rel_sd(meds)):>9s} / {pct(spread):>8s}"
+            f"{k:20s}  {len(meds):6d}  {statistics.median(meds):7.0f}   {pct(rel_sd(meds)):>9s} / {pct(spread(meds)):>8s}"
             f"         {pct(w):>8s}   {pct(explain):>8s}"
         )
     for k in kinds[1:]:
@@ -192,8 +194,6 @@ def report(rows: List[dict], lags: Sequence[int] = (1, 2, 4, 8)) -> List[str]:
 
 
 def measure_block(block: Block, trials: int, duration: float, prefix: str, rnd: int, sink) -> None:
-    from cpp_at_load import held  # the gate's way of measuring cpp_at_load, shared with that benchmark
-
     from dpgate.telemetry.disturbance import CPP_SPEED_EXPONENT
     from dpgate.testbeds.embedded.session import EmbeddedSession
     from dpgate.testbeds.embedded.suts.cost import inject_cost
