@@ -4,7 +4,7 @@
     sudo .venv/bin/python benchmarks/gate_signal.py --prefix sg0- --k 6 \\
         [--suts linux-xconnect,linux-bridge,linux-ip4,testpmd-io,testpmd-mac,ovsdpdk-xconnect] [--steps 5,10]
         [--outdir /tmp/gate-signal] [--inject-runs 2] [--hogged 3] [--variable CPP_TRIALS:11]
-        [--report-only]
+        [--paired] [--report-only]
 
 For each SUT, with its 64B case only (``dpgate gate --include 64B <suite>``):
 
@@ -20,7 +20,10 @@ trials (from the runs' trials.jsonl), and per metric (NDR, PDR, MRR, cpp_at_load
 over all healthy runs (max/min - 1), and the change of each injected run against the quiet
 healthy runs' median; per run the verdict
 (PASS / FAIL / SKIP: inconclusive) and the largest ``disturbance``. A FAIL in a healthy run
-is a false FAIL; an injected run whose verdict is FAIL is a detection. Every number comes
+is a false FAIL; an injected run whose verdict is FAIL is a detection. With ``--paired`` every
+run also measures ``cpp_at_load`` against a baseline twin beside the SUT (``dpgate gate
+--paired``): one more line per SUT with each run's ``cpp_paired_change`` and that gate's
+verdict (healthy runs: a false FAIL is an A/A pair that disagreed; injected: a detection). Every number comes
 from the runs' JUnit (``<outdir>/<sut>/<run>/junit.xml``) but the overhead.
 """
 
@@ -118,6 +121,27 @@ def run_gate(sut: str, prefix: str, outdir: str, history: str, extra: List[str],
     return read_run(outdir)
 
 
+def paired_line(healthy: List[Dict], injected: Dict[float, List[Dict]]) -> Optional[str]:
+    """The paired check (``--paired``) in one line: each run's ``cpp_paired_change`` and its
+    gate's verdict (P/F/S), healthy runs first (``h`` marks a hogged one); None without it."""
+
+    def cell(r: Dict) -> str:
+        ch = r["props"].get("cpp_paired_change")
+        g = r.get("gates", {}).get("gate.cpp_paired", "")
+        mark = {"PASS": "P", "FAIL": "F", "SKIP": "S"}.get(g.split(":", 1)[0], "-")
+        return f"{fmt(ch) if isinstance(ch, float) else 'n/a'} {mark}" + ("h" if r.get("hog") else "")
+
+    if not any(
+        "cpp_paired_change" in r["props"] for r in healthy + [x for rs in injected.values() for x in rs]
+    ):
+        return None
+    line = "  cpp_paired   healthy: " + ", ".join(cell(r) for r in healthy)
+    for s, runs in injected.items():
+        fails = sum(r.get("gates", {}).get("gate.cpp_paired", "").startswith("FAIL") for r in runs)
+        line += f" | +{s:g} %: " + ", ".join(cell(r) for r in runs) + f" ({fails}/{len(runs)} FAIL)"
+    return line
+
+
 def spread(vals: List[float]) -> Optional[float]:
     """max/min - 1 of the positive values, None with fewer than two.
 
@@ -146,6 +170,11 @@ def main(argv=None) -> int:
     ap.add_argument("--outdir", default="/tmp/gate-signal")
     ap.add_argument("--hog-cpus", default="0,1")
     ap.add_argument(
+        "--paired",
+        action="store_true",
+        help="every gate run with --paired (cpp_at_load against a baseline twin)",
+    )
+    ap.add_argument(
         "--hogged", type=int, default=None, help="how many healthy runs have the hogs (default k/2)"
     )
     ap.add_argument(
@@ -159,7 +188,7 @@ def main(argv=None) -> int:
     hog_cpus = [int(c) for c in a.hog_cpus.split(",") if c]
     steps = [float(s) for s in a.steps.split(",") if s]
     n_hog = a.k // 2 if a.hogged is None else max(0, min(a.k, a.hogged))
-    extra = [f"--variable={v}" for v in a.variable]
+    extra = [f"--variable={v}" for v in a.variable] + (["--paired"] if a.paired else [])
     totals: Dict = {"healthy": 0, "false_fail": 0, "inconclusive": 0}
     for sut in a.suts.split(","):
         base = os.path.join(a.outdir, sut)
@@ -237,6 +266,9 @@ def main(argv=None) -> int:
                 ]
                 line += f" | +{s:g} %: {', '.join(chs)}"
             print(line)
+        paired = paired_line(healthy, injected)
+        if paired:
+            print(paired)
         for s, runs in injected.items():
             hits = sum(r["verdict"] == "FAIL" for r in runs)
             totals.setdefault(f"detected +{s:g} %", [0, 0])

@@ -49,6 +49,7 @@ from dpgate.outputs.junit import write_junit
 from dpgate.outputs.results import load_records
 from dpgate.regression.history import add_to_history
 from dpgate.testbeds.embedded.testbed import check_environment
+from dpgate.testbeds.embedded.twin import twin_prefix
 from dpgate.testbeds.lab.session import is_local_lab, local_lab_session
 from dpgate.traffic.choice import generator_kind
 
@@ -95,7 +96,13 @@ def add_parser(sub) -> None:
         "--inject-cost",
         type=_percent("--inject-cost"),
         default=0.0,
-        help="fault injection: make the SUT do this %% more work per packet (tc filters, testpmd noisy)",
+        help="fault injection: make the SUT do this %% more work per packet (tc classic-BPF loads)",
+    )
+    g.add_argument(
+        "--paired",
+        action="store_true",
+        help="embedded: also measure cpp_at_load against a baseline twin of the SUT beside it, "
+        "trials alternating (gate cpp_paired_max_rise, default 5 %%; README 'Paired check')",
     )
     g.add_argument(
         "--sut-cpu-steal",
@@ -168,6 +175,8 @@ def robot_argv(args) -> List[str]:
         argv += ["--variable", f"GENERATOR:{args.generator}"]
     if getattr(args, "inject_cost", 0):
         argv += ["--variable", f"INJECT_COST:{args.inject_cost:g}%"]
+    if getattr(args, "paired", False):
+        argv += ["--variable", "PAIRED:True"]
     for tag in args.include:
         argv += ["--include", tag]
     for tag in args.exclude:
@@ -192,7 +201,13 @@ def preflight(args) -> Topology:
     if args.thresholds is None and topo.kind != "embedded":
         args.thresholds = "variables/lab-local.yaml" if is_local_lab(topo) else "variables/lab-2n-skx.yaml"
     load_thresholds(args.thresholds or "variables/embedded.yaml")
+    if getattr(args, "paired", False) and topo.kind != "embedded":
+        raise ConfigError(
+            "the paired check runs on the embedded testbed only (its twin is a second one)", path="--paired"
+        )
     if topo.kind == "embedded":
+        if getattr(args, "paired", False):
+            twin_prefix(topo.prefix)  # room for the twin's prefix
         check_environment()
         generator_kind(getattr(args, "generator", "auto"))  # --generator dpgen when it is not built
     return topo
@@ -279,6 +294,9 @@ def _run_gate(args, locks: List[FileLock]) -> int:
     write_openmetrics(records, os.path.join(args.outdir, "metrics.txt"))
     write_csv(records, os.path.join(args.outdir, "results.csv"))
     print(summary_table(records))
+    paired = paired_summary(records)
+    if paired:
+        print("\n" + paired)
     hist = history_dir(args)
     if hist:
         print("\n" + history_summary(records, hist))
@@ -329,6 +347,22 @@ def history_summary(records: List[Dict], hist: str) -> str:
     if len(lines) == 1:
         lines.append("  (no test reached the regression check)")
     return "\n".join(lines)
+
+
+def paired_summary(records: List[Dict]) -> str:
+    """The paired check's verdicts (``--paired``), one line per test; empty without it.
+
+    >>> print(paired_summary([{"name": "t", "gates": [{"name": "cpp_paired", "passed": True, "message": "m"}]}]))
+    paired check against a baseline twin beside the SUT:
+      t: PASS: m
+    """
+    lines = []
+    for r in records:
+        for g in r.get(F.GATES, []):
+            if g.get("name") == "cpp_paired":
+                verdict = "SKIP" if g.get("skipped") else ("PASS" if g.get("passed") else "FAIL")
+                lines.append(f"  {r.get(F.NAME, '?')}: {verdict}: {g.get('message', '')}")
+    return "\n".join(["paired check against a baseline twin beside the SUT:"] + lines) if lines else ""
 
 
 def summary_table(records: List[Dict]) -> str:

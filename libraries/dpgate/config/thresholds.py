@@ -108,6 +108,9 @@ class CaseThresholds:
     #: the same for ``cpp_at_load_scaled`` (kernel SUTs: every trial scaled to a reference
     #: speed, far steadier than the unscaled figure); unset: ``cpp_noise``
     cpp_scaled_noise: Optional[str] = field(default=None, metadata={"check": _ratio_check})
+    #: largest rise of cpp_at_load against a baseline twin measured beside the SUT (the
+    #: paired check, ``dpgate gate --paired``, :mod:`dpgate.telemetry.paired`); unset: 5 %
+    cpp_paired_max_rise: Optional[str] = field(default=None, metadata={"check": _ratio_check})
     #: full speed of this machine class's SUT core for cpp_at_load (the awake loop's millions of
     #: iterations per CPU second, ``dpgate.exec.awake``): trials below 90 % of it ran in a slow
     #: phase of the host; they are measured past and a verdict resting on them is inconclusive

@@ -32,6 +32,7 @@ from dpgate.model.errors import ConfigError
 from dpgate.model.ndrpdr import NdrPdrResult
 from dpgate.robot.args import absolute_rate, count, positive
 from dpgate.robot.base import SearchSetting, TestbedKeywords, rate_arg
+from dpgate.robot.paired import PairedMeasure
 from dpgate.search.bounded import SearchRun
 from dpgate.telemetry.collector import TelemetryCollector, capture_during_trial
 from dpgate.telemetry.cppload import SpacedCppTrials, measure_cpp_at_load
@@ -42,7 +43,7 @@ from dpgate.traffic.profiles import make_profile
 
 
 @library(scope="SUITE", converters={Rate: rate_arg}, doc_format="ROBOT")
-class EmbeddedTestbed(TestbedKeywords):
+class EmbeddedTestbed(TestbedKeywords, PairedMeasure):
     """Embedded testbed keywords: namespaces, veth links, a real SUT and a generator (dpgen or
     tcpreplay: ``generator=auto`` takes dpgen when it is built, see ``dpgate.traffic.choice``).
 
@@ -151,16 +152,19 @@ class EmbeddedTestbed(TestbedKeywords):
 
     @keyword
     def tear_down_embedded_testbed(self) -> None:
-        """Stop the SUT and remove every namespace, veth and process of this testbed."""
+        """Stop the SUT and remove every namespace, veth and process of this testbed (and its baseline twin)."""
         steal, self._steal = self._steal, None
-        if steal is not None:
-            steal.stop()
-        gens, self.generators = self.generators, {}
-        for gen in gens.values():
-            gen.close()
-        if self.session is not None:
-            self.session.down()
-            self.session = None
+        try:
+            self._baseline_twin_down()
+        finally:
+            if steal is not None:
+                steal.stop()
+            gens, self.generators = self.generators, {}
+            for gen in gens.values():
+                gen.close()
+            if self.session is not None:
+                self.session.down()
+                self.session = None
 
     @keyword
     def acquire_embedded_testbed_from_pool(self, pool: str) -> str:

@@ -17,7 +17,8 @@ from dpgate.model.ndrpdr import NdrPdrResult
 from dpgate.model.record import F, gate_entry
 from dpgate.regression.compare import verdicts_for
 from dpgate.robot.base import _current_test, rate_arg, record
-from dpgate.robot.gate_checks import GateChecks, _at_ceiling, _fine_pct, _pct
+from dpgate.robot.gate_checks import _at_ceiling, _fine_pct, _pct
+from dpgate.robot.paired import PairedGate
 from dpgate.telemetry.cpp_scaled import scaled_at
 from dpgate.telemetry.disturbance import DISTURBANCE_MAX, disturbance_for, slow_core_reason
 from dpgate.telemetry.disturbance import inconclusive as disturbed_reason
@@ -27,7 +28,7 @@ TELEMETRY_POLICIES = ("skip", "fail")
 
 
 @library(scope="GLOBAL", converters={Rate: rate_arg}, doc_format="ROBOT")
-class Gates(GateChecks):
+class Gates(PairedGate):
     """Threshold assertions with readable numbers, and threshold lookup.
 
     Import: ``Library  dpgate.robotlib.Gates  variables/embedded.yaml  telemetry_policy=skip``

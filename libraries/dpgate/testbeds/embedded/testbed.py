@@ -18,6 +18,7 @@ Example::
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import re
@@ -66,8 +67,10 @@ def cleanup_prefix(prefix: str) -> List[str]:
             run(["ip", "netns", "del", ns], check=False)
             removed.append(ns)
     workdir = run_dir(prefix)
-    if os.path.isdir(workdir):
-        shutil.rmtree(workdir, ignore_errors=True)
+    # and those of prefixes that extend this one, as their namespaces (a paired check's twin: ``<prefix>b``)
+    for path in [workdir] + glob.glob(glob.escape(workdir) + "-*"):
+        if os.path.isdir(path):
+            shutil.rmtree(path, ignore_errors=True)
     _remove_hugepage_files(prefix)
     return removed
 

@@ -1,0 +1,158 @@
+"""The paired check's keywords: measure cycles per packet against a baseline twin beside the
+SUT (:class:`PairedMeasure`, part of ``EmbeddedTestbed``) and judge the change
+(:class:`PairedGate`, part of ``Gates``). Statistics in :mod:`dpgate.telemetry.paired`, the
+twin in :mod:`dpgate.testbeds.embedded.twin`.
+
+Example (resources/embedded.resource does this with ``--variable PAIRED:True``)::
+
+    ${result}=    Find NDR And PDR    64B
+    ${paired}=    Measure Cycles Against Baseline    ${result}    pairs=8
+    Cycles Should Not Rise Against Baseline    ${paired}    max_rise=5%
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Union
+
+from robot.api import logger
+from robot.api.deco import keyword
+
+from dpgate.config.units import frame_size_tag, parse_frame_size, parse_ratio
+from dpgate.model.errors import ConfigError, EnvironmentProblem, SutError
+from dpgate.model.ndrpdr import NdrPdrResult
+from dpgate.model.record import gate_entry
+from dpgate.robot.args import count, positive
+from dpgate.robot.base import _current_test, record
+from dpgate.robot.gate_checks import GateChecks
+from dpgate.telemetry.disturbance import DISTURBANCE_MAX, foreign_of
+from dpgate.telemetry.paired import MIN_PAIRS, PairedCpp, estimate, verdict
+from dpgate.testbeds.embedded.twin import BaselineTwin, measure_pairs
+from dpgate.traffic.profiles import make_profile
+
+#: Allowed rise of cpp_at_load against the baseline when the thresholds set none.
+MAX_RISE = "5%"
+
+
+class PairedMeasure:
+    """Mixin of ``EmbeddedTestbed``: the baseline twin, brought up on first use, down with the testbed."""
+
+    _twin: Optional[BaselineTwin] = None
+
+    @keyword
+    def measure_cycles_against_baseline(
+        self, result: NdrPdrResult, pairs: int = 8, duration: float = 2.0
+    ) -> Union[PairedCpp, str]:
+        """The SUT's cycles per packet against a baseline twin's, in ``pairs`` pairs of
+        ``duration`` s trials at the load of the result's ``cpp_at_load``, alternating
+        baseline and SUT (A B B A ...). The twin is the same NF with its own namespaces (the
+        testbed's prefix + ``b``), ports and SUT process on the same cores, without the
+        suite's injected faults; it comes up on first use and goes with `Tear Down Embedded
+        Testbed`. While one side measures, the other's SUT is stopped if it busy-polls.
+        Records ``cpp_paired_*`` (change, 99 % CI, pairs, both medians, load, disturbance).
+        Returns the :class:`PairedCpp`, or why it was not measured (warned too): no
+        ``cpp_at_load`` load, or a twin that would not come up (the SUT under test failing
+        during the trials fails the case as in any trial).
+
+        | ${paired}= | `Measure Cycles Against Baseline` | ${result} | pairs=8 |
+        """
+        n = count(pairs, "pairs")
+        if n < MIN_PAIRS:
+            raise ConfigError(f"at least {MIN_PAIRS} pairs make a verdict, got {n}", path="pairs")
+        length = positive(str(duration), "duration") or 2.0
+        load = result.telemetry.get("cpp_at_load_pps")
+        if not load:
+            return _not_measured(
+                "this case has no cpp_at_load load (no load below NDR and the generator ceiling)"
+            )
+        gen = self._gen(result.frame_size)  # type: ignore[attr-defined]
+        try:
+            twin = self._baseline_twin()
+        except (SutError, EnvironmentProblem) as err:
+            return _not_measured(f"the baseline twin did not come up: {err}")
+        size = parse_frame_size(result.frame_size)
+        p = twin.session.profile
+        base = twin.generator(frame_size_tag(size), make_profile(p.kind, size, p.flows, p.bidirectional))
+        polling = bool(getattr(gen.sut, "polls", False))
+        got = measure_pairs(gen, base, float(load), n, length, polling)
+
+        def cycles(t: Any) -> Optional[float]:
+            return t.sut_cycles_per_packet if polling else t.sut_cpu_cycles_per_packet
+
+        trials = [t for pair in got for t in pair]
+        try:
+            est = estimate([(cycles(b), cycles(s)) for b, s in got], float(load), foreign_of(trials))
+        except ValueError as err:
+            return _not_measured(f"{err} with cycles per packet")
+        record(metrics=est.metrics())
+        logger.info(est.describe())
+        return est
+
+    def _baseline_twin(self) -> BaselineTwin:
+        if self._twin is None:
+            s: Any = self._s  # type: ignore[attr-defined]
+            twin = BaselineTwin(
+                self.topology_path,  # type: ignore[attr-defined]
+                self.nf,  # type: ignore[attr-defined]
+                s.topology.prefix,
+                generator=self.generator,  # type: ignore[attr-defined]
+                on_trial=self._on_trial,  # type: ignore[attr-defined]
+            )
+            twin.up()  # EmbeddedSession.up removes what it made when it fails
+            self._twin = twin
+            logger.info(f"baseline twin of {self.nf} up in namespaces {twin.session.topology.prefix}*")  # type: ignore[attr-defined]
+        return self._twin
+
+    def _baseline_twin_down(self) -> None:
+        twin, self._twin = self._twin, None
+        if twin is not None:
+            twin.down()
+
+
+def _not_measured(reason: str) -> str:
+    text = f"paired check not measured: {reason}"
+    logger.warn(text)
+    return text
+
+
+class PairedGate(GateChecks):
+    """Mixin of ``Gates``: the paired check's verdict."""
+
+    _regressed: Any
+
+    @keyword
+    def cycles_should_not_rise_against_baseline(
+        self,
+        paired: Union[PairedCpp, str, None],
+        max_rise: Optional[str] = MAX_RISE,
+        disturbance_max: Optional[str] = None,
+    ) -> None:
+        """Fail when the SUT's cycles per packet rose more than ``max_rise`` against its
+        baseline twin and the pairs agree it rose (99 % interval above 0), on trials no
+        neighbour took more than ``disturbance_max`` (default 10 %) of a core in. A rise the
+        pairs do not agree on, or measured beside a neighbour, is inconclusive: recorded as a
+        skipped gate with the figure and warned about, the case keeping its other verdicts.
+
+        | `Cycles Should Not Rise Against Baseline` | ${paired} | max_rise=5% |
+        fails with ``cpp_at_load +10.4 % against its baseline (8 pairs ..., 99 % CI +8.1 to +12.8 %) > allowed +5.0 %``.
+        """
+        rise = parse_ratio(
+            max_rise if max_rise not in (None, "", "None") else MAX_RISE, "cpp_paired_max_rise"
+        )
+        dmax = (
+            parse_ratio(disturbance_max, "disturbance_max", upper_inclusive=True)
+            if disturbance_max not in (None, "", "None")
+            else DISTURBANCE_MAX
+        )
+        if not isinstance(paired, PairedCpp):  # why it was not measured
+            text = paired or "paired check not measured"
+            record(gates=[gate_entry("cpp_paired", True, text, None, rise, skipped=True)])
+            return
+        status, text = verdict(paired, rise, dmax)
+        value = paired.change
+        if status == "SKIP":
+            record(gates=[gate_entry("cpp_paired", True, text, value, rise, skipped=True)])
+            logger.warn(text)
+            return
+        if status == "FAIL":
+            self._regressed = _current_test()  # Check Gates keeps this FAIL over inconclusive gates
+        self._gate("cpp_paired", status == "PASS", text, value, rise)  # raises Failure on FAIL

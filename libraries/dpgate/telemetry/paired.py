@@ -1,0 +1,159 @@
+"""Cycles per packet against a baseline measured beside the SUT: paired trials, A B B A.
+
+The history check compares a run with runs of other minutes and hours; on a shared VM the
+host moves a polling SUT's cycles by 4-5 % (sd) between runs in phases of seconds and
+minutes (docs/embedded.md), more than a +10 % step leaves room for. CSIT's per-patch jobs
+answer that by measuring the parent build and the patch in the same job, alternately.
+dpgate's paired check does the same on one machine: a baseline twin of the SUT is up beside
+it (its own namespaces, ports and process, on the same cores), and trials at the fixed
+``cpp_at_load`` load alternate baseline, SUT, SUT, baseline, ... Each neighbouring
+(baseline, SUT) pair shares the host's phase; the change is the geometric mean of the pairs'
+ratios, with a 99 % confidence interval from their scatter (Student's t).
+
+>>> est = estimate([(1000.0, 1100.0), (1010.0, 1098.0), (990.0, 1093.0), (1005.0, 1104.0)])
+>>> round(est.change, 3), est.pairs, round(est.low, 3) > 0.05
+(0.097, 4, True)
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from typing import List, Optional, Sequence, Tuple
+
+#: Two-sided 99 % quantiles of Student's t by degrees of freedom (larger df: the next lower
+#: row's, which errs on the wide side; beyond 30: 2.75).
+T995 = {1: 63.657, 2: 9.925, 3: 5.841, 4: 4.604, 5: 4.032, 6: 3.707, 7: 3.499, 8: 3.355,
+        9: 3.250, 10: 3.169, 12: 3.055, 15: 2.947, 20: 2.845, 30: 2.750}  # fmt: skip
+#: Fewest clean pairs a verdict rests on.
+MIN_PAIRS = 3
+
+
+def t995(df: int) -> float:
+    """Student's t 0.995 quantile for ``df`` degrees of freedom (a wide-side table lookup).
+
+    >>> t995(7), t995(11), t995(100)
+    (3.499, 3.169, 2.75)
+    """
+    if df < 1:
+        raise ValueError("t quantile needs at least 1 degree of freedom")
+    return T995[max(k for k in T995 if k <= df)]
+
+
+def abba_order(pairs: int) -> List[str]:
+    """Who measures when: ``"base"`` and ``"sut"`` in pairs, every other pair turned round,
+    so that neither side always goes first (a drift within the pair cancels over two).
+
+    >>> abba_order(3)
+    ['base', 'sut', 'sut', 'base', 'base', 'sut']
+    """
+    out: List[str] = []
+    for i in range(pairs):
+        out += ["base", "sut"] if i % 2 == 0 else ["sut", "base"]
+    return out
+
+
+@dataclass(frozen=True)
+class PairedCpp:
+    """The SUT's cycles per packet against its baseline's, from paired trials."""
+
+    #: SUT / baseline - 1: the geometric mean of the pairs' ratios
+    change: float
+    #: 99 % confidence interval of ``change``
+    low: float
+    high: float
+    pairs: int
+    #: medians of the two sides' trials (cycles per packet)
+    sut: float = 0.0
+    baseline: float = 0.0
+    load_pps: float = 0.0
+    #: largest foreign share of a core in the trials used (None: not measured)
+    disturbance: Optional[float] = None
+    #: pairs left out (a trial without a cycles figure)
+    dropped: int = 0
+
+    def metrics(self) -> dict:
+        """The record's (and JUnit's) properties of the check."""
+        out = {
+            "cpp_paired_change": round(self.change, 4),
+            "cpp_paired_low": round(self.low, 4),
+            "cpp_paired_high": round(self.high, 4),
+            "cpp_paired_pairs": self.pairs,
+            "cpp_paired_sut": round(self.sut, 1),
+            "cpp_paired_baseline": round(self.baseline, 1),
+            "cpp_paired_pps": round(self.load_pps, 1),
+        }
+        if self.disturbance is not None:
+            out["cpp_paired_disturbance"] = round(self.disturbance, 4)
+        return out
+
+    def describe(self) -> str:
+        """``cpp_at_load +10.4 % against its baseline (8 pairs, 99 % CI +8.1 to +12.8 %)``."""
+        return (
+            f"cpp_at_load {self.change * 100:+.1f} % against its baseline ({self.sut:.0f} vs "
+            f"{self.baseline:.0f} cycles/packet, {self.pairs} pairs at {self.load_pps / 1e3:.1f} kpps, "
+            f"99 % CI {self.low * 100:+.1f} to {self.high * 100:+.1f} %)"
+        )
+
+
+def estimate(
+    pairs: Sequence[Tuple[Optional[float], Optional[float]]],
+    load_pps: float = 0.0,
+    disturbance: Optional[float] = None,
+    dropped: int = 0,
+) -> PairedCpp:
+    """(baseline, SUT) cycles per packet of each pair -> :class:`PairedCpp`.
+
+    >>> estimate([(100.0, 100.0)])
+    Traceback (most recent call last):
+    ...
+    ValueError: a paired estimate needs at least 2 pairs, got 1
+    """
+    good = [(b, s) for b, s in pairs if b and s and b > 0 and s > 0]
+    if len(good) < 2:
+        raise ValueError(f"a paired estimate needs at least 2 pairs, got {len(good)}")
+    logs = [math.log(s / b) for b, s in good]
+    mean = statistics.fmean(logs)
+    half = t995(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
+    return PairedCpp(
+        change=math.exp(mean) - 1,
+        low=math.exp(mean - half) - 1,
+        high=math.exp(mean + half) - 1,
+        pairs=len(good),
+        sut=statistics.median(s for _, s in good),
+        baseline=statistics.median(b for b, _ in good),
+        load_pps=load_pps,
+        disturbance=disturbance,
+        dropped=dropped + len(pairs) - len(good),
+    )
+
+
+def verdict(est: Optional[PairedCpp], max_rise: float, dmax: Optional[float] = None) -> Tuple[str, str]:
+    """("PASS" | "FAIL" | "SKIP", message) of the paired check with allowance ``max_rise``.
+
+    FAIL needs the change above ``max_rise`` *and* its 99 % interval above 0 (the pairs agree
+    it rose) on trials no neighbour disturbed beyond ``dmax``; a rise the pairs do not agree
+    on, or one measured beside a neighbour, is inconclusive (SKIP) with the figure.
+
+    >>> e = estimate([(1000.0, 1100.0), (1010.0, 1098.0), (990.0, 1093.0), (1005.0, 1104.0)])
+    >>> verdict(e, 0.05)[0], verdict(e, 0.12)[0], verdict(e, 0.05, dmax=0.1)[0]
+    ('FAIL', 'PASS', 'FAIL')
+    >>> verdict(PairedCpp(0.2, -0.1, 0.5, 4), 0.05)[1].endswith("measure again")
+    True
+    """
+    if est is None or est.pairs < MIN_PAIRS:
+        n = 0 if est is None else est.pairs
+        return "SKIP", f"cpp_paired inconclusive: {n} clean pair(s), at least {MIN_PAIRS} needed"
+    allowed = f"allowed {max_rise * 100:+.1f} %"
+    if est.change <= max_rise:
+        return "PASS", f"{est.describe()} <= {allowed}"
+    text = f"{est.describe()} > {allowed}"
+    if est.low <= 0:
+        return "SKIP", f"{text}, but the pairs do not agree it rose (99 % CI reaches 0): measure again"
+    if dmax is not None and est.disturbance is not None and est.disturbance > dmax:
+        return "SKIP", (
+            f"{text}, but others used {est.disturbance:.0%} of a core during its trials "
+            f"(> {dmax:.0%}): measure again on a quieter machine"
+        )
+    return "FAIL", text

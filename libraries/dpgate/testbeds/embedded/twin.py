@@ -1,0 +1,177 @@
+"""A baseline twin of the embedded SUT, up beside it, for paired trials (:mod:`dpgate.telemetry.paired`).
+
+The twin is a second :class:`~dpgate.testbeds.embedded.session.EmbeddedSession` of the same
+NF: its own namespaces (the case's prefix + ``b``, so ``dpgate cleanup --prefix`` of the
+case's prefix removes it too), veths, generator and SUT process, on the same TG and SUT
+cores, without the faults injected into the SUT under test. Trials alternate between the
+two; while one side measures, the other's SUT processes are stopped (``SIGSTOP``) when it
+busy-polls, so that it does not take half of the core the measured side runs on; a kernel
+SUT without traffic uses no CPU and needs nothing. A CPU stealer injected into the SUT under
+test (``--sut-cpu-steal``) belongs to that SUT and is stopped during the baseline's trials.
+
+    with BaselineTwin("topologies/embedded.yaml", "testpmd-mac", "dpg0-") as twin:
+        pairs = measure_pairs(gen, twin.generator(profile), load, 8)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+
+from dpgate.model.errors import ConfigError
+from dpgate.telemetry.cppload import cpp_conditions
+from dpgate.telemetry.cpuacct import pids_in_netns
+from dpgate.telemetry.paired import abba_order
+from dpgate.testbeds.embedded.session import EmbeddedSession
+
+#: After a stopped poll loop resumes: time for it to spin up before traffic starts.
+RESUME_SETTLE_S = 0.3
+
+
+def twin_prefix(prefix: str) -> str:
+    """The twin's namespace prefix: the case's with ``b`` added (at most 10 characters).
+
+    >>> twin_prefix("dpg0-"), twin_prefix("sg0-")
+    ('dpg0-b', 'sg0-b')
+    >>> twin_prefix("abcdefghij")
+    Traceback (most recent call last):
+    ...
+    dpgate.model.errors.ConfigError: prefix: 'abcdefghij' leaves no room for the baseline twin's prefix (at most 9 characters with a paired check)
+    """
+    if len(prefix) >= 10:
+        raise ConfigError(
+            f"{prefix!r} leaves no room for the baseline twin's prefix (at most 9 characters with a paired check)",
+            path="prefix",
+        )
+    return prefix + "b"
+
+
+def signal_all(pids: Sequence[int], sig: int) -> None:
+    """``sig`` to each pid that still exists."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
+
+
+class BaselineTwin:
+    """The baseline SUT beside the one under test; ``up()`` starts it, ``down()`` removes it."""
+
+    def __init__(
+        self,
+        topology: str,
+        nf: str,
+        prefix: str,
+        generator: Optional[str] = None,
+        on_trial: Optional[Callable[[Any], None]] = None,
+    ):
+        self.session = EmbeddedSession(
+            topology, nf, prefix=twin_prefix(prefix), calibrate=False, generator=generator
+        )
+        self.generators: Dict[str, Any] = {}
+        #: where each of the twin's trials goes as it ends, marked ``details.paired_side: baseline``
+        self.on_trial = on_trial
+
+    def _tagged(self, trial: Any) -> None:
+        trial.details["paired_side"] = "baseline"
+        if self.on_trial is not None:
+            self.on_trial(trial)
+
+    def up(self) -> BaselineTwin:
+        self.session.up()
+        return self
+
+    def generator(self, tag: str, profile) -> Any:
+        """The twin's generator for a frame size (``tag``), made on first use."""
+        if tag not in self.generators:
+            gen = self.session.new_generator(profile, on_trial=self._tagged)
+            gen.sut = self.session.sut
+            self.generators[tag] = gen
+        return self.generators[tag]
+
+    def down(self) -> None:
+        gens, self.generators = self.generators, {}
+        try:
+            for gen in gens.values():
+                gen.close()
+        finally:
+            self.session.down()
+
+    def __enter__(self) -> BaselineTwin:
+        return self.up()
+
+    def __exit__(self, *exc) -> None:
+        self.down()
+
+
+def sut_pids(gen: Any, polling: bool) -> List[int]:
+    """What to stop while the other side measures: the processes counted as ``gen``'s SUT's
+    (an injected stealer) and, for a SUT that busy-polls, the processes in its namespace."""
+    return (pids_in_netns(gen.sut.ns) if polling else []) + list(getattr(gen, "extra_sut_pids", []) or [])
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "gone"
+
+
+def wait_stopped(pids: Sequence[int], timeout: float = 1.0) -> List[int]:
+    """Wait (bounded) until every pid is stopped or gone; returns those still running."""
+    deadline = time.monotonic() + timeout
+    while True:
+        running = [p for p in pids if _state(p) not in ("T", "t", "gone", "Z", "X")]
+        if not running or time.monotonic() > deadline:
+            return running
+        time.sleep(0.002)
+
+
+@contextlib.contextmanager
+def one_side(other: Any, polling: bool) -> Iterator[None]:
+    """One side measures: ``other``'s SUT stopped meanwhile (:func:`sut_pids`), and seen
+    stopped in /proc before traffic starts."""
+    stopped = sut_pids(other, polling)
+    signal_all(stopped, signal.SIGSTOP)
+    wait_stopped(stopped)
+    try:
+        yield
+    finally:
+        signal_all(stopped, signal.SIGCONT)
+
+
+def measure_pairs(
+    sut_gen: Any,
+    base_gen: Any,
+    load: float,
+    pairs: int,
+    duration: float = 2.0,
+    polling: bool = False,
+) -> List[Tuple[Any, Any]]:
+    """``pairs`` (baseline trial, SUT trial) at ``load`` pps, in :func:`abba_order`, each
+    trial under the conditions of a ``cpp_at_load`` trial (:func:`cpp_conditions`: held
+    awake, moderated, a disturbed trial measured again). Trials come back in time order; a
+    pair is two neighbouring trials, one of each side."""
+    gens = {"base": base_gen, "sut": sut_gen}
+    everything = sut_pids(sut_gen, polling) + sut_pids(base_gen, polling)
+    got: List[Any] = []
+    last = None
+    try:
+        for side in abba_order(pairs):
+            me, other = gens[side], gens["sut" if side == "base" else "base"]
+            with one_side(other, polling):
+                if polling and side != last:  # this side's poll loop was stopped until now
+                    time.sleep(RESUME_SETTLE_S)
+                last = side
+                with cpp_conditions(me.measure, load, polling):
+                    got.append((side, me.measure(load, duration)))
+    finally:
+        signal_all(everything, signal.SIGCONT)  # whatever happened, nothing stays stopped
+    out: List[Tuple[Any, Any]] = []
+    for i in range(0, len(got) - 1, 2):
+        (s1, t1), (_, t2) = got[i], got[i + 1]
+        out.append((t1, t2) if s1 == "base" else (t2, t1))
+    return out

@@ -1,0 +1,53 @@
+"""benchmarks/gate_signal.py reads the gate's own JUnit: the paired check's change and verdict
+come out of a file written by dpgate's JUnit writer, and the paired line counts detections."""
+
+from __future__ import annotations
+
+import re
+
+from helpers import load_benchmark
+
+from dpgate.outputs.junit import write_junit
+from dpgate.telemetry.paired import estimate, verdict
+
+
+def record(name, ratio, status):
+    est = estimate([(1000.0, 1000.0 * ratio * (1 + d)) for d in (0.0, 0.01, -0.01, 0.005)], 37_500.0)
+    v, text = verdict(est, 0.05)
+    gate = {
+        "name": "cpp_paired",
+        "passed": v != "FAIL",
+        "message": text,
+        "value": est.change,
+        "threshold": 0.05,
+    }
+    if v == "SKIP":
+        gate["skipped"] = True
+    return {
+        "name": name,
+        "suite": "Testpmd-Mac-Ndrpdr",
+        "status": status,
+        "message": text if status == "FAIL" else "",
+        "metrics": {"ndr_pps": 300_000.0, **est.metrics()},
+        "gates": [gate],
+    }
+
+
+def test_paired_change_and_verdict_read_back_from_junit(tmp_path):
+    bench = load_benchmark("gate_signal")
+    runs = {}
+    for name, ratio, status in (("healthy", 1.0, "PASS"), ("inject", 1.11, "FAIL")):
+        path = tmp_path / f"{name}.xml"
+        write_junit([record("64B-1c-testpmd-mac-ndrpdr", ratio, status)], str(path))
+        runs[name] = bench.read_case(str(path))
+    assert abs(runs["healthy"]["props"]["cpp_paired_change"]) < 0.01
+    assert runs["inject"]["verdict"] == "FAIL"
+    assert runs["inject"]["gates"]["gate.cpp_paired"].startswith("FAIL: cpp_at_load +11.")
+    healthy = dict(runs["healthy"], hog=True)
+    line = bench.paired_line([healthy], {10.0: [runs["inject"]]})
+    assert line is not None
+    assert re.search(r"healthy: [+-]0\.\d % Ph \| \+10 %: \+1[01]\.\d % F", line), line
+    assert "(1/1 FAIL)" in line
+    # runs without the paired check: no line
+    plain = {"verdict": "PASS", "message": "", "props": {"ndr_pps": 1.0}, "gates": {}}
+    assert bench.paired_line([plain], {}) is None

@@ -1,0 +1,173 @@
+"""The paired check: its statistics, its verdicts and the alternation with the idle side stopped.
+
+The generators here are fakes at the ``measure(load, duration) -> TrialResult`` seam; the
+processes stopped and resumed are real (``sleep``), checked in ``/proc``. The real twin with
+real SUTs is in tests/integration/test_paired.py.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import subprocess
+
+import pytest
+from robot.api import Failure
+
+from dpgate.cli.main import build_parser
+from dpgate.config.units import UnitError
+from dpgate.robotlib import Gates
+from dpgate.telemetry.paired import PairedCpp, abba_order, estimate, t995, verdict
+from dpgate.testbeds.embedded.twin import measure_pairs
+
+
+def drifting_pairs(ratio: float, n: int = 8, drift: float = 0.3, noise: float = 0.01, seed: int = 1):
+    """Pairs whose level wanders by +-``drift`` (a slow host) while SUT/baseline stays ``ratio``."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        level = 8000.0 * (1 + drift * math.sin(i))
+        out.append((level * (1 + rng.gauss(0, noise)), level * ratio * (1 + rng.gauss(0, noise))))
+    return out
+
+
+def test_a_common_drift_cancels_in_the_pairs():
+    est = estimate(drifting_pairs(1.10))
+    assert abs(est.change - 0.10) < 0.02
+    assert est.low < 0.10 < est.high
+    assert est.low > 0.05  # a 30 % wandering level, yet the interval is a few percent wide
+    same = estimate(drifting_pairs(1.0, seed=2))
+    assert same.low < 0 < same.high
+
+
+def test_the_interval_widens_with_scatter_and_few_pairs():
+    tight = estimate(drifting_pairs(1.05, n=8, noise=0.01))
+    loose = estimate(drifting_pairs(1.05, n=8, noise=0.08))
+    few = estimate(drifting_pairs(1.05, n=3, noise=0.01))
+    assert loose.high - loose.low > 3 * (tight.high - tight.low)
+    assert few.high - few.low > tight.high - tight.low
+    assert t995(2) > t995(7) > t995(40)
+    with pytest.raises(ValueError):
+        t995(0)
+
+
+def test_pairs_without_a_cycles_figure_are_left_out_and_counted():
+    est = estimate([(100.0, 110.0), (None, 110.0), (101.0, 111.0), (99.0, 0.0)])
+    assert est.pairs == 2 and est.dropped == 2
+
+
+def test_abba_order_puts_each_side_first_equally_often():
+    order = abba_order(8)
+    firsts = [order[i] for i in range(0, 16, 2)]
+    assert firsts.count("base") == firsts.count("sut") == 4
+    assert order.count("base") == order.count("sut") == 8
+
+
+def test_verdicts():
+    up = estimate(drifting_pairs(1.10))
+    assert verdict(up, 0.05)[0] == "FAIL"
+    assert "> allowed +5.0 %" in verdict(up, 0.05)[1]
+    assert verdict(up, 0.15)[0] == "PASS"
+    # a rise measured beside a neighbour is inconclusive, with the figure
+    busy = PairedCpp(up.change, up.low, up.high, up.pairs, disturbance=0.4)
+    status, text = verdict(busy, 0.05, dmax=0.10)
+    assert status == "SKIP" and "others used 40% of a core" in text
+    # pairs that do not agree on the rise: inconclusive, never FAIL
+    assert verdict(PairedCpp(0.08, -0.01, 0.2, 8), 0.05)[0] == "SKIP"
+    assert verdict(PairedCpp(0.08, 0.01, 0.2, 2), 0.05)[0] == "SKIP"
+    assert verdict(None, 0.05)[0] == "SKIP"
+
+
+def test_gate_keyword_fails_passes_and_records_inconclusive():
+    g = Gates()
+    with pytest.raises(Failure, match=r"cpp_at_load \+10\.\d % against its baseline .* > allowed \+5\.0 %"):
+        g.cycles_should_not_rise_against_baseline(estimate(drifting_pairs(1.10)), "5%")
+    g.cycles_should_not_rise_against_baseline(estimate(drifting_pairs(1.01)), "None")  # default 5 %
+    g.cycles_should_not_rise_against_baseline(PairedCpp(0.2, -0.1, 0.5, 8), "5%")  # noisy: no FAIL
+    g.cycles_should_not_rise_against_baseline("paired check not measured: the twin did not come up", "5%")
+    with pytest.raises(UnitError, match="cpp_paired_max_rise"):
+        g.cycles_should_not_rise_against_baseline(estimate(drifting_pairs(1.10)), "lots")
+
+
+class Trial:
+    def __init__(self, cycles, busy=None):
+        self.sut_cpu_cycles_per_packet = cycles
+        self.sut_cycles_per_packet = busy
+        self.details = {"cpu": {"disturbance": 0.01}}
+
+
+class Sut:
+    ns = "dpgate-test-no-such-ns"
+
+
+class FakeGen:
+    """One side's generator: records, at each trial, the state of the other side's process."""
+
+    def __init__(self, name, cycles, extra, watch, log, fail_at=None):
+        self.name, self.cycles, self.extra_sut_pids, self.watch, self.log = name, cycles, extra, watch, log
+        self.sut = Sut()
+        self.fail_at = fail_at
+
+    def measure(self, load, duration):
+        if duration <= 0:
+            raise ValueError("duration must be > 0")
+        self.log.append((self.name, [state(p) for p in self.watch]))
+        if self.fail_at is not None and len(self.log) >= self.fail_at:
+            raise RuntimeError("generator died")
+        return Trial(self.cycles)
+
+
+def state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+@pytest.fixture
+def sleeper():
+    p = subprocess.Popen(["sleep", "60"])
+    yield p.pid
+    p.kill()
+    p.wait()
+
+
+def test_the_stealer_of_the_sut_is_stopped_while_the_baseline_measures(sleeper):
+    log: list = []
+    sut = FakeGen("sut", 1100.0, [sleeper], [], log)
+    base = FakeGen("base", 1000.0, [], [sleeper], log)
+    got = measure_pairs(sut, base, 50_000.0, 4, duration=0.1)
+    assert [side for side, _ in log] == abba_order(4)
+    assert all(states == ["T"] for side, states in log if side == "base")
+    assert state(sleeper) in ("S", "R")  # resumed
+    assert [(b.sut_cpu_cycles_per_packet, s.sut_cpu_cycles_per_packet) for b, s in got] == [
+        (1000.0, 1100.0)
+    ] * 4
+
+
+def test_nothing_stays_stopped_when_a_trial_fails(sleeper):
+    log: list = []
+    sut = FakeGen("sut", 1100.0, [sleeper], [], log)
+    base = FakeGen("base", 1000.0, [], [sleeper], log, fail_at=3)
+    with pytest.raises(RuntimeError, match="generator died"):
+        measure_pairs(sut, base, 50_000.0, 4, duration=0.1)
+    assert state(sleeper) in ("S", "R")
+
+
+def test_gate_command_line_paired_flag():
+    from dpgate.cli.gate import robot_argv
+
+    args = build_parser().parse_args(["gate", "--paired", "suites/embedded"])
+    assert "PAIRED:True" in robot_argv(args)
+    assert "PAIRED:True" not in robot_argv(build_parser().parse_args(["gate", "suites/embedded"]))
+
+
+def test_cleanup_of_a_prefix_removes_its_twins_scratch_dir_too(tmp_path, monkeypatch):
+    from dpgate.testbeds.embedded.testbed import cleanup_prefix, run_dir
+    from dpgate.testbeds.embedded.twin import twin_prefix
+
+    monkeypatch.setenv("DPGATE_RUN_DIR", str(tmp_path))
+    prefix = "zq9-"  # no namespace on any machine is named so: only the directories are ours
+    other = tmp_path / "dpgate-zq9x"  # another testbed's, not an extension of ours
+    for d in (run_dir(prefix), run_dir(twin_prefix(prefix)), str(other)):
+        (tmp_path / d).mkdir(parents=True, exist_ok=True)
+    cleanup_prefix(prefix)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dpgate-zq9x"]
