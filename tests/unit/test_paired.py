@@ -2,7 +2,7 @@
 
 The generators here are fakes at the ``measure(load, duration) -> TrialResult`` seam; the
 processes stopped and resumed are real (``sleep``), checked in ``/proc``. The real twin with
-real SUTs is in tests/integration/test_paired.py.
+real SUTs is in tests/integration/test_paired_twin.py.
 """
 
 from __future__ import annotations

@@ -102,7 +102,7 @@ def add_parser(sub) -> None:
         "--paired",
         action="store_true",
         help="embedded: also measure cpp_at_load against a baseline twin of the SUT beside it, "
-        "trials alternating (gate cpp_paired_max_rise, default 5 %%; README 'Paired check')",
+        "trials alternating (gate cpp_paired_max_rise, default 5 %%; docs/embedded.md 'Paired check')",
     )
     g.add_argument(
         "--sut-cpu-steal",
