@@ -12,14 +12,10 @@ from helpers import ndrpdr_result
 
 from dpgate.robotlib import EmbeddedTestbed
 from dpgate.telemetry.cpuacct import pids_in_netns
+from dpgate.testbeds.embedded.twin import proc_state as _state
 from dpgate.testbeds.embedded.twin import twin_prefix
 
 PREFIX = os.environ.get("DPGATE_IT_PAIRED_PREFIX", "pr1-")
-
-
-def _state(pid: int) -> str:
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().rsplit(")", 1)[1].split()[0]
 
 
 def test_paired_check_sees_injected_cost_with_the_idle_twin_stopped(topology_path, leftovers):

@@ -19,6 +19,7 @@ from dpgate.config.units import UnitError
 from dpgate.robotlib import Gates
 from dpgate.telemetry.paired import PairedCpp, abba_order, estimate, t995, verdict
 from dpgate.testbeds.embedded.twin import measure_pairs
+from dpgate.testbeds.embedded.twin import proc_state as state
 
 
 def drifting_pairs(ratio: float, n: int = 8, drift: float = 0.3, noise: float = 0.01, seed: int = 1):
@@ -115,11 +116,6 @@ class FakeGen:
         if self.fail_at is not None and len(self.log) >= self.fail_at:
             raise RuntimeError("generator died")
         return Trial(self.cycles)
-
-
-def state(pid: int) -> str:
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().rsplit(")", 1)[1].split()[0]
 
 
 @pytest.fixture

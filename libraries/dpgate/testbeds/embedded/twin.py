@@ -112,7 +112,8 @@ def sut_pids(gen: Any, polling: bool) -> List[int]:
     return (pids_in_netns(gen.sut.ns) if polling else []) + list(getattr(gen, "extra_sut_pids", []) or [])
 
 
-def _state(pid: int) -> str:
+def proc_state(pid: int) -> str:
+    """The state letter of ``pid`` in /proc (``T`` stopped, ``S``/``R`` running), ``gone`` if none."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             return f.read().rsplit(")", 1)[1].split()[0]
@@ -124,7 +125,7 @@ def wait_stopped(pids: Sequence[int], timeout: float = 1.0) -> List[int]:
     """Wait (bounded) until every pid is stopped or gone; returns those still running."""
     deadline = time.monotonic() + timeout
     while True:
-        running = [p for p in pids if _state(p) not in ("T", "t", "gone", "Z", "X")]
+        running = [p for p in pids if proc_state(p) not in ("T", "t", "gone", "Z", "X")]
         if not running or time.monotonic() > deadline:
             return running
         time.sleep(0.002)
