@@ -52,3 +52,36 @@ def test_paired_check_sees_injected_cost_with_the_idle_twin_stopped(topology_pat
     assert paired is not None and paired.pairs == 4, paired
     assert paired.change > 0.08, paired.describe()
     assert seen and all(states == ["T"] for _, states in seen), seen  # the twin stopped meanwhile
+
+
+def test_sut_and_twin_run_the_builds_given(topology_path, leftovers, tmp_path):
+    """A per-patch job's setting: the SUT under test runs one build of testpmd, its twin
+    another (here two copies of the installed one, at other paths): each testpmd process runs
+    the file it was given (``/proc/<pid>/exe``), and the versions say which."""
+    import shutil
+
+    builds = {}
+    for side in ("patched", "parent"):
+        (tmp_path / side).mkdir()
+        builds[side] = shutil.copy2(shutil.which("dpdk-testpmd") or "/usr/bin/dpdk-testpmd", tmp_path / side)
+    lib = EmbeddedTestbed(topology_path, prefix=PREFIX, telemetry=False)
+    left, left_twin = leftovers(PREFIX), leftovers(twin_prefix(PREFIX))
+    lib.bring_up_embedded_testbed("testpmd-io", "64B", sut_binary=f"dpdk-testpmd={builds['patched']}")
+    try:
+        result = ndrpdr_result(150_000.0, telemetry={"cpp_at_load_pps": 50_000.0})
+        paired = lib.measure_cycles_against_baseline(
+            result, pairs=3, duration=0.5, baseline_binary=f"dpdk-testpmd={builds['parent']}"
+        )
+        exes = {
+            side: {os.readlink(f"/proc/{p}/exe") for p in pids_in_netns(ns)}
+            for side, ns in (("patched", lib._s.testbed.sut_ns), ("parent", lib._twin.session.testbed.sut_ns))
+        }
+        versions = (lib._s.sut.version(), lib._twin.session.sut.version())
+    finally:
+        lib.tear_down_embedded_testbed()
+    left.assert_clean()
+    left_twin.assert_clean()
+    testpmds = {side: {e for e in got if e.endswith("dpdk-testpmd")} for side, got in exes.items()}
+    assert testpmds == {"patched": {builds["patched"]}, "parent": {builds["parent"]}}, exes
+    assert builds["patched"] in versions[0] and builds["parent"] in versions[1], versions
+    assert not isinstance(paired, str) and paired.pairs == 3, paired

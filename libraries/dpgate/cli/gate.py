@@ -38,7 +38,14 @@ import subprocess
 import sys
 from typing import Dict, List, Optional
 
-from dpgate.cli.trial import add_generator_option, add_wait_option
+from dpgate.cli.trial import (
+    add_binary_option,
+    add_generator_option,
+    add_wait_option,
+    binaries_of,
+    check_binary_options,
+)
+from dpgate.config.binaries import joined
 from dpgate.config.thresholds import load_thresholds
 from dpgate.config.topology import Topology, load_topology
 from dpgate.exec.lock import FileLock, hold_testbed, inherit, outdir_lock
@@ -111,6 +118,10 @@ def add_parser(sub) -> None:
         help="fault injection: take this %% of the SUT core(s) away (shows the regression check works)",
     )
     add_generator_option(g)
+    add_binary_option(g)
+    add_binary_option(
+        g, "--baseline-binary", "the paired check's baseline twin (a per-patch job: the parent's)"
+    )
     add_wait_option(g)
     g.set_defaults(func=cmd_gate)
 
@@ -177,6 +188,9 @@ def robot_argv(args) -> List[str]:
         argv += ["--variable", f"INJECT_COST:{args.inject_cost:g}%"]
     if getattr(args, "paired", False):
         argv += ["--variable", "PAIRED:True"]
+    for attr, var in (("sut_binary", "SUT_BINARY"), ("baseline_binary", "BASELINE_BINARY")):
+        if getattr(args, attr, None):
+            argv += ["--variable", f"{var}:{joined(binaries_of(args, attr))}"]
     for tag in args.include:
         argv += ["--include", tag]
     for tag in args.exclude:
@@ -205,6 +219,7 @@ def preflight(args) -> Topology:
         raise ConfigError(
             "the paired check runs on the embedded testbed only (its twin is a second one)", path="--paired"
         )
+    check_binary_options(args, topo.kind)
     if topo.kind == "embedded":
         if getattr(args, "paired", False):
             twin_prefix(topo.prefix)  # room for the twin's prefix

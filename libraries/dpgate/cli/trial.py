@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Callable, Optional
+from typing import Callable, Dict, Optional
 
+from dpgate.config.binaries import parse_binaries
 from dpgate.config.units import FrameSize, Rate, UnitError, format_pps, parse_frame_size, parse_rate
 from dpgate.exec.lock import hold_testbed, parse_wait
 from dpgate.model.errors import ConfigError
@@ -78,6 +79,39 @@ def add_generator_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_binary_option(
+    parser: argparse.ArgumentParser, flag: str = "--sut-binary", whose: str = "the SUT"
+) -> None:
+    """``--sut-binary`` (trial, gate), ``--baseline-binary`` (gate): a build instead of the
+    installed program, ``NAME=PATH`` (:mod:`dpgate.config.binaries`), repeatable."""
+    parser.add_argument(
+        flag,
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help=f"the build {whose} runs instead of the installed program, e.g. "
+        "dpdk-testpmd=/build/app/dpdk-testpmd (dpdk-testpmd, dpdk-l3fwd; repeatable)",
+    )
+
+
+def binaries_of(args: argparse.Namespace, attr: str = "sut_binary") -> Dict[str, str]:
+    """The checked builds of ``--sut-binary`` (``attr``) as {program: path}."""
+    return parse_binaries(",".join(getattr(args, attr, None) or []), "--" + attr.replace("_", "-"))
+
+
+def check_binary_options(args: argparse.Namespace, topology_kind: str) -> None:
+    """``dpgate gate``'s builds, checked before any suite runs."""
+    if getattr(args, "baseline_binary", None) and not getattr(args, "paired", False):
+        raise ConfigError(
+            "the baseline twin runs in the paired check only: add --paired", path="--baseline-binary"
+        )
+    if (
+        getattr(args, "sut_binary", None) or getattr(args, "baseline_binary", None)
+    ) and topology_kind != "embedded":
+        raise ConfigError("a lab SUT's build is set on its DUT, not here", path="--sut-binary")
+    binaries_of(args), binaries_of(args, "baseline_binary")
+
+
 def add_parser(sub) -> None:
     t = sub.add_parser("trial", help="bring up the embedded testbed, run one trial, tear down")
     t.add_argument("--topology", default="topologies/embedded.yaml")
@@ -92,6 +126,7 @@ def add_parser(sub) -> None:
     t.add_argument("--prefix", default=None, help="namespace prefix (default: the topology's)")
     t.add_argument("--no-calibrate", action="store_true", help="skip measuring the generator ceiling")
     add_generator_option(t)
+    add_binary_option(t)
     t.add_argument("--json", action="store_true", help="print one JSON object (TrialResult fields)")
     add_wait_option(t)
     t.set_defaults(func=cmd_trial)
@@ -107,6 +142,7 @@ def cmd_trial(args: argparse.Namespace) -> int:
         prefix=args.prefix,
         calibrate=not args.no_calibrate or args.rate.percent is not None,
         generator=args.generator,
+        binaries=binaries_of(args),
     )
     lock = hold_testbed(session.topology.prefix, args.wait_testbed, "dpgate trial")
     try:

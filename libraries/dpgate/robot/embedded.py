@@ -27,6 +27,7 @@ from typing import Any, Dict, Optional, Tuple
 from robot.api import Failure, logger
 from robot.api.deco import keyword, library
 
+from dpgate.config.binaries import parse_binaries
 from dpgate.config.units import Rate, format_pps, frame_size_tag, parse_frame_size, parse_ratio
 from dpgate.model.errors import ConfigError
 from dpgate.model.ndrpdr import NdrPdrResult
@@ -76,6 +77,7 @@ class EmbeddedTestbed(TestbedKeywords, PairedMeasure):
         prefix: Optional[str] = None,
         sut_cpu_steal: str = "0",
         inject_cost: str = "0",
+        sut_binary: str = "",
     ) -> float:
         """Create namespaces and veths, calibrate the generator for each frame size, start SUT ``nf``.
 
@@ -92,6 +94,8 @@ class EmbeddedTestbed(TestbedKeywords, PairedMeasure):
 
         ``inject_cost`` (fault injection, e.g. ``10%``) makes the SUT do that much more work per
         packet (``dpgate.testbeds.embedded.suts.cost``); records say ``injected_cost``.
+        ``sut_binary`` (``dpdk-testpmd=/build/app/dpdk-testpmd``, see ``dpgate.config.binaries``):
+        the build a SUT running that program runs; records say ``sut_binary``.
         """
         steal = parse_ratio(sut_cpu_steal or "0", "sut_cpu_steal")
         cost = parse_ratio(inject_cost or "0", "inject_cost")
@@ -108,6 +112,7 @@ class EmbeddedTestbed(TestbedKeywords, PairedMeasure):
             prefix=self.prefix,
             calibrate=False,
             generator=self.generator,
+            binaries=parse_binaries(sut_binary, "sut_binary"),
         )
         s = self._s
         s.testbed.up()
@@ -140,15 +145,10 @@ class EmbeddedTestbed(TestbedKeywords, PairedMeasure):
         return self.generators[frame_size_tag(sizes[0])].max_pps
 
     def _start_sut(self) -> None:
-        s = self._s
-        first = next(iter(self.generators.values()))
-        s.sut = s.sut_cls(
-            s.testbed, flows=first.profile.effective_flows if s.sut_cls.traffic == "ip4" else None
-        )
-        s.sut.start()
+        sut = self._s.start_sut(next(iter(self.generators.values())).profile.effective_flows)
         for gen in self.generators.values():
-            gen.sut = s.sut
-        logger.info(f"SUT {s.sut.name} started: {s.sut.version()}")
+            gen.sut = sut
+        logger.info(f"SUT {sut.name} started: {sut.version()}")
 
     @keyword
     def tear_down_embedded_testbed(self) -> None:
@@ -204,10 +204,8 @@ class EmbeddedTestbed(TestbedKeywords, PairedMeasure):
         return self.generators[tag]
 
     def _telemetry_at(self, gen, load: float, suffix: str = "") -> Dict[str, Any]:
-        """perf/pcm on the SUT cores during a trial at ``load``: the found NDR, and the PDR
-        with keys suffixed ``_pdr``, as CSIT captures both (see
-        ``dpgate.telemetry.collector.capture_during_trial``)."""
-
+        """perf/pcm on the SUT cores during a trial at ``load`` (the NDR; the PDR with keys
+        suffixed ``_pdr``, as CSIT captures both): ``telemetry.collector.capture_during_trial``."""
         if self._collector is None:
             self._collector = TelemetryCollector(self._s.testbed.sut_cpus)
         return capture_during_trial(self._collector, gen.measure, load, suffix)
@@ -376,6 +374,8 @@ class EmbeddedTestbed(TestbedKeywords, PairedMeasure):
         cost_info = getattr(self, "_cost", None)
         if cost_info:
             metrics["injected_cost"] = cost_info["percent"] / 100.0
+        if binary := getattr(self._s.sut, "binary", None):
+            metrics["sut_binary"] = binary
         mrr = after["mrr"]
         return metrics, dict(
             latency=None,

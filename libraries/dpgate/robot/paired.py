@@ -12,11 +12,12 @@ Example (resources/embedded.resource does this with ``--variable PAIRED:True``):
 
 from __future__ import annotations
 
-from typing import Any, Optional, Union
+from typing import Any, Dict, Optional, Union
 
 from robot.api import logger
 from robot.api.deco import keyword
 
+from dpgate.config.binaries import parse_binaries
 from dpgate.config.units import frame_size_tag, parse_frame_size, parse_ratio
 from dpgate.model.errors import ConfigError, EnvironmentProblem, SutError
 from dpgate.model.ndrpdr import NdrPdrResult
@@ -40,14 +41,17 @@ class PairedMeasure:
 
     @keyword
     def measure_cycles_against_baseline(
-        self, result: NdrPdrResult, pairs: int = 8, duration: float = 2.0
+        self, result: NdrPdrResult, pairs: int = 8, duration: float = 2.0, baseline_binary: str = ""
     ) -> Union[PairedCpp, str]:
         """The SUT's cycles per packet against a baseline twin's, in ``pairs`` pairs of
         ``duration`` s trials at the load of the result's ``cpp_at_load``, alternating
         baseline and SUT (A B B A ...). The twin is the same NF with its own namespaces (the
         testbed's prefix + ``b``), ports and SUT process on the same cores, without the
         suite's injected faults; it comes up on first use and goes with `Tear Down Embedded
-        Testbed`. While one side measures, the other's SUT is stopped if it busy-polls.
+        Testbed`. ``baseline_binary`` (``dpdk-testpmd=/parent/app/dpdk-testpmd``, see
+        ``dpgate.config.binaries``): the build the twin runs (a per-patch job: the parent
+        commit's; records say ``baseline_binary``), else the installed one. While one side
+        measures, the other's SUT is stopped if it busy-polls.
         Records ``cpp_paired_*`` (change, 99 % CI, pairs, both medians, load, disturbance).
         Returns the :class:`PairedCpp`, or why it was not measured (warned too): no
         ``cpp_at_load`` load, or a twin that would not come up (the SUT under test failing
@@ -56,6 +60,7 @@ class PairedMeasure:
         | ${paired}= | `Measure Cycles Against Baseline` | ${result} | pairs=8 |
         """
         n = count(pairs, "pairs")
+        binaries = parse_binaries(baseline_binary, "baseline_binary")
         if n < MIN_PAIRS:
             raise ConfigError(f"at least {MIN_PAIRS} pairs make a verdict, got {n}", path="pairs")
         length = positive(str(duration), "duration") or 2.0
@@ -66,7 +71,7 @@ class PairedMeasure:
             )
         gen = self._gen(result.frame_size)  # type: ignore[attr-defined]
         try:
-            twin = self._baseline_twin()
+            twin = self._baseline_twin(binaries)
         except (SutError, EnvironmentProblem) as err:
             return _not_measured(f"the baseline twin did not come up: {err}")
         size = parse_frame_size(result.frame_size)
@@ -83,11 +88,14 @@ class PairedMeasure:
             est = estimate([(cycles(b), cycles(s)) for b, s in got], float(load), foreign_of(trials))
         except ValueError as err:
             return _not_measured(f"{err} with cycles per packet")
-        record(metrics=est.metrics())
+        base_binary = getattr(twin.session.sut, "binary", None)
+        record(metrics=dict(est.metrics(), **({"baseline_binary": base_binary} if base_binary else {})))
         logger.info(est.describe())
         return est
 
-    def _baseline_twin(self) -> BaselineTwin:
+    def _baseline_twin(self, binaries: Dict[str, str]) -> BaselineTwin:
+        if self._twin is not None and self._twin.session.binaries != binaries:
+            self._baseline_twin_down()  # another build asked for: a new twin
         if self._twin is None:
             s: Any = self._s  # type: ignore[attr-defined]
             twin = BaselineTwin(
@@ -96,6 +104,7 @@ class PairedMeasure:
                 s.topology.prefix,
                 generator=self.generator,  # type: ignore[attr-defined]
                 on_trial=self._on_trial,  # type: ignore[attr-defined]
+                binaries=binaries,
             )
             twin.up()  # EmbeddedSession.up removes what it made when it fails
             self._twin = twin

@@ -9,7 +9,7 @@ Used by the ``dpgate`` command line and the Robot keyword libraries alike::
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Callable, Dict, Optional
 
 from dpgate.config.topology import Topology, load_topology
 from dpgate.exec.cpu import detect_cpu_hz
@@ -34,6 +34,7 @@ class EmbeddedSession:
         calibrate: bool = True,
         on_trial: Optional[Callable[[TrialResult], None]] = None,
         generator: Optional[str] = None,
+        binaries: Optional[Dict[str, str]] = None,
     ):
         self.topology: Topology = (
             topology if isinstance(topology, Topology) else load_topology(topology, prefix)
@@ -51,6 +52,8 @@ class EmbeddedSession:
         self.sut: Optional[EmbeddedSut] = None
         self.do_calibrate = calibrate
         self.on_trial = on_trial
+        #: builds to run instead of the installed programs (:mod:`dpgate.config.binaries`)
+        self.binaries = dict(binaries or {})
 
     @property
     def max_pps(self) -> Optional[float]:
@@ -62,15 +65,21 @@ class EmbeddedSession:
             self.generator = self.new_generator(self.profile)
             if self.do_calibrate:
                 self.generator.calibrate()
-            self.sut = self.sut_cls(
-                self.testbed, flows=self.profile.effective_flows if self.sut_cls.traffic == "ip4" else None
-            )
-            self.sut.start()
-            self.generator.sut = self.sut
+            self.generator.sut = self.start_sut(self.profile.effective_flows)
         except BaseException:
             self.down()
             raise
         return self
+
+    def start_sut(self, flows: Optional[int]) -> EmbeddedSut:
+        """Start the SUT (the build :attr:`binaries` gives for its program, if any), ``flows``
+        routes for an ip4 SUT."""
+        self.sut = self.sut_cls(self.testbed, flows=flows if self.sut_cls.traffic == "ip4" else None)
+        use = getattr(self.sut, "use_binaries", None)
+        if use is not None:
+            use(self.binaries)
+        self.sut.start()
+        return self.sut
 
     def new_generator(self, profile, **kw) -> EmbeddedGenerator:
         """A generator of this session's kind for ``profile``, frames built, process started."""

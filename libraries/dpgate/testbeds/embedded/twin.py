@@ -3,7 +3,8 @@
 The twin is a second :class:`~dpgate.testbeds.embedded.session.EmbeddedSession` of the same
 NF: its own namespaces (the case's prefix + ``b``, so ``dpgate cleanup --prefix`` of the
 case's prefix removes it too), veths, generator and SUT process, on the same TG and SUT
-cores, without the faults injected into the SUT under test. Trials alternate between the
+cores, without the faults injected into the SUT under test, running the installed programs
+or the builds it is given (a per-patch job: the parent commit's). Trials alternate between the
 two; while one side measures, the other's SUT processes are stopped (``SIGSTOP``) when it
 busy-polls, so that it does not take half of the core the measured side runs on; a kernel
 SUT without traffic uses no CPU and needs nothing. A CPU stealer injected into the SUT under
@@ -66,9 +67,12 @@ class BaselineTwin:
         prefix: str,
         generator: Optional[str] = None,
         on_trial: Optional[Callable[[Any], None]] = None,
+        binaries: Optional[Dict[str, str]] = None,
     ):
+        """``binaries``: the baseline's builds (:mod:`dpgate.config.binaries`), e.g. the parent
+        commit's testpmd in a per-patch job; without, the installed programs."""
         self.session = EmbeddedSession(
-            topology, nf, prefix=twin_prefix(prefix), calibrate=False, generator=generator
+            topology, nf, prefix=twin_prefix(prefix), calibrate=False, generator=generator, binaries=binaries
         )
         self.generators: Dict[str, Any] = {}
         #: where each of the twin's trials goes as it ends, marked ``details.paired_side: baseline``

@@ -96,7 +96,8 @@ def make_sut(
     """The lab SUT driver of ``nf`` on ``node``, pinned to ``cores``.
 
     ``options``: driver keyword arguments beyond the catalogue's (testpmd's ``mode``,
-    ``eth_peers``, ``noise_reads``, ``interactive``: the embedded testbed's testpmd SUTs).
+    ``eth_peers``, ``noise_reads``, ``interactive``: the embedded testbed's testpmd SUTs;
+    testpmd's and l3fwd's ``binary``: a build to run instead of the installed one).
 
     A lab on one machine (the DUT has a ``namespace``) keeps every file of the SUT under the
     topology's run dir, names units after the prefix, and takes VPP and l3fwd from
@@ -128,6 +129,7 @@ def _make(
         from dpgate.testbeds.lab.testpmd import Testpmd
 
         return Testpmd(node, dut, cores, rxq=q, **options)
+    binary = options.pop("binary", "") if spec.driver == "l3fwd" else ""
     if options:
         raise ConfigError(f"lab NF {spec.name} takes no driver options, got {sorted(options)}", path="nf")
     if spec.driver == "l3fwd":
@@ -144,9 +146,9 @@ def _make(
                 routes=l3fwd_routes(),
                 eth_dest=tg_macs,
                 rule_path=f"{state}/l3fwd.rules",
-                binary=require("l3fwd"),
+                binary=binary or require("l3fwd"),
             )
-        return L3fwd(node, dut, cores, routes=l3fwd_routes(), eth_dest=tg_macs)
+        return L3fwd(node, dut, cores, routes=l3fwd_routes(), eth_dest=tg_macs, binary=binary)
     if spec.driver == "vpp":
         from dpgate.testbeds.lab.vpp import Vpp, ip4_routing, l2_static_macs
 

@@ -161,8 +161,11 @@ class Testpmd(LabSut):
         eth_peers: Sequence[str] = (),
         noise_reads: int = 0,
         interactive: bool = False,
+        binary: str = "",
     ):
-        """``eth_peers[i]``: destination MAC of frames sent on topology port ``i`` (``mode="mac"``)."""
+        """``eth_peers[i]``: destination MAC of frames sent on topology port ``i`` (``mode="mac"``);
+        ``binary``: the testpmd to run (default ``dpdk-testpmd`` from PATH)."""
+        self.binary = binary or self.binary
         if mode not in MODES:
             raise ConfigError(
                 f"testpmd forwarding mode {mode!r}: expected one of {', '.join(MODES)}", path="mode"

@@ -37,10 +37,19 @@ class _LabDriverSut(EmbeddedSut):
     lab_nf = ""
     #: how the driver's process runs: ``daemon`` (start-stop-daemon) or ``console`` (our child)
     service_mode = "daemon"
+    #: the program whose build can be chosen (:mod:`dpgate.config.binaries`), if any
+    program = ""
 
     def __init__(self, testbed, flows=None):
         super().__init__(testbed, flows)
         self.driver: Any = None
+        #: the build to run instead of the installed ``program`` (:meth:`use_binaries`)
+        self.binary: Optional[str] = None
+
+    def use_binaries(self, binaries: Dict[str, str]) -> Optional[str]:
+        """Run the build ``binaries`` gives for this SUT's program (before ``start``); returns it."""
+        self.binary = binaries.get(self.program) if self.program else None
+        return self.binary
 
     def _driver(self) -> Any:
         from dpgate.testbeds.lab.nfs import make_sut
@@ -62,7 +71,7 @@ class _LabDriverSut(EmbeddedSut):
             shim,
             CoreAllocation(main=cpu, workers=(cpu,), phy_cores=1, threads_per_core=1, numa=0),
             flows=self.flows,
-            options=self.driver_options(),
+            options=dict(self.driver_options(), **({"binary": self.binary} if self.binary else {})),
         )
 
     def driver_options(self) -> Dict[str, Any]:
@@ -114,6 +123,7 @@ class _LabDriverSut(EmbeddedSut):
 class L3fwdIp4(_LabDriverSut):
     name = "l3fwd-ip4"
     lab_nf = "l3fwd-ip4"
+    program = "dpdk-l3fwd"
     traffic = "ip4"
     description = "DPDK l3fwd LPM IPv4 forwarding (lab driver), net_af_packet ports"
 

@@ -29,6 +29,7 @@ class _Testpmd(_LabDriverSut):
     polls = True
     service_mode = "console"
     mode = "io"
+    program = "dpdk-testpmd"
 
     def __init__(self, testbed, flows=None):
         super().__init__(testbed, flows)
@@ -74,7 +75,10 @@ class _Testpmd(_LabDriverSut):
         return stats
 
     def version(self) -> str:
-        """``dpdk <Debian package version> testpmd``; the binary's own ``RTE Version`` without the package."""
+        """``dpdk <Debian package version> testpmd``; the binary's own ``RTE Version`` without the
+        package, and with the path when a build was chosen (``--sut-binary``)."""
+        if self.binary:
+            return f"dpdk {self.driver.version() if self.driver else 'unknown'} testpmd ({self.binary})"
         pkg = run(["dpkg-query", "-W", "-f=${Version}", "dpdk"], check=False).stdout.strip()
         if not pkg and self.driver is not None:
             pkg = self.driver.version()
