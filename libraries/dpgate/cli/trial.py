@@ -109,7 +109,8 @@ def check_binary_options(args: argparse.Namespace, topology_kind: str) -> None:
         getattr(args, "sut_binary", None) or getattr(args, "baseline_binary", None)
     ) and topology_kind != "embedded":
         raise ConfigError("a lab SUT's build is set on its DUT, not here", path="--sut-binary")
-    binaries_of(args), binaries_of(args, "baseline_binary")
+    for attr in ("sut_binary", "baseline_binary"):
+        binaries_of(args, attr)  # raises naming the option
 
 
 def add_parser(sub) -> None:
