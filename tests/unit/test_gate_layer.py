@@ -7,7 +7,7 @@ import pytest
 from helpers import ndrpdr_result
 from robot.api import Failure, SkipExecution
 
-from dpgate.cli.gate import summary_table
+from dpgate.cli.gate_summary import summary_table
 from dpgate.config.thresholds import CaseThresholds, load_thresholds
 from dpgate.config.units import parse_rate
 from dpgate.model.errors import ConfigError

@@ -98,3 +98,28 @@ def test_core_speed_is_the_runs_median_and_a_slow_run_sets_no_ceiling():
     assert out["core_speed"] == "30.0"
     # 3300 was measured at 16.4 M it/s: left out; spread of the rest 3.8 %
     assert out["cpp_at_load_max"] == f"{2700 * (2700 / 2600):.0f}"
+
+
+def test_leave_one_out_names_the_run_a_rule_would_have_failed(tmp_path, capsys):
+    # four runs at 500-520 kpps and one at 300: derived from the other four, its NDR misses
+    ndrs = [500e3, 520e3, 510e3, 505e3, 300e3]
+    runs = [_run(tmp_path, i, ndr_pps=n, pdr_pps=n) for i, n in enumerate(ndrs)]
+    assert rebaseline_main(runs + ["--leave-one-out"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert any(line.startswith("linux-ip4 64B: ") and "base-4: ndr_pps 300000 < ndr_min" in line for line in out)
+    assert out[-1].startswith("leave-one-out: 2 of 10 healthy values would miss")  # its NDR and PDR
+    steady = [_run(tmp_path, 10 + i, ndr_pps=n, pdr_pps=n) for i, n in enumerate(ndrs[:4])]
+    assert rebaseline_main(steady + ["--leave-one-out"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("leave-one-out: 0 of 8")
+
+
+def test_leave_one_out_counts_no_cpp_at_load_of_a_slow_host_phase(tmp_path, capsys):
+    cpps = [3000.0, 3050.0, 3020.0, 3010.0, 4500.0]  # the last measured at half speed
+    speeds = [55.0, 54.0, 56.0, 55.0, 27.0]
+    runs = [
+        _run(tmp_path, i, ndr_pps=5e5, pdr_pps=5e5, cpp_at_load=c, cpp_at_load_pps=1e5, sut_core_speed=s)
+        for i, (c, s) in enumerate(zip(cpps, speeds))
+    ]
+    assert rebaseline_main(runs + ["--leave-one-out"]) == 0
+    out = capsys.readouterr().out
+    assert "cpp_at_load 4500" not in out and "leave-one-out: 0 of 14" in out

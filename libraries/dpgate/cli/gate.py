@@ -36,8 +36,9 @@ import shutil
 import signal
 import subprocess
 import sys
-from typing import Dict, List, Optional
+from typing import List, Optional
 
+from dpgate.cli.gate_summary import history_summary, paired_summary, summary_table
 from dpgate.cli.trial import (
     add_binary_option,
     add_generator_option,
@@ -46,6 +47,12 @@ from dpgate.cli.trial import (
     check_binary_options,
 )
 from dpgate.config.binaries import joined
+from dpgate.config.machineclass import (
+    check_thresholds,
+    host_core_speed,
+    parse_machine_class,
+    resolve_thresholds,
+)
 from dpgate.config.thresholds import load_thresholds
 from dpgate.config.topology import Topology, load_topology
 from dpgate.exec.lock import FileLock, hold_testbed, inherit, outdir_lock
@@ -117,6 +124,13 @@ def add_parser(sub) -> None:
         default=0.0,
         help="fault injection: take this %% of the SUT core(s) away (shows the regression check works)",
     )
+    g.add_argument(
+        "--machine-class",
+        type=_machine_class,
+        default="auto",
+        help="which of the thresholds file's machine_classes applies: auto (probe the cores before "
+        "the run), base (the file as it is) or a core speed in M it/s (default auto)",
+    )
     add_generator_option(g)
     add_binary_option(g)
     add_binary_option(
@@ -124,6 +138,24 @@ def add_parser(sub) -> None:
     )
     add_wait_option(g)
     g.set_defaults(func=cmd_gate)
+
+
+def _machine_class(value: str) -> str:
+    try:
+        parse_machine_class(value)
+    except ConfigError as err:
+        raise argparse.ArgumentTypeError(err.reason) from None
+    return value
+
+
+def pick_machine_class(args) -> None:
+    """Probe the cores for the thresholds' machine class now, before the testbed is up and
+    once for the whole run, say which file applies, and hand the speed to Robot."""
+    path = args.thresholds or "variables/embedded.yaml"
+    if parse_machine_class(args.machine_class) is not None or not load_thresholds(path).machine_classes:
+        return
+    args.machine_class = f"{host_core_speed():.1f}"
+    print(f"thresholds: {resolve_thresholds(path, args.machine_class)[1]}", flush=True)
 
 
 def _percent(option: str):
@@ -169,6 +201,8 @@ def robot_argv(args) -> List[str]:
     ]
     if args.thresholds:
         argv += ["--variable", f"THRESHOLDS_FILE:{os.path.abspath(args.thresholds)}"]
+    if getattr(args, "machine_class", "auto") != "auto":
+        argv += ["--variable", f"MACHINE_CLASS:{args.machine_class}"]
     if args.topology:
         argv += ["--variable", f"TOPOLOGY:{os.path.abspath(args.topology)}"]
     if args.prefix:
@@ -214,7 +248,7 @@ def preflight(args) -> Topology:
     )
     if args.thresholds is None and topo.kind != "embedded":
         args.thresholds = "variables/lab-local.yaml" if is_local_lab(topo) else "variables/lab-2n-skx.yaml"
-    load_thresholds(args.thresholds or "variables/embedded.yaml")
+    check_thresholds(args.thresholds or "variables/embedded.yaml")
     if getattr(args, "paired", False) and topo.kind != "embedded":
         raise ConfigError(
             "the paired check runs on the embedded testbed only (its twin is a second one)", path="--paired"
@@ -254,6 +288,7 @@ def cmd_gate(args) -> int:
     topo = preflight(args)
     locks = take_ownership(args, topo)
     try:
+        pick_machine_class(args)
         with local_lab_session(args.topology or "topologies/embedded.yaml", args.prefix) as extra:
             args.extra_robot = extra
             return _run_gate(args, locks)
@@ -350,48 +385,3 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
     except (OSError, AttributeError):  # pragma: no cover - non-Linux
         pass
-
-
-def history_summary(records: List[Dict], hist: str) -> str:
-    """The regression check's verdicts as the tests recorded them."""
-    lines = [f"regression check against {hist}:"]
-    for r in records:
-        for g in r.get(F.GATES, []):
-            if g.get("name", "").startswith("regression_"):
-                lines.append(f"  {g['message']}")
-    if len(lines) == 1:
-        lines.append("  (no test reached the regression check)")
-    return "\n".join(lines)
-
-
-def paired_summary(records: List[Dict]) -> str:
-    """The paired check's verdicts (``--paired``), one line per test; empty without it.
-
-    >>> print(paired_summary([{"name": "t", "gates": [{"name": "cpp_paired", "passed": True, "message": "m"}]}]))
-    paired check against a baseline twin beside the SUT:
-      t: PASS: m
-    """
-    lines = []
-    for r in records:
-        for g in r.get(F.GATES, []):
-            if g.get("name") == "cpp_paired":
-                verdict = "SKIP" if g.get("skipped") else ("PASS" if g.get("passed") else "FAIL")
-                lines.append(f"  {r.get(F.NAME, '?')}: {verdict}: {g.get('message', '')}")
-    return "\n".join(["paired check against a baseline twin beside the SUT:"] + lines) if lines else ""
-
-
-def summary_table(records: List[Dict]) -> str:
-    head = f"{'test':44s} {'NDR Mpps':>9s} {'PDR Mpps':>9s} {'CPP':>8s}  verdict"
-    lines = [head, "-" * len(head)]
-    for r in records:
-        m = r.get(F.METRICS, {})
-        ndr = f"{m['ndr_pps'] / 1e6:.3f}" if "ndr_pps" in m else "-"
-        pdr = f"{m['pdr_pps'] / 1e6:.3f}" if "pdr_pps" in m else "-"
-        cpp = f"{m['cpp']:.0f}" if isinstance(m.get("cpp"), (int, float)) else "-"
-        verdict = r.get(F.STATUS, "?")
-        if verdict != "PASS" and r.get(F.MESSAGE):
-            verdict += ": " + r[F.MESSAGE].splitlines()[0][:100]
-        lines.append(f"{r.get(F.NAME, '?')[:44]:44s} {ndr:>9s} {pdr:>9s} {cpp:>8s}  {verdict}")
-    if len(lines) == 2:
-        lines.append("(no test produced a result)")
-    return "\n".join(lines)

@@ -26,6 +26,8 @@ seen (max/min - 1, at least ``--min-margin``):
 
 Fewer than ``--min-runs`` usable runs for a case is an error naming the case: a spread from
 two runs is not a spread. Output is YAML in the layout of ``variables/embedded.yaml``.
+``--leave-one-out`` checks the rules before they gate: every run against the rows derived
+from the others, one line per value that would have missed, then the count.
 
 >>> derive_case({"ndr_pps": [500e3, 520e3, 480e3]}, min_margin=0.03)["ndr_min"]
 '0.443 Mpps'
@@ -169,6 +171,51 @@ def render(cases, runs: int, min_runs: int, min_margin: float) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: (metric of a run, threshold, True: a floor) the leave-one-out check compares
+CHECKS = (
+    ("ndr_pps", "ndr_min", True),
+    ("pdr_pps", "pdr_min", True),
+    ("cpp_at_load", "cpp_at_load_max", False),
+)
+
+
+def leave_one_out(run_dirs: List[str], disturbance_max: float, min_margin: float) -> List[str]:
+    """Would a healthy run have passed thresholds derived from the others? For every run and
+    case: its NDR, PDR and cpp_at_load against the rows ``derive_case`` makes from the other
+    runs (a cpp_at_load measured below 90 % of their ``core_speed`` is a slow host phase, which
+    the gate calls inconclusive, not counted). One line per miss, then the count: the false
+    FAIL rate these rules give on this machine class, before they gate anything."""
+    lines, checked, missed = [], 0, 0
+    for i, held in enumerate(run_dirs):
+        rows = {
+            k: derive_case(v, min_margin)
+            for k, v in collect(run_dirs[:i] + run_dirs[i + 1 :], disturbance_max).items()
+        }
+        for (nf, size), vals in sorted(collect([held], disturbance_max).items()):
+            row = rows.get((nf, size))
+            if row is None:
+                continue
+            for metric, key, floor in CHECKS:
+                got = (vals.get(metric) or [None])[0]
+                if got is None or key not in row:
+                    continue
+                if metric == "cpp_at_load" and "core_speed" in row:
+                    speed = (vals.get("sut_core_speed") or [0.0])[0]
+                    if speed and speed < 0.9 * float(row["core_speed"]):
+                        continue
+                limit = float(row[key].split()[0]) * (1e6 if floor else 1.0)
+                checked += 1
+                if (got < limit) if floor else (got > limit):
+                    missed += 1
+                    lines.append(
+                        f"{nf} {size}: {held}: {metric} {got:.6g} {'<' if floor else '>'} {key} {limit:.6g} from the other runs"
+                    )
+    lines.append(
+        f"leave-one-out: {missed} of {checked} healthy values would miss a threshold derived from the other {len(run_dirs) - 1} runs"
+    )
+    return lines
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m dpgate.config.rebaseline", description=__doc__.split("\n")[0]
@@ -177,8 +224,18 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--min-runs", type=int, default=5)
     ap.add_argument("--min-margin", type=float, default=0.03)
     ap.add_argument("--disturbance-max", type=float, default=DEFAULT_DISTURBANCE_MAX)
+    ap.add_argument(
+        "--leave-one-out",
+        action="store_true",
+        help="instead: check every run against the thresholds derived from the others (false FAIL rate)",
+    )
     a = ap.parse_args(argv)
     try:
+        if a.leave_one_out:
+            if len(a.runs) < 3:
+                raise ConfigError("--leave-one-out needs at least 3 runs", path="rebaseline")
+            print("\n".join(leave_one_out(a.runs, a.disturbance_max, a.min_margin)))
+            return 0
         sys.stdout.write(render(collect(a.runs, a.disturbance_max), len(a.runs), a.min_runs, a.min_margin))
     except ConfigError as err:
         print(f"dpgate rebaseline: error: {err}", file=sys.stderr)

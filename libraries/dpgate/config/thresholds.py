@@ -27,6 +27,11 @@ merges, later winning: defaults < all < <size> < all-<tag> < <size>-<tag>. Witho
         64B-1T1C: {ndr_min: 13.0 Mpps, cpp_max: 190}
         64B-2T1C: {ndr_min: 15.8 Mpps}
 
+A file may name thresholds of faster machine classes (``dpgate.config.machineclass``)::
+
+    machine_classes:
+      - {thresholds: embedded-fast.yaml, core_speed_min: 40, note: "EPYC VMs at 48-63 M it/s"}
+
 Every bad value is one ConfigError naming file, path and what is accepted.
 """
 
@@ -34,7 +39,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, fields
-from typing import Dict, Optional, Tuple, Union
+from typing import Dict, List, Optional, Tuple, Union
 
 from dpgate.config import schema
 from dpgate.config.units import UnitError, frame_size_tag, parse_frame_size, parse_rate, parse_ratio
@@ -150,11 +155,54 @@ class CaseThresholds:
 
 
 @dataclass(frozen=True)
+class MachineClass:
+    """Thresholds of a faster machine class: ``thresholds`` (a file beside this one, its rows
+    laid over this file's) applies where the host's cores run ``core_speed_min`` M it/s of
+    dpgate's probe loop or faster."""
+
+    thresholds: str
+    core_speed_min: float = field(metadata={"check": _pos})
+    note: str = ""
+
+
+def _row_key(key: str) -> str:
+    return str(key).upper()
+
+
+@dataclass(frozen=True)
 class ThresholdFile:
     nfs: Dict[str, Dict[str, CaseThresholds]]
     defaults: CaseThresholds = field(default_factory=CaseThresholds)
     margin_note: str = ""
     source: str = ""
+    machine_classes: List[MachineClass] = field(default_factory=list)
+
+    def overlaid(self, other: ThresholdFile) -> ThresholdFile:
+        """This file with ``other``'s rows laid over it, key by key (a machine class's file
+        holds what was measured there; the rest, e.g. ``cpp_paired_max_rise``, stays).
+
+        >>> base = ThresholdFile(nfs={"a": {"64B": CaseThresholds(ndr_min="1 Mpps", noise="5%")}})
+        >>> top = ThresholdFile(nfs={"a": {"64b": CaseThresholds(ndr_min="2 Mpps")}, "b": {}})
+        >>> row = base.overlaid(top).nfs["a"]["64B"]
+        >>> row.ndr_min, row.noise
+        ('2 Mpps', '5%')
+        """
+        nfs = {nf: dict(rows) for nf, rows in self.nfs.items()}
+        for nf, rows in other.nfs.items():
+            mine = nfs.setdefault(nf, {})
+            names = {_row_key(k): k for k in mine}
+            for key, row in rows.items():
+                have = names.get(_row_key(key))
+                if have is None:
+                    mine[key] = row
+                else:
+                    mine[have] = mine[have].merged(row)
+        return ThresholdFile(
+            nfs=nfs,
+            defaults=self.defaults.merged(other.defaults),
+            margin_note=other.margin_note or self.margin_note,
+            source=other.source or self.source,
+        )
 
     def validate(self):
         for nf, cases in self.nfs.items():

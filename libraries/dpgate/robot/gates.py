@@ -5,12 +5,14 @@ The recording and verdict helpers live in :mod:`dpgate.robot.gate_checks`."""
 
 from __future__ import annotations
 
+import os
 from typing import Dict, List, Optional, Tuple
 
 from robot.api import Failure, SkipExecution, logger
 from robot.api.deco import keyword, library
 
-from dpgate.config.thresholds import CaseThresholds, ThresholdFile, load_thresholds
+from dpgate.config.machineclass import resolve_thresholds
+from dpgate.config.thresholds import CaseThresholds, ThresholdFile
 from dpgate.config.units import Rate, format_pps, parse_rate, parse_ratio
 from dpgate.model.errors import ConfigError
 from dpgate.model.ndrpdr import NdrPdrResult
@@ -34,10 +36,15 @@ class Gates(PairedGate):
     Import: ``Library  dpgate.robotlib.Gates  variables/embedded.yaml  telemetry_policy=skip``
 
     ``telemetry_policy`` says what an IPC/DDIO/TMAM gate does on a host without counters:
-    ``skip`` the test or ``fail`` it, with the reason either way.
+    ``skip`` the test or ``fail`` it, with the reason either way. ``machine_class`` (``auto``,
+    ``base`` or a core speed in M it/s): which of the file's ``machine_classes`` applies
+    (``dpgate.config.machineclass``); ``auto`` probes the cores at import, before the testbed
+    is up, and the record's ``thresholds`` names the file whose rows the case used.
     """
 
-    def __init__(self, thresholds: Optional[str] = None, telemetry_policy: str = "skip"):
+    def __init__(
+        self, thresholds: Optional[str] = None, telemetry_policy: str = "skip", machine_class: str = "auto"
+    ):
         if telemetry_policy not in TELEMETRY_POLICIES:
             raise ConfigError(
                 f"telemetry_policy must be one of {', '.join(TELEMETRY_POLICIES)}, got {telemetry_policy!r}",
@@ -46,6 +53,15 @@ class Gates(PairedGate):
         self.thresholds_path = thresholds
         self.policy = telemetry_policy
         self._file: Optional[ThresholdFile] = None
+        #: which file's rows apply and why (machine class, ``dpgate.config.machineclass``)
+        self.thresholds_choice = ""
+        self._load_error: Optional[ConfigError] = None
+        if thresholds:  # now, before a testbed is up: the class probe times the bare cores
+            try:
+                self._file, self.thresholds_choice = resolve_thresholds(thresholds, machine_class)
+                logger.console(f"thresholds: {self.thresholds_choice}")
+            except ConfigError as err:  # reported by the first keyword that needs them
+                self._load_error = err
         #: largest foreign core share a failing verdict may rest on (set per case by Check Gates)
         self._dmax: Optional[float] = DISTURBANCE_MAX
         #: the test (suite, name) whose regression check failed on clean measurements: its
@@ -60,12 +76,11 @@ class Gates(PairedGate):
         | ${t}= | `Thresholds For` | linux-ip4 | 64B |
         | ${t}= | `Thresholds For` | vpp-l2patch | 64B | cores=2T1C |
         """
+        if self._load_error is not None:
+            raise self._load_error
         if self._file is None:
-            if not self.thresholds_path:
-                raise ConfigError(
-                    "no thresholds file: import Gates with the path of variables/<testbed>.yaml"
-                )
-            self._file = load_thresholds(self.thresholds_path)
+            raise ConfigError("no thresholds file: import Gates with the path of variables/<testbed>.yaml")
+        record(metrics={"thresholds": os.path.basename(self._file.source)})
         return self._file.lookup(nf, frame_size, cores or None)
 
     @keyword

@@ -1,0 +1,131 @@
+"""Thresholds per machine class: the host's core speed picks the file whose floors hold here.
+
+Runners of one CI pool are one machine class; between pools the same SUT forwards at very
+different rates. The embedded testbed's VMs have come in two classes: cores at 28-34 M it/s
+of dpgate's probe loop (``dpgate.exec.speedprobe``) and at 48-63 M it/s, where every NDR is
+far above the slower class's floors (a 30 % regression passes them). CSIT keeps thresholds per
+testbed type; dpgate picks them by measured speed. The base file (``variables/embedded.yaml``)
+lists the faster classes::
+
+    machine_classes:
+      - {thresholds: embedded-fast.yaml, core_speed_min: 40}
+
+``machine_class``: ``auto`` probes the cores (about 0.6 s, before the testbed is up) and takes
+the class with the highest ``core_speed_min`` the host reaches, else the base file; ``base``
+takes the base file as it is; a number is the speed to judge by (a speed probed earlier,
+e.g. by ``dpgate gate``, which passes it to Robot). The class's file is laid over the base
+file (``ThresholdFile.overlaid``). A host in a slow phase during the probe reads as the slower
+class: looser floors, never a false FAIL.
+
+>>> base = ThresholdFile(nfs={}, machine_classes=[MachineClass("fast.yaml", 40.0)])
+>>> choose(base, 55.0).thresholds, choose(base, 31.0)
+('fast.yaml', None)
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from typing import List, Optional, Sequence, Tuple
+
+from dpgate.config.thresholds import MachineClass, ThresholdFile, load_thresholds
+from dpgate.model.errors import ConfigError
+
+#: rounds of the class probe (every core once a round) and the pause between them (s)
+ROUNDS, PAUSE_S = 10, 0.05
+
+
+def host_core_speed(cpus: Optional[Sequence[int]] = None) -> float:
+    """Median speed (M it/s) of ``cpus`` (default: every CPU this process may use) over
+    ``ROUNDS`` probes each, one core at a time (``SpeedProbe``)."""
+    from dpgate.exec.speedprobe import SpeedProbe
+
+    use = sorted(cpus if cpus is not None else os.sched_getaffinity(0))
+    seen: List[float] = []
+    with SpeedProbe(use) as probe:
+        for _ in range(ROUNDS):
+            seen += list(probe.read().values())
+            time.sleep(PAUSE_S)
+    if not seen:
+        raise ConfigError("the core speed probe read nothing (its processes died)", path="machine_class")
+    return statistics.median(seen)
+
+
+def choose(base: ThresholdFile, speed: float) -> Optional[MachineClass]:
+    """The class with the highest ``core_speed_min`` <= ``speed``; None: the base file's."""
+    fits = [c for c in base.machine_classes if speed >= c.core_speed_min]
+    return max(fits, key=lambda c: c.core_speed_min) if fits else None
+
+
+def parse_machine_class(value: str) -> Optional[float]:
+    """``auto`` -> None (probe), ``base`` -> 0.0 (no class), ``55.2`` -> 55.2 (M it/s).
+
+    >>> parse_machine_class("auto"), parse_machine_class("base"), parse_machine_class("55.2")
+    (None, 0.0, 55.2)
+    >>> parse_machine_class("fast")
+    Traceback (most recent call last):
+    ...
+    dpgate.model.errors.ConfigError: machine_class: must be auto, base or a core speed in M it/s (e.g. 55.2), got 'fast'
+    """
+    v = str(value).strip().lower()
+    if v in ("auto", ""):
+        return None
+    if v == "base":
+        return 0.0
+    try:
+        speed = float(v)
+    except ValueError:
+        speed = -1.0
+    if speed < 0:
+        raise ConfigError(
+            f"must be auto, base or a core speed in M it/s (e.g. 55.2), got {value!r}", path="machine_class"
+        )
+    return speed
+
+
+def resolve_thresholds(path: str, machine_class: str = "auto") -> Tuple[ThresholdFile, str]:
+    """The thresholds of this host's class from ``path`` and why, e.g. ``("...", "embedded-fast.yaml:
+    cores at 55.1 M it/s >= 40 (machine class of variables/embedded.yaml)")``. Probes only when
+    the file lists classes and ``machine_class`` is ``auto``."""
+    base = load_thresholds(path)
+    name = os.path.basename(path)
+    if not base.machine_classes:
+        return base, name
+    speed = parse_machine_class(machine_class)
+    how = "given"
+    if speed is None:
+        speed, how = host_core_speed(), "probed"
+    if speed == 0.0:
+        return base, f"{name} (machine_class=base)"
+    check_thresholds(path)  # every class's file must load, whichever is picked
+    pick = choose(base, speed)
+    if pick is None:
+        lowest = min(c.core_speed_min for c in base.machine_classes)
+        return base, f"{name}: cores at {speed:.1f} M it/s ({how}), below every class (>= {lowest:g})"
+    top = _class_file(path, pick)
+    why = f"{pick.thresholds}: cores at {speed:.1f} M it/s ({how}) >= {pick.core_speed_min:g}, over {name}"
+    return base.overlaid(top), why
+
+
+def check_thresholds(path: str) -> ThresholdFile:
+    """Load ``path`` and every machine class's file it lists (a run's preflight: a bad file is
+    one error before anything starts, whichever class the host turns out to be)."""
+    base = load_thresholds(path)
+    for mc in base.machine_classes:
+        _class_file(path, mc)
+    return base
+
+
+def _class_file(base_path: str, mc: MachineClass) -> ThresholdFile:
+    full = os.path.join(os.path.dirname(os.path.abspath(base_path)), mc.thresholds)
+    if not os.path.isfile(full):
+        raise ConfigError(
+            f"machine class file {mc.thresholds!r} not found beside the thresholds file",
+            base_path,
+            "machine_classes",
+        )
+    top = load_thresholds(full)
+    if top.machine_classes:
+        raise ConfigError("a machine class's file may not list classes of its own", full, "machine_classes")
+    return top

@@ -1,0 +1,119 @@
+"""Thresholds per machine class (dpgate.config.machineclass): the host's core speed picks the
+file whose rows apply; the class file is laid over the base file; bad class files are one
+error naming them; the probe is the real speed probe."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from dpgate.cli.main import build_parser
+from dpgate.config.machineclass import check_thresholds, host_core_speed, resolve_thresholds
+from dpgate.model.errors import ConfigError
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+BASE = """\
+machine_classes:
+  - {thresholds: fast.yaml, core_speed_min: 40}
+  - {thresholds: faster.yaml, core_speed_min: 80}
+defaults: {core_speed: 30}
+nfs:
+  linux-ip4:
+    all: {cpp_paired_max_rise: 3%}
+    64B: {ndr_min: 0.3 Mpps, cpp_at_load_max: 6000, noise: 20%}
+    IMIX: {ndr_min: 0.2 Mpps}
+"""
+FAST = """\
+defaults: {core_speed: 55}
+nfs:
+  linux-ip4:
+    64b: {ndr_min: 0.6 Mpps, cpp_at_load_max: 3500}
+  testpmd-io:
+    64B: {ndr_min: 1.0 Mpps}
+"""
+FASTER = "nfs:\n  linux-ip4:\n    64B: {ndr_min: 0.9 Mpps}\n"
+
+
+@pytest.fixture
+def files(tmp_path):
+    (tmp_path / "base.yaml").write_text(BASE)
+    (tmp_path / "fast.yaml").write_text(FAST)
+    (tmp_path / "faster.yaml").write_text(FASTER)
+    return tmp_path
+
+
+def test_the_fastest_class_the_host_reaches_applies_over_the_base_rows(files):
+    th, why = resolve_thresholds(str(files / "base.yaml"), "55.2")
+    row = th.lookup("linux-ip4", "64B")
+    assert (row.ndr_min, row.cpp_at_load_max, row.noise) == ("0.6 Mpps", 3500, "20%")
+    assert row.cpp_paired_max_rise == "3%" and row.core_speed == 55
+    assert th.lookup("linux-ip4", "IMIX").ndr_min == "0.2 Mpps"  # not measured there: the base row
+    assert th.lookup("testpmd-io", "64B").ndr_min == "1.0 Mpps"
+    assert why.startswith("fast.yaml: cores at 55.2 M it/s (given) >= 40")
+    assert os.path.basename(th.source) == "fast.yaml"
+    faster, _ = resolve_thresholds(str(files / "base.yaml"), "81")
+    assert faster.lookup("linux-ip4", "64B").ndr_min == "0.9 Mpps"
+
+
+def test_a_slower_host_or_base_keeps_the_base_file(files):
+    for given, says in (("31", "below every class (>= 40)"), ("base", "machine_class=base")):
+        th, why = resolve_thresholds(str(files / "base.yaml"), given)
+        assert th.lookup("linux-ip4", "64B").ndr_min == "0.3 Mpps"
+        assert says in why
+
+
+def test_auto_probes_the_real_cores(files):
+    speed = host_core_speed()
+    assert 1.0 < speed < 1000.0
+    th, why = resolve_thresholds(str(files / "base.yaml"), "auto")
+    assert "(probed)" in why
+    assert th.lookup("linux-ip4", "64B").ndr_min in ("0.3 Mpps", "0.6 Mpps", "0.9 Mpps")
+
+
+def test_a_missing_or_nested_class_file_is_one_error_naming_it(files):
+    (files / "faster.yaml").unlink()
+    with pytest.raises(ConfigError, match="'faster.yaml' not found") as err:
+        check_thresholds(str(files / "base.yaml"))
+    assert err.value.path == "machine_classes"
+    (files / "faster.yaml").write_text("machine_classes: [{thresholds: base.yaml, core_speed_min: 1}]\nnfs: {}\n")
+    with pytest.raises(ConfigError, match="may not list classes of its own"):
+        resolve_thresholds(str(files / "base.yaml"), "55")
+    (files / "base.yaml").write_text(BASE.replace("core_speed_min: 40", "core_speed_min: -4"))
+    with pytest.raises(ConfigError, match="core_speed_min"):
+        check_thresholds(str(files / "base.yaml"))
+
+
+def test_a_bad_machine_class_value_is_refused(files):
+    with pytest.raises(ConfigError, match="auto, base or a core speed"):
+        resolve_thresholds(str(files / "base.yaml"), "fast")
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["gate", "--machine-class", "fast"])
+
+
+def test_the_gate_hands_the_class_to_robot():
+    from dpgate.cli.gate import robot_argv
+
+    p = build_parser()
+    assert "MACHINE_CLASS:55.2" in robot_argv(p.parse_args(["gate", "--machine-class", "55.2"]))
+    assert not any(a.startswith("MACHINE_CLASS:") for a in robot_argv(p.parse_args(["gate"])))
+
+
+def test_gates_library_uses_the_class_rows_and_reports_errors_at_first_use(files):
+    from dpgate.robot.gates import Gates
+
+    g = Gates(str(files / "base.yaml"), machine_class="55")
+    assert g.thresholds_for("linux-ip4", "64B").ndr_min == "0.6 Mpps"
+    assert g.thresholds_choice.startswith("fast.yaml")
+    broken = Gates(str(files / "nope.yaml"))  # the import itself does not fail
+    with pytest.raises(ConfigError, match="nope.yaml"):
+        broken.thresholds_for("linux-ip4", "64B")
+
+
+def test_the_shipped_embedded_thresholds_and_their_classes_load():
+    base = check_thresholds(os.path.join(ROOT, "variables", "embedded.yaml"))
+    for mc in base.machine_classes:
+        th, _ = resolve_thresholds(os.path.join(ROOT, "variables", "embedded.yaml"), str(mc.core_speed_min))
+        for nf in base.nfs:
+            th.lookup(nf, "64B")
