@@ -77,7 +77,9 @@ def test_a_missing_or_nested_class_file_is_one_error_naming_it(files):
     with pytest.raises(ConfigError, match="'faster.yaml' not found") as err:
         check_thresholds(str(files / "base.yaml"))
     assert err.value.path == "machine_classes"
-    (files / "faster.yaml").write_text("machine_classes: [{thresholds: base.yaml, core_speed_min: 1}]\nnfs: {}\n")
+    (files / "faster.yaml").write_text(
+        "machine_classes: [{thresholds: base.yaml, core_speed_min: 1}]\nnfs: {}\n"
+    )
     with pytest.raises(ConfigError, match="may not list classes of its own"):
         resolve_thresholds(str(files / "base.yaml"), "55")
     (files / "base.yaml").write_text(BASE.replace("core_speed_min: 40", "core_speed_min: -4"))
@@ -117,3 +119,17 @@ def test_the_shipped_embedded_thresholds_and_their_classes_load():
         th, _ = resolve_thresholds(os.path.join(ROOT, "variables", "embedded.yaml"), str(mc.core_speed_min))
         for nf in base.nfs:
             th.lookup(nf, "64B")
+
+
+def test_the_gate_probes_once_before_the_run_and_says_which_file(files, capsys):
+    from dpgate.cli.gate import pick_machine_class
+
+    args = build_parser().parse_args(["gate", "--thresholds", str(files / "base.yaml")])
+    pick_machine_class(args)
+    assert float(args.machine_class) > 1.0  # the probed speed, handed to Robot
+    assert capsys.readouterr().out.startswith("thresholds: ")
+    given = build_parser().parse_args(
+        ["gate", "--thresholds", str(files / "base.yaml"), "--machine-class", "base"]
+    )
+    pick_machine_class(given)
+    assert given.machine_class == "base" and capsys.readouterr().out == ""
