@@ -146,6 +146,28 @@ def collect(run_dirs: List[str], disturbance_max: float = DEFAULT_DISTURBANCE_MA
     return cases
 
 
+SEEN = (
+    ("ndr_pps", "NDR", 1e6, "{:.3f}-{:.3f} Mpps"),
+    ("mrr_pps", "MRR", 1e6, "{:.3f}-{:.3f} Mpps"),
+    ("cpp_at_load", "cpp_at_load", 1.0, "{:.0f}-{:.0f}"),
+    ("cpp_at_load_scaled", "scaled", 1.0, "{:.0f}-{:.0f}"),
+)
+
+
+def seen(vals: Dict[str, List[float]]) -> str:
+    """The ranges a row was derived from, for its comment (a reviewer sees the spread).
+
+    >>> seen({"ndr_pps": [4.9e5, 5.2e5], "cpp_at_load": [3010.0, 3105.0, 0.0]})
+    'n=2: NDR 0.490-0.520 Mpps (+6.1 %), cpp_at_load 3010-3105 (+3.2 %)'
+    """
+    parts = []
+    for key, label, unit, fmt in SEEN:
+        v = [x / unit for x in vals.get(key, []) if x and x > 0]
+        if v:
+            parts.append(f"{label} {fmt.format(min(v), max(v))} (+{(max(v) / min(v) - 1) * 100:.1f} %)")
+    return f"n={len(vals.get('ndr_pps', []))}: " + ", ".join(parts)
+
+
 def render(cases, runs: int, min_runs: int, min_margin: float) -> str:
     lines = [
         f"# Derived by 'python -m dpgate.config.rebaseline' from {runs} runs (healthy measurements only):",
@@ -166,6 +188,7 @@ def render(cases, runs: int, min_runs: int, min_margin: float) -> str:
     for nf, sizes in by_nf.items():
         lines.append(f"  {nf}:")
         for size, th in sizes.items():
+            lines.append(f"    # {seen(cases[(nf, size)])}")
             body = ", ".join(f"{k}: {v}" for k, v in th.items())
             lines.append(f"    {size}: {{{body}}}")
     return "\n".join(lines) + "\n"
