@@ -101,16 +101,20 @@ def test_core_speed_is_the_runs_median_and_a_slow_run_sets_no_ceiling():
 
 
 def test_leave_one_out_names_the_run_a_rule_would_have_failed(tmp_path, capsys):
-    # four runs at 500-520 kpps and one at 300: derived from the other four, its NDR misses
-    ndrs = [500e3, 520e3, 510e3, 505e3, 300e3]
+    # four runs at 500-520 kpps and one at 350: derived from the other four, its NDR misses
+    ndrs = [500e3, 520e3, 510e3, 505e3, 350e3]
     runs = [_run(tmp_path, i, ndr_pps=n, pdr_pps=n) for i, n in enumerate(ndrs)]
     assert rebaseline_main(runs + ["--leave-one-out"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert any(line.startswith("linux-ip4 64B: ") and "base-4: ndr_pps 300000 < ndr_min" in line for line in out)
-    assert out[-1].startswith("leave-one-out: 2 of 10 healthy values would miss")  # its NDR and PDR
+    assert any(
+        line.startswith("linux-ip4 64B: ") and "base-4: ndr_pps 350000 < ndr_min" in line for line in out
+    )
+    assert out[-2].startswith("leave-one-out: 2 of 10 healthy values would miss")  # its NDR and PDR
+    # a floor 50 % under the lowest of the other four (500 kpps) (333 kpps) passes 350 kpps, 30 % (385) does not
+    assert out[-1].startswith("misses by --min-margin: 3%: 2,") and out[-1].endswith("50%: 0")
     steady = [_run(tmp_path, 10 + i, ndr_pps=n, pdr_pps=n) for i, n in enumerate(ndrs[:4])]
     assert rebaseline_main(steady + ["--leave-one-out"]) == 0
-    assert capsys.readouterr().out.splitlines()[-1].startswith("leave-one-out: 0 of 8")
+    assert capsys.readouterr().out.splitlines()[-2].startswith("leave-one-out: 0 of 8")
 
 
 def test_leave_one_out_counts_no_cpp_at_load_of_a_slow_host_phase(tmp_path, capsys):

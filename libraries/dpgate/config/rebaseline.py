@@ -38,7 +38,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from dpgate.model.errors import ConfigError
 
@@ -202,40 +202,50 @@ CHECKS = (
 )
 
 
+#: the margins ``--leave-one-out`` also tries, to show how many misses each would leave
+SWEEP = (0.03, 0.10, 0.15, 0.20, 0.30, 0.50)
+
+
+def _misses(run_dirs: List[str], disturbance_max: float, min_margin: float) -> Tuple[int, List[str]]:
+    """(values checked, one line per value that misses the rows derived from the other runs)."""
+    checked, lines = 0, []
+    for i, held in enumerate(run_dirs):
+        others = collect(run_dirs[:i] + run_dirs[i + 1 :], disturbance_max)
+        rows = {k: derive_case(v, min_margin) for k, v in others.items()}
+        for (nf, size), vals in sorted(collect([held], disturbance_max).items()):
+            row = rows.get((nf, size))
+            for metric, key, floor in CHECKS if row else ():
+                got = (vals.get(metric) or [None])[0]
+                if got is None or key not in row:
+                    continue
+                speed = (vals.get("sut_core_speed") or [0.0])[0]
+                if metric == "cpp_at_load" and "core_speed" in row and speed < 0.9 * float(row["core_speed"]):
+                    continue  # a slow host phase: the gate calls it inconclusive
+                limit = float(row[key].split()[0]) * (1e6 if floor else 1.0)
+                checked += 1
+                if (got < limit) if floor else (got > limit):
+                    lines.append(
+                        f"{nf} {size}: {held}: {metric} {got:.6g} {'<' if floor else '>'} {key} {limit:.6g} "
+                        "from the other runs"
+                    )
+    return checked, lines
+
+
 def leave_one_out(run_dirs: List[str], disturbance_max: float, min_margin: float) -> List[str]:
     """Would a healthy run have passed thresholds derived from the others? For every run and
     case: its NDR, PDR and cpp_at_load against the rows ``derive_case`` makes from the other
     runs (a cpp_at_load measured below 90 % of their ``core_speed`` is a slow host phase, which
-    the gate calls inconclusive, not counted). One line per miss, then the count: the false
-    FAIL rate these rules give on this machine class, before they gate anything."""
-    lines, checked, missed = [], 0, 0
-    for i, held in enumerate(run_dirs):
-        rows = {
-            k: derive_case(v, min_margin)
-            for k, v in collect(run_dirs[:i] + run_dirs[i + 1 :], disturbance_max).items()
-        }
-        for (nf, size), vals in sorted(collect([held], disturbance_max).items()):
-            row = rows.get((nf, size))
-            if row is None:
-                continue
-            for metric, key, floor in CHECKS:
-                got = (vals.get(metric) or [None])[0]
-                if got is None or key not in row:
-                    continue
-                if metric == "cpp_at_load" and "core_speed" in row:
-                    speed = (vals.get("sut_core_speed") or [0.0])[0]
-                    if speed and speed < 0.9 * float(row["core_speed"]):
-                        continue
-                limit = float(row[key].split()[0]) * (1e6 if floor else 1.0)
-                checked += 1
-                if (got < limit) if floor else (got > limit):
-                    missed += 1
-                    lines.append(
-                        f"{nf} {size}: {held}: {metric} {got:.6g} {'<' if floor else '>'} {key} {limit:.6g} from the other runs"
-                    )
+    the gate calls inconclusive, not counted). One line per miss, the count: the false FAIL
+    rate these rules give on this machine class before they gate anything, and the count each
+    ``--min-margin`` of ``SWEEP`` would leave."""
+    checked, lines = _misses(run_dirs, disturbance_max, min_margin)
+    n = len(lines)
     lines.append(
-        f"leave-one-out: {missed} of {checked} healthy values would miss a threshold derived from the other {len(run_dirs) - 1} runs"
+        f"leave-one-out: {n} of {checked} healthy values would miss a threshold derived from the "
+        f"other {len(run_dirs) - 1} runs (--min-margin {min_margin:g})"
     )
+    sweep = [f"{m:.0%}: {len(_misses(run_dirs, disturbance_max, m)[1])}" for m in SWEEP]
+    lines.append("misses by --min-margin: " + ", ".join(sweep))
     return lines
 
 
