@@ -111,7 +111,7 @@ def test_leave_one_out_names_the_run_a_rule_would_have_failed(tmp_path, capsys):
     )
     assert out[-2].startswith("leave-one-out: 2 of 10 healthy values would miss")  # its NDR and PDR
     # a floor 50 % under the lowest of the other four (500 kpps) (333 kpps) passes 350 kpps, 30 % (385) does not
-    assert out[-1].startswith("misses by --min-margin: 3%: 2,") and out[-1].endswith("50%: 0")
+    assert out[-1].startswith("misses by --gate-margin: 3%: 2,") and out[-1].endswith("50%: 0")
     steady = [_run(tmp_path, 10 + i, ndr_pps=n, pdr_pps=n) for i, n in enumerate(ndrs[:4])]
     assert rebaseline_main(steady + ["--leave-one-out"]) == 0
     assert capsys.readouterr().out.splitlines()[-2].startswith("leave-one-out: 0 of 8")

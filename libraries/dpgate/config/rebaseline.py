@@ -59,8 +59,18 @@ def _pct(x: float) -> str:
     return f"{min(100, int(-(-x * 100 // 1)))}%"
 
 
-def derive_case(values: Dict[str, List[float]], min_margin: float = 0.03) -> Dict[str, str]:
-    """Thresholds of one case from its per-run values (see the module doc)."""
+def derive_case(
+    values: Dict[str, List[float]], min_margin: float = 0.03, gate_margin: Optional[float] = None
+) -> Dict[str, str]:
+    """Thresholds of one case from its per-run values (see the module doc). ``gate_margin``
+    (default ``min_margin``): the least margin of the floors and ceilings, which a spread of
+    five runs underestimates; the noise allowances keep ``min_margin``.
+
+    >>> row = derive_case({"ndr_pps": [500e3, 520e3]}, 0.03, gate_margin=0.3)
+    >>> row["ndr_min"], row["noise"]
+    ('0.385 Mpps', '5%')
+    """
+    gm = min_margin if gate_margin is None else max(min_margin, gate_margin)
     out: Dict[str, str] = {}
     noise = 0.0
     for key, name in RATE_KEYS.items():
@@ -71,7 +81,7 @@ def derive_case(values: Dict[str, List[float]], min_margin: float = 0.03) -> Dic
         noise = max(noise, s)
         # At the generator's ceiling the floor still guards against a collapse: a run whose
         # value misses it while at the ceiling is inconclusive, not FAIL (robot/gates.py).
-        out[name] = f"{min(vals) / (1 + s) / 1e6:.3f} Mpps"
+        out[name] = f"{min(vals) / (1 + max(s, gm)) / 1e6:.3f} Mpps"
     # CPP at NDR is core Hz x cores / NDR: its ceiling is the NDR floor's mirror (a tighter one
     # failed healthy runs whose NDR passed its floor), rounded up to 100 cycles
     hz = [v for v in values.get("hz", []) if v and v > 0]
@@ -93,7 +103,7 @@ def derive_case(values: Dict[str, List[float]], min_margin: float = 0.03) -> Dic
         loads = [v for v in values.get("cpp_at_load_pps", []) if v and v > 0]
         if loads:  # the ceiling holds at the load it was measured at: pin that load
             out["cpp_load"] = f"{min(loads):.0f}pps"
-        out["cpp_at_load_max"] = f"{max(cpp) * (1 + s):.0f}"
+        out["cpp_at_load_max"] = f"{max(cpp) * (1 + max(s, gm)):.0f}"
         out["cpp_noise"] = _pct(s * 1.1)
     scaled = [v for v in values.get("cpp_at_load_scaled", []) if v and v > 0]
     if scaled:  # every trial scaled to one speed: slow runs count too
@@ -168,11 +178,12 @@ def seen(vals: Dict[str, List[float]]) -> str:
     return f"n={len(vals.get('ndr_pps', []))}: " + ", ".join(parts)
 
 
-def render(cases, runs: int, min_runs: int, min_margin: float) -> str:
+def render(cases, runs: int, min_runs: int, min_margin: float, gate_margin: Optional[float] = None) -> str:
     lines = [
         f"# Derived by 'python -m dpgate.config.rebaseline' from {runs} runs (healthy measurements only):",
         "# floors = lowest seen / (1 + spread), cpp_at_load_max = highest seen x (1 + spread),",
-        f"# noise = spread x 1.1; spread = max/min - 1 over the runs, at least {min_margin:.0%}.",
+        f"# noise = spread x 1.1; spread = max/min - 1 over the runs, at least {min_margin:.0%};",
+        f"# floors and ceilings at least {max(min_margin, gate_margin or 0):.0%} from the lowest/highest seen.",
         "defaults: {}",
         "nfs:",
     ]
@@ -184,7 +195,7 @@ def render(cases, runs: int, min_runs: int, min_margin: float) -> str:
                 f"{nf} {size}: only {n} usable run(s) (need {min_runs}); run more healthy 'dpgate gate' runs or lower --min-runs",
                 path="rebaseline",
             )
-        by_nf.setdefault(nf, {})[size] = derive_case(vals, min_margin)
+        by_nf.setdefault(nf, {})[size] = derive_case(vals, min_margin, gate_margin)
     for nf, sizes in by_nf.items():
         lines.append(f"  {nf}:")
         for size, th in sizes.items():
@@ -206,15 +217,17 @@ CHECKS = (
 SWEEP = (0.03, 0.10, 0.15, 0.20, 0.30, 0.50)
 
 
-def _misses(run_dirs: List[str], disturbance_max: float, min_margin: float) -> Tuple[int, List[str]]:
+def _misses(
+    run_dirs: List[str], disturbance_max: float, min_margin: float, gate_margin: Optional[float]
+) -> Tuple[int, List[str]]:
     """(values checked, one line per value that misses the rows derived from the other runs)."""
     checked, lines = 0, []
     for i, held in enumerate(run_dirs):
         others = collect(run_dirs[:i] + run_dirs[i + 1 :], disturbance_max)
-        rows = {k: derive_case(v, min_margin) for k, v in others.items()}
+        rows = {k: derive_case(v, min_margin, gate_margin) for k, v in others.items()}
         for (nf, size), vals in sorted(collect([held], disturbance_max).items()):
-            row = rows.get((nf, size))
-            for metric, key, floor in CHECKS if row else ():
+            row = rows.get((nf, size)) or {}
+            for metric, key, floor in CHECKS:
                 got = (vals.get(metric) or [None])[0]
                 if got is None or key not in row:
                     continue
@@ -231,21 +244,23 @@ def _misses(run_dirs: List[str], disturbance_max: float, min_margin: float) -> T
     return checked, lines
 
 
-def leave_one_out(run_dirs: List[str], disturbance_max: float, min_margin: float) -> List[str]:
+def leave_one_out(
+    run_dirs: List[str], disturbance_max: float, min_margin: float, gate_margin: Optional[float] = None
+) -> List[str]:
     """Would a healthy run have passed thresholds derived from the others? For every run and
     case: its NDR, PDR and cpp_at_load against the rows ``derive_case`` makes from the other
     runs (a cpp_at_load measured below 90 % of their ``core_speed`` is a slow host phase, which
     the gate calls inconclusive, not counted). One line per miss, the count: the false FAIL
     rate these rules give on this machine class before they gate anything, and the count each
     ``--min-margin`` of ``SWEEP`` would leave."""
-    checked, lines = _misses(run_dirs, disturbance_max, min_margin)
+    checked, lines = _misses(run_dirs, disturbance_max, min_margin, gate_margin)
     n = len(lines)
     lines.append(
         f"leave-one-out: {n} of {checked} healthy values would miss a threshold derived from the "
-        f"other {len(run_dirs) - 1} runs (--min-margin {min_margin:g})"
+        f"other runs (up to {len(run_dirs) - 1}; --gate-margin {max(min_margin, gate_margin or 0):g})"
     )
-    sweep = [f"{m:.0%}: {len(_misses(run_dirs, disturbance_max, m)[1])}" for m in SWEEP]
-    lines.append("misses by --min-margin: " + ", ".join(sweep))
+    sweep = [f"{m:.0%}: {len(_misses(run_dirs, disturbance_max, min_margin, m)[1])}" for m in SWEEP]
+    lines.append("misses by --gate-margin: " + ", ".join(sweep))
     return lines
 
 
@@ -258,6 +273,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--min-margin", type=float, default=0.03)
     ap.add_argument("--disturbance-max", type=float, default=DEFAULT_DISTURBANCE_MAX)
     ap.add_argument(
+        "--gate-margin",
+        type=float,
+        default=None,
+        help="least margin of floors and ceilings beyond the lowest/highest seen (default --min-margin); "
+        "choose it from --leave-one-out",
+    )
+    ap.add_argument(
         "--leave-one-out",
         action="store_true",
         help="instead: check every run against the thresholds derived from the others (false FAIL rate)",
@@ -267,9 +289,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         if a.leave_one_out:
             if len(a.runs) < 3:
                 raise ConfigError("--leave-one-out needs at least 3 runs", path="rebaseline")
-            print("\n".join(leave_one_out(a.runs, a.disturbance_max, a.min_margin)))
+            print("\n".join(leave_one_out(a.runs, a.disturbance_max, a.min_margin, a.gate_margin)))
             return 0
-        sys.stdout.write(render(collect(a.runs, a.disturbance_max), len(a.runs), a.min_runs, a.min_margin))
+        cases = collect(a.runs, a.disturbance_max)
+        sys.stdout.write(render(cases, len(a.runs), a.min_runs, a.min_margin, a.gate_margin))
     except ConfigError as err:
         print(f"dpgate rebaseline: error: {err}", file=sys.stderr)
         return 2
