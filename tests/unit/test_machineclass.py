@@ -127,7 +127,8 @@ def test_the_gate_probes_once_before_the_run_and_says_which_file(files, capsys):
     args = build_parser().parse_args(["gate", "--thresholds", str(files / "base.yaml")])
     pick_machine_class(args)
     assert float(args.machine_class) > 1.0  # the probed speed, handed to Robot
-    assert capsys.readouterr().out.startswith("thresholds: ")
+    said = capsys.readouterr().out
+    assert said.startswith("thresholds: ") and "(probed)" in said
     given = build_parser().parse_args(
         ["gate", "--thresholds", str(files / "base.yaml"), "--machine-class", "base"]
     )

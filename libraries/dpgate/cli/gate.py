@@ -155,7 +155,7 @@ def pick_machine_class(args) -> None:
     if parse_machine_class(args.machine_class) is not None or not load_thresholds(path).machine_classes:
         return
     args.machine_class = f"{host_core_speed():.1f}"
-    print(f"thresholds: {resolve_thresholds(path, args.machine_class)[1]}", flush=True)
+    print(f"thresholds: {resolve_thresholds(path, args.machine_class, how='probed')[1]}", flush=True)
 
 
 def _percent(option: str):

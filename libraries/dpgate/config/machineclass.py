@@ -84,16 +84,18 @@ def parse_machine_class(value: str) -> Optional[float]:
     return speed
 
 
-def resolve_thresholds(path: str, machine_class: str = "auto") -> Tuple[ThresholdFile, str]:
+def resolve_thresholds(
+    path: str, machine_class: str = "auto", how: str = "given"
+) -> Tuple[ThresholdFile, str]:
     """The thresholds of this host's class from ``path`` and why, e.g. ``("...", "embedded-fast.yaml:
     cores at 55.1 M it/s >= 40 (machine class of variables/embedded.yaml)")``. Probes only when
-    the file lists classes and ``machine_class`` is ``auto``."""
+    the file lists classes and ``machine_class`` is ``auto``; ``how`` says where a given speed
+    came from (``dpgate gate`` probed it)."""
     base = load_thresholds(path)
     name = os.path.basename(path)
     if not base.machine_classes:
         return base, name
     speed = parse_machine_class(machine_class)
-    how = "given"
     if speed is None:
         speed, how = host_core_speed(), "probed"
     if speed == 0.0:

@@ -11,7 +11,7 @@ from typing import Dict, List, Optional, Tuple
 from robot.api import Failure, SkipExecution, logger
 from robot.api.deco import keyword, library
 
-from dpgate.config.machineclass import resolve_thresholds
+from dpgate.config.machineclass import parse_machine_class, resolve_thresholds
 from dpgate.config.thresholds import CaseThresholds, ThresholdFile
 from dpgate.config.units import Rate, format_pps, parse_rate, parse_ratio
 from dpgate.model.errors import ConfigError
@@ -59,7 +59,8 @@ class Gates(PairedGate):
         if thresholds:  # now, before a testbed is up: the class probe times the bare cores
             try:
                 self._file, self.thresholds_choice = resolve_thresholds(thresholds, machine_class)
-                logger.console(f"thresholds: {self.thresholds_choice}")
+                if parse_machine_class(machine_class) is None:  # dpgate gate has said it
+                    logger.console(f"thresholds: {self.thresholds_choice}")
             except ConfigError as err:  # reported by the first keyword that needs them
                 self._load_error = err
         #: largest foreign core share a failing verdict may rest on (set per case by Check Gates)
