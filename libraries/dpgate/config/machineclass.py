@@ -87,10 +87,10 @@ def parse_machine_class(value: str) -> Optional[float]:
 def resolve_thresholds(
     path: str, machine_class: str = "auto", how: str = "given"
 ) -> Tuple[ThresholdFile, str]:
-    """The thresholds of this host's class from ``path`` and why, e.g. ``("...", "embedded-fast.yaml:
-    cores at 55.1 M it/s >= 40 (machine class of variables/embedded.yaml)")``. Probes only when
-    the file lists classes and ``machine_class`` is ``auto``; ``how`` says where a given speed
-    came from (``dpgate gate`` probed it)."""
+    """The thresholds of this host's class from ``path`` and why, e.g. ``"embedded-fast.yaml:
+    cores at 55.1 M it/s (probed) >= 40, over embedded.yaml"``. Probes only when the file lists
+    classes and ``machine_class`` is ``auto``; ``how`` says where a given speed came from
+    (``dpgate gate`` probed it). Every class's file must load, whichever is picked."""
     base = load_thresholds(path)
     name = os.path.basename(path)
     if not base.machine_classes:
@@ -100,12 +100,12 @@ def resolve_thresholds(
         speed, how = host_core_speed(), "probed"
     if speed == 0.0:
         return base, f"{name} (machine_class=base)"
-    check_thresholds(path)  # every class's file must load, whichever is picked
+    files = {mc.thresholds: _class_file(path, mc) for mc in base.machine_classes}
     pick = choose(base, speed)
     if pick is None:
         lowest = min(c.core_speed_min for c in base.machine_classes)
         return base, f"{name}: cores at {speed:.1f} M it/s ({how}), below every class (>= {lowest:g})"
-    top = _class_file(path, pick)
+    top = files[pick.thresholds]
     why = f"{pick.thresholds}: cores at {speed:.1f} M it/s ({how}) >= {pick.core_speed_min:g}, over {name}"
     return base.overlaid(top), why
 

@@ -59,7 +59,7 @@ class Gates(PairedGate):
         if thresholds:  # now, before a testbed is up: the class probe times the bare cores
             try:
                 self._file, self.thresholds_choice = resolve_thresholds(thresholds, machine_class)
-                if parse_machine_class(machine_class) is None:  # dpgate gate has said it
+                if parse_machine_class(machine_class) is None:  # else dpgate gate has said it
                     logger.console(f"thresholds: {self.thresholds_choice}")
             except ConfigError as err:  # reported by the first keyword that needs them
                 self._load_error = err
