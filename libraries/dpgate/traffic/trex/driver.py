@@ -40,6 +40,7 @@ from dpgate.traffic.profiles import Profile, directions_for
 from dpgate.traffic.trex.errors import explain_trex_error
 from dpgate.traffic.trex.install import OLD_CLIENT_MSG, import_trex_api  # noqa: F401  (public names)
 from dpgate.traffic.trex.latency import latency_by_direction, latency_summary  # noqa: F401  (public names)
+from dpgate.traffic.trex.rpclock import serialize_rpc
 from dpgate.traffic.trex.streams import StreamBuilder
 
 #: TG shortfall per port (packets) treated as TRex's start/stop granularity, not loss.
@@ -128,6 +129,7 @@ class TrexGenerator:
 
     # -- session ------------------------------------------------------------------------
     def connect(self) -> None:
+        serialize_rpc(self.client)  # the client's two threads take turns on its RPC socket
         try:
             self.client.connect()
             self.version = str((self.client.get_server_version() or {}).get("version") or "") or None
