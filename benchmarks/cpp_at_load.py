@@ -28,6 +28,7 @@ from typing import List, Optional
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "libraries"))
 
 from dpgate.config.units import parse_rate  # noqa: E402
+from dpgate.exec.xcore import placement  # noqa: E402
 from dpgate.testbeds.embedded.session import EmbeddedSession  # noqa: E402
 
 
@@ -71,7 +72,7 @@ def one_run(sut: str, prefix: str, load: float, trials: int, duration: float, in
     own = [r.sut_cpu_cycles_per_packet for r in res if r.sut_cpu_cycles_per_packet]
     rep = [r.sut_cycles_per_packet for r in res if r.sut_cycles_per_packet]
     from dpgate.telemetry.cpp_scaled import cpp_at_ref_speed
-    from dpgate.telemetry.disturbance import CPP_SPEED_EXPONENT, cpp_at_load
+    from dpgate.telemetry.disturbance import CPP_SPEED_EXPONENT, cpp_at_load, xcore_signal
 
     polling = getattr(s.sut, "polls", False)  # testpmd: its busy cycles
     return (
@@ -81,6 +82,7 @@ def one_run(sut: str, prefix: str, load: float, trials: int, duration: float, in
         sum(r.loss_packets for r in res),
         statistics.median([r.details.get("sut_core_speed") or 0.0 for r in res]),
         None if polling else cpp_at_ref_speed(res, CPP_SPEED_EXPONENT["kernel"]),
+        xcore_signal(res).get("xcore_rtt_ns"),
     )
 
 
@@ -171,10 +173,21 @@ def main(argv=None) -> int:
         print(
             f"{sut:16s} own cpp "
             + " ".join(f"{v:7.0f}" if v else "    n/a" for v in own)
-            + f"  spread {sp * 100:5.1f} %"
-            if sp is not None
-            else f"{sut:16s} own cpp n/a"
+            + (f"  spread {sp * 100:5.1f} %" if sp is not None else "")
         )
+        rtts = [r[6] for r in rows]
+        if any(rtts):  # where the host placed the TG and SUT cores (dpgate.exec.xcore)
+            print(
+                f"{'':16s} TG-SUT core round trip (ns) "
+                + " ".join(f"{v:7.0f}" if v else "    n/a" for v in rtts)
+            )
+            for where in ("near", "far"):
+                same = [v for v, t in zip(own, rtts) if v and placement(t) == where]
+                sw = spread(same)
+                if sw is not None:
+                    print(
+                        f"{'':16s} own cpp, {where} placement only ({len(same)} runs): spread {sw * 100:5.1f} %"
+                    )
         if any(rep):
             sr = spread([v for v in rep if v])
             print(

@@ -56,6 +56,8 @@ def test_trial_records_disturbance_own_time_and_phases(session):
     # the host's speed on both cores, probed between trials (a slow phase adds to disturbance)
     assert set(r.details["core_speeds"]) == {0, 1} and min(r.details["core_speeds"].values()) > 1.0
     assert "slow_share" in cpu and (cpu["slow_share"] or 0.0) <= r.disturbance
+    # where the host placed the TG and SUT cores: a cache-line round trip after the trial
+    assert 20.0 < r.details["xcore_rtt_ns"] < 100_000.0, r.details.get("xcore_rtt_ns")
     # only a generator started per trial (tcpreplay) has a start phase; dpgen stays up
     assert ("generator_start" in phases) == (r.details["generator"] == "tcpreplay")
     names = [open(f"/proc/{p}/comm").read().strip() for p in session.testbed.napi_pids]

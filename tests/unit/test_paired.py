@@ -17,7 +17,7 @@ from robot.api import Failure
 from dpgate.cli.main import build_parser
 from dpgate.config.units import UnitError
 from dpgate.robotlib import Gates
-from dpgate.telemetry.paired import PairedCpp, abba_order, estimate, t995, verdict
+from dpgate.telemetry.paired import PairedCpp, abba_order, estimate, same_placement, t995, verdict
 from dpgate.testbeds.embedded.twin import measure_pairs
 from dpgate.testbeds.embedded.twin import proc_state as state
 
@@ -55,6 +55,37 @@ def test_the_interval_widens_with_scatter_and_few_pairs():
 def test_pairs_without_a_cycles_figure_are_left_out_and_counted():
     est = estimate([(100.0, 110.0), (None, 110.0), (101.0, 111.0), (99.0, 0.0)])
     assert est.pairs == 2 and est.dropped == 2
+
+
+class _Trial:
+    def __init__(self, cpp, rtt):
+        self.cpp, self.details = cpp, {"xcore_rtt_ns": rtt}
+
+
+def test_a_pair_across_a_change_of_core_placement_is_left_out_and_the_interval_tightens():
+    # +10 % SUT; the host moves the cores far apart (+19 % per frame, as linux-xconnect)
+    # between the baseline and SUT trials of pair 3, and back within pair 6
+    near, far = 190.0, 480.0
+    rtts = [
+        (near, near),
+        (near, near),
+        (near, far),
+        (far, far),
+        (far, far),
+        (far, near),
+        (near, near),
+        (near, near),
+    ]
+    pairs = []
+    for i, (rb, rs) in enumerate(rtts):
+        jitter = 1 + 0.004 * ((i * 7) % 5 - 2)
+        cost = {near: 2550.0, far: 3035.0}
+        pairs.append((_Trial(cost[rb] * jitter, rb), _Trial(cost[rs] * 1.10 / jitter, rs)))
+    naive = estimate([(b.cpp, s.cpp) for b, s in pairs])
+    kept = estimate([(b.cpp, s.cpp) if same_placement(b, s) else (None, None) for b, s in pairs])
+    assert kept.pairs == 6 and kept.dropped == 2 and kept.metrics()["cpp_paired_dropped"] == 2
+    assert abs(kept.change - 0.10) < 0.01 and kept.low > 0.05
+    assert kept.high - kept.low < (naive.high - naive.low) / 4
 
 
 def test_abba_order_puts_each_side_first_equally_often():

@@ -43,6 +43,12 @@ def test_cpp_at_load_gate_fails_passes_and_skips_when_unmeasured():
     with pytest.raises(Failure, match=r"cpp_at_load 6600 > ceiling 6000 \(\+10.0 %\)"):
         g.cycles_per_packet_at_load_should_be_at_most(result(telemetry={"cpp_at_load": 6600.0}), 6000)
     g.cycles_per_packet_at_load_should_be_at_most(result(telemetry={"cpp_at_load": 5000.0}), 6000)
+    # a failure says where the host had placed the cores (dpgate.exec.xcore), a pass does not
+    far = {"cpp_at_load": 6600.0, "xcore_rtt_ns": 481.4, "placement": "far"}
+    with pytest.raises(Failure, match=r"\(\+10.0 %\) \(TG and SUT cores far apart: round trip 481 ns\)$"):
+        g.cycles_per_packet_at_load_should_be_at_most(result(telemetry=far), 6000)
+    with pytest.raises(Failure, match=r"\(\+10.0 %\)$"):
+        g.cycles_per_packet_at_load_should_be_at_most(result(telemetry={**far, "placement": "near"}), 6000)
     with pytest.raises(SkipExecution, match="cpp_at_load not measured"):
         g.cycles_per_packet_at_load_should_be_at_most(result(), 6000)
     with pytest.raises(SkipExecution, match="cpp_at_load_max inconclusive"):

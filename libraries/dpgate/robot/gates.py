@@ -236,6 +236,8 @@ class Gates(PairedGate):
             raise SkipExecution(f"cpp_at_load_max: {text}")
         ok = value <= limit
         msg = f"cpp_at_load {value:.0f} {'<=' if ok else '>'} ceiling {limit:.0f} ({_pct(value, limit)})"
+        if not ok and result.telemetry.get("placement") == "far":  # dpgate.exec.xcore
+            msg += f" (TG and SUT cores far apart: round trip {result.telemetry['xcore_rtt_ns']:.0f} ns)"
         if not ok:
             self._if_disturbed("cpp_at_load_max", msg, value, limit, result, metric="cpp_at_load")
             slow = slow_core_reason(result.telemetry, value=value, limit=limit)

@@ -26,7 +26,7 @@ from dpgate.robot.args import count, positive
 from dpgate.robot.base import _current_test, record
 from dpgate.robot.gate_checks import GateChecks
 from dpgate.telemetry.disturbance import DISTURBANCE_MAX, foreign_of
-from dpgate.telemetry.paired import MIN_PAIRS, PairedCpp, estimate, verdict
+from dpgate.telemetry.paired import MIN_PAIRS, PairedCpp, estimate, same_placement, verdict
 from dpgate.testbeds.embedded.twin import BaselineTwin, measure_pairs
 from dpgate.traffic.profiles import make_profile
 
@@ -85,7 +85,12 @@ class PairedMeasure:
 
         trials = [t for pair in got for t in pair]
         try:
-            est = estimate([(cycles(b), cycles(s)) for b, s in got], float(load), foreign_of(trials))
+            # a pair across a change of the host's core placement is left out (dropped)
+            est = estimate(
+                [(cycles(b), cycles(s)) if same_placement(b, s) else (None, None) for b, s in got],
+                float(load),
+                foreign_of(trials),
+            )
         except ValueError as err:
             return _not_measured(f"{err} with cycles per packet")
         base_binary = getattr(twin.session.sut, "binary", None)

@@ -20,7 +20,9 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
+
+from dpgate.exec.xcore import placement
 
 #: Two-sided 99 % quantiles of Student's t by degrees of freedom (larger df: the next lower
 #: row's, which errs on the wide side; beyond 30: 2.75).
@@ -86,6 +88,8 @@ class PairedCpp:
         }
         if self.disturbance is not None:
             out["cpp_paired_disturbance"] = round(self.disturbance, 4)
+        if self.dropped:  # pairs without a figure, or across a change of core placement
+            out["cpp_paired_dropped"] = self.dropped
         return out
 
     def describe(self) -> str:
@@ -127,6 +131,21 @@ def estimate(
         disturbance=disturbance,
         dropped=dropped + len(pairs) - len(good),
     )
+
+
+def same_placement(base: Any, sut: Any) -> bool:
+    """Whether a pair's two trials ran with the TG and SUT cores placed alike by the host
+    (``details["xcore_rtt_ns"]``, :mod:`dpgate.exec.xcore`): a kernel SUT's cycles per frame
+    differ 12-24 % between near and far, so a pair across a change measures the host, not the
+    SUT, and is left out. Unknown (a polling SUT: no probe beside it) counts as alike.
+
+    >>> class T:
+    ...     def __init__(self, rtt): self.details = {"xcore_rtt_ns": rtt}
+    >>> same_placement(T(190.0), T(185.0)), same_placement(T(190.0), T(480.0)), same_placement(T(None), T(480.0))
+    (True, False, True)
+    """
+    a, b = (placement((getattr(t, "details", None) or {}).get("xcore_rtt_ns")) for t in (base, sut))
+    return a is None or b is None or a == b
 
 
 def verdict(est: Optional[PairedCpp], max_rise: float, dmax: Optional[float] = None) -> Tuple[str, str]:

@@ -33,10 +33,11 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from dpgate.exec.cpu import busy_ratio, cpu_times
 from dpgate.exec.speedprobe import TrialSpeeds, slow_share
+from dpgate.exec.xcore import CrossCoreProbe
 from dpgate.model.errors import ConfigError
 from dpgate.model.ndrpdr import CEILING_MARGIN
 from dpgate.model.trial import LIMITED_BY_GENERATOR, TrialResult
@@ -54,6 +55,8 @@ SETTLE_S = 0.02
 DISTURBANCE_MAX = 0.10
 #: How many times a disturbed trial is measured again before its result is kept as it is.
 REMEASURE = 2
+#: Round trips of the cross-core probe after each trial: ~0.5 ms near, ~2.5 ms far.
+XCORE_ROUNDS = 5000
 
 
 @dataclass
@@ -134,6 +137,8 @@ class EmbeddedGenerator(TrialSteps, SutCore):
         self.core_speed_ref: Optional[float] = None
         cpus = list(getattr(testbed, "tg_cpus", [])) + list(getattr(testbed, "sut_cpus", []))
         self.speeds: Optional[TrialSpeeds] = TrialSpeeds(cpus) if cpus else None
+        #: TG-SUT core round trip probe after each trial (dpgate.exec.xcore); False: never
+        self.xcore: Any = None if cpus and len(set(cpus)) > 1 else False
         self.cpu = CpuAccount(
             testbed,
             extra_sut_pids=lambda: self.extra_sut_pids,
@@ -170,6 +175,8 @@ class EmbeddedGenerator(TrialSteps, SutCore):
         finally:
             if self.speeds:
                 self.speeds.close()
+            if self.xcore:
+                self.xcore.stop()
 
     # -- frames --------------------------------------------------------------
     def pcaps(self) -> List[str]:
@@ -295,6 +302,7 @@ class EmbeddedGenerator(TrialSteps, SutCore):
         )
         acct["slow_share"] = slow
         clock.mark("speed_after")
+        rtt = self._xcore_rtt(probed)
 
         def delta(before, after, names, key):
             return sum(after[n][key] - before[n][key] for n in names)
@@ -353,6 +361,7 @@ class EmbeddedGenerator(TrialSteps, SutCore):
             core_speeds=core_speeds,
             sut_core_awake=bool(self.awake_pids),
             sut_napi_deferral_us=self._moderated,
+            xcore_rtt_ns=rtt,
         )
         details.update(
             {k: v for k, v in held.items() if v},
@@ -371,6 +380,15 @@ class EmbeddedGenerator(TrialSteps, SutCore):
             details=details,
             **extra,
         )
+
+    def _xcore_rtt(self, polled: Optional[Sequence[int]]) -> Optional[float]:
+        """The TG-SUT cores' round trip now (ns), None beside a polling SUT (``polled``)."""
+        if self.xcore is False or polled:
+            return None
+        if self.xcore is None:
+            tg, sut = list(self.tb.tg_cpus), list(self.tb.sut_cpus)
+            self.xcore = CrossCoreProbe(tg[0], sut[0], rounds=XCORE_ROUNDS).start()
+        return self.xcore.read()
 
     # -- calibration -----------------------------------------------------------
     def calibrate(self, duration_s: float = 1.0, probe_pps: float = 5e6, repeats: int = 3) -> float:

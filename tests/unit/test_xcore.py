@@ -1,0 +1,72 @@
+"""The cross-core probe: a real pinned pair of processes bouncing a cache line, blocked between
+reads, gone with its parent; a core it cannot get gives None, never a hang."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+from helpers import gone, orphaned_child
+
+from dpgate.exec.xcore import CrossCoreProbe, placement
+from dpgate.model.errors import EnvironmentProblem
+
+CPUS = sorted(os.sched_getaffinity(0))
+two_cpus = pytest.mark.skipif(
+    len(CPUS) < 2, reason="the cross-core probe needs two CPUs this process may use"
+)
+
+
+def _children(pid: int) -> list:
+    with open(f"/proc/{pid}/task/{pid}/children") as fh:
+        return [int(x) for x in fh.read().split()]
+
+
+def _run_s(pid: int) -> float:
+    with open(f"/proc/{pid}/schedstat") as fh:
+        return int(fh.read().split()[0]) / 1e9
+
+
+@two_cpus
+def test_a_read_bounces_a_line_between_the_two_pinned_cores_then_both_wait():
+    a, b = CPUS[0], CPUS[-1]
+    with CrossCoreProbe(a, b, rounds=2000) as probe:
+        (pid,) = probe.pids
+        (sibling,) = _children(pid)
+        assert os.sched_getaffinity(pid) == {a} and os.sched_getaffinity(sibling) == {b}
+        rtt = probe.read()
+        # a cache line's round trip: tens of ns at best, far below a scheduler's time slice
+        assert rtt is not None and 20.0 < rtt < 100_000.0, rtt
+        ran = _run_s(pid) + _run_s(sibling)
+        time.sleep(0.2)
+        assert _run_s(pid) + _run_s(sibling) - ran < 0.01  # blocked between reads
+    assert probe.pids == [] and gone(pid) and gone(sibling)
+
+
+def test_a_core_the_far_side_cannot_get_reads_none_within_the_timeout_and_stops_the_probe():
+    # both on one core: the sibling only runs when the scheduler takes the core from the other
+    cpu = CPUS[-1]
+    with CrossCoreProbe(cpu, cpu, rounds=200_000, timeout_s=0.3) as probe:
+        (pid,) = probe.pids
+        t = time.monotonic()
+        assert probe.read() is None
+        assert time.monotonic() - t < 2.0
+        assert probe.pids == [] and gone(pid) and probe.read() is None
+
+
+def test_a_cpu_that_does_not_exist_is_one_clear_error():
+    with pytest.raises(EnvironmentProblem, match=r"cross-core probe on CPUs 4095 and 0.*taskset"):
+        CrossCoreProbe(4095, 0).start()
+
+
+def test_the_pair_dies_with_the_process_that_started_it():
+    pid = orphaned_child(
+        "from dpgate.exec.xcore import CrossCoreProbe",
+        f"CrossCoreProbe({CPUS[0]}, {CPUS[-1]}).start().proc.pid",
+    )
+    assert gone(pid)
+
+
+def test_placement_splits_the_two_phases():
+    assert [placement(v) for v in (75.0, 299.9, 300.0, 430.0, None)] == ["near", "near", "far", "far", None]
