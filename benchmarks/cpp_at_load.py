@@ -72,7 +72,8 @@ def one_run(sut: str, prefix: str, load: float, trials: int, duration: float, in
     own = [r.sut_cpu_cycles_per_packet for r in res if r.sut_cpu_cycles_per_packet]
     rep = [r.sut_cycles_per_packet for r in res if r.sut_cycles_per_packet]
     from dpgate.telemetry.cpp_scaled import cpp_at_ref_speed
-    from dpgate.telemetry.disturbance import CPP_SPEED_EXPONENT, cpp_at_load, xcore_signal
+    from dpgate.telemetry.disturbance import CPP_SPEED_EXPONENT, cpp_at_load
+    from dpgate.telemetry.placement import xcore_signal
 
     polling = getattr(s.sut, "polls", False)  # testpmd: its busy cycles
     return (

@@ -26,7 +26,8 @@ class Trial:
 
 
 class Gen:
-    def __init__(self, speeds=None):
+    def __init__(self, speeds=None, rtts=None):
+        self.rtts = list(rtts or [])  # the cross-core probe's reading after each trial
         self.remeasure_clean = False
         self.core_speed_best = None
         self.awake = False
@@ -59,7 +60,10 @@ class Gen:
             raise ValueError(f"load must be > 0 pps, got {load}")
         self.log.append((load, duration, self.awake, self.moderated, self.remeasure_clean))
         speed = self.speeds.pop(0) if self.speeds else 30.0
-        return Trial(load, 3000.0 + len(self.log), speed)
+        t = Trial(load, 3000.0 + len(self.log), speed)
+        if self.rtts:
+            t.details["xcore_rtt_ns"] = self.rtts.pop(0)
+        return t
 
 
 def searched(g, n, load, ceiling=600_000.0, fixed=192_500.0, **kw):
@@ -157,3 +161,25 @@ def test_a_failing_trial_between_still_counts_its_time_and_leaves_no_condition_b
     with pytest.raises(RuntimeError, match="generator died"):
         search(500_000.0, 1.0)
     assert spaced.spent_s > 0 and (g.awake, g.moderated, g.remeasure_clean) == (False, 0.0, False)
+
+
+def test_with_the_cores_far_apart_more_trials_are_measured_until_two_ran_near():
+    from dpgate.telemetry.placement import rests_on
+
+    # five planned, all far (the host moved the vCPUs apart); then near again
+    g = Gen(rtts=[470.0] * 5 + [460.0, 180.0, 450.0, 175.0, 182.0])
+    cpp, _, got = measure_cpp_at_load(g.measure, 600_000.0, 800_000.0, fixed_pps=192_500.0, trials=5)
+    assert len(got) == 9 and rests_on(got) == "mixed"
+    assert cpp == 3008.0  # the two near trials (3007, 3009), not the median of all nine
+
+
+def test_cores_far_apart_for_longer_than_the_extra_trials_end_at_twice_the_plan():
+    g = Gen(rtts=[470.0] * 30)
+    cpp, _, got = measure_cpp_at_load(g.measure, 600_000.0, 800_000.0, fixed_pps=192_500.0, trials=5)
+    assert len(got) == 10 and cpp == 3005.5  # every trial, far: the gates hold a rise inconclusive
+
+
+def test_unread_placement_measures_the_plan_only():
+    g = Gen()
+    _, _, got = measure_cpp_at_load(g.measure, 600_000.0, 800_000.0, fixed_pps=192_500.0, trials=5)
+    assert len(got) == 5

@@ -43,12 +43,21 @@ def test_cpp_at_load_gate_fails_passes_and_skips_when_unmeasured():
     with pytest.raises(Failure, match=r"cpp_at_load 6600 > ceiling 6000 \(\+10.0 %\)"):
         g.cycles_per_packet_at_load_should_be_at_most(result(telemetry={"cpp_at_load": 6600.0}), 6000)
     g.cycles_per_packet_at_load_should_be_at_most(result(telemetry={"cpp_at_load": 5000.0}), 6000)
-    # a failure says where the host had placed the cores (dpgate.exec.xcore), a pass does not
-    far = {"cpp_at_load": 6600.0, "xcore_rtt_ns": 481.4, "placement": "far"}
-    with pytest.raises(Failure, match=r"\(\+10.0 %\) \(TG and SUT cores far apart: round trip 481 ns\)$"):
+    # over the ceiling with the cores far apart (dpgate.telemetry.placement): inconclusive
+    far = {"cpp_at_load": 6600.0, "xcore_rtt_ns": 481.4, "cpp_at_load_placement": "far"}
+    with pytest.raises(
+        SkipExecution,
+        match=r"inconclusive: cpp_at_load 6600 > ceiling 6000 .*far apart \(round trip 481 ns\)",
+    ):
         g.cycles_per_packet_at_load_should_be_at_most(result(telemetry=far), 6000)
+    with pytest.raises(SkipExecution, match="far apart in most of them"):
+        g.cycles_per_packet_at_load_should_be_at_most(
+            result(telemetry={**far, "cpp_at_load_placement": "mixed"}), 6000
+        )
     with pytest.raises(Failure, match=r"\(\+10.0 %\)$"):
-        g.cycles_per_packet_at_load_should_be_at_most(result(telemetry={**far, "placement": "near"}), 6000)
+        g.cycles_per_packet_at_load_should_be_at_most(
+            result(telemetry={**far, "cpp_at_load_placement": "near"}), 6000
+        )
     with pytest.raises(SkipExecution, match="cpp_at_load not measured"):
         g.cycles_per_packet_at_load_should_be_at_most(result(), 6000)
     with pytest.raises(SkipExecution, match="cpp_at_load_max inconclusive"):
@@ -273,3 +282,28 @@ def test_a_clean_regression_fails_the_case_even_when_every_fixed_gate_is_inconcl
     # without the regression the same inconclusive gates still make the case a SKIP
     status, message = _robot_case(tmp_path / "same", 4010.0)
     assert status == "SKIP" and "ndr_min inconclusive" in message, message
+
+
+def test_a_cpp_at_load_rise_with_the_cores_far_apart_is_inconclusive_and_never_history(tmp_path):
+    from helpers import write_run
+
+    from dpgate.regression.history import add_to_history, read_history
+
+    store = _history(tmp_path, [4000.0, 4040.0, 3960.0])
+    m = {"ndr_pps": 500e3, "cpp_at_load": 4700.0, "regression_noise": 0.05, "cpp_at_load_disturbance": 0.01}
+    rec = {"name": "t", "longname": "S.t", "testbed": "embedded", "metrics": m}
+    far = dict(m, cpp_at_load_placement="far", xcore_rtt_ns=466.0)
+    v = {x.metric: x for x in verdicts_for(dict(rec, metrics=far), store, 0.03)}["cpp_at_load"]
+    assert v.verdict == "inconclusive" and "far apart (round trip 466 ns)" in v.note
+    near = dict(m, cpp_at_load_placement="near", xcore_rtt_ns=181.0)
+    assert {x.metric: x for x in verdicts_for(dict(rec, metrics=near), store, 0.03)}[
+        "cpp_at_load"
+    ].verdict == "regression"
+    # kept as history: the throughput of both, the cpp_at_load of the near run only
+    hist = str(tmp_path / "store")
+    for i, mm in enumerate((far, near)):
+        add_to_history(write_run(tmp_path, f"r{i}", dict(mm, cpp_at_load_scaled=5000.0)), hist)
+    (entries,) = [read_history(hist, "embedded", "S.64B-1c-x-ndrpdr")]
+    assert [e.get("cpp_at_load") for e in entries] == [None, 4700.0]
+    assert [e.get("cpp_at_load_scaled") for e in entries] == [None, 5000.0]
+    assert [e.get("ndr_pps") for e in entries] == [500e3, 500e3]

@@ -70,3 +70,29 @@ def test_the_pair_dies_with_the_process_that_started_it():
 
 def test_placement_splits_the_two_phases():
     assert [placement(v) for v in (75.0, 299.9, 300.0, 430.0, None)] == ["near", "near", "far", "far", None]
+
+
+class _T:
+    def __init__(self, cpp, rtt, load=192_500.0):
+        self.intended_load_pps, self.disturbance = load, 0.01
+        self.sut_cpu_cycles_per_packet, self.sut_cycles_per_packet = cpp, None
+        self.details = {"xcore_rtt_ns": rtt}
+
+
+def test_the_case_records_the_placement_its_cpp_at_load_rests_on_and_each_placements_figure():
+    from dpgate.telemetry.disturbance import case_signal, cpp_at_load
+
+    trials = [_T(2560.0, 181.0), _T(3050.0, 470.0), _T(2580.0, 176.0), _T(3040.0, 455.0), _T(2570.0, 190.0)]
+    cpp = cpp_at_load(trials)
+    out = case_signal([], [None], cpp_trials=trials, cpp=cpp, cpp_load=192_500.0)
+    assert cpp == out["cpp_at_load"] == 2570.0
+    assert out["cpp_at_load_placement"] == "near" and out["placement"] == "near"
+    assert out["cpp_at_load_near"] == 2570.0 and out["cpp_at_load_far"] == 3045.0
+    # one near trial among far ones: the figure rests on all of them, and says so
+    mostly_far = [_T(2560.0, 181.0), _T(3050.0, 470.0), _T(3040.0, 455.0)]
+    out = case_signal([], [None], cpp_trials=mostly_far, cpp=cpp_at_load(mostly_far), cpp_load=192_500.0)
+    assert out["cpp_at_load"] == 3040.0 and out["cpp_at_load_placement"] == "mixed"
+    # no reading (a polling SUT): no placement keys at all
+    unread = [_T(5000.0, None), _T(5100.0, None)]
+    out = case_signal([], [None], cpp_trials=unread, cpp=cpp_at_load(unread), cpp_load=72_000.0)
+    assert not {k for k in out if "placement" in k or k.endswith(("_near", "_far")) or k.startswith("xcore")}

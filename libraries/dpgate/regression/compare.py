@@ -46,6 +46,7 @@ from dpgate.outputs.results import load_records
 from dpgate.regression import speed as speed_mod
 from dpgate.regression.history import METRICS, RunValue, read_history, run_value, slow_host
 from dpgate.telemetry.disturbance import CPP_SPEED_EXPONENT, SLOW_SHARE
+from dpgate.telemetry.placement import far_reason
 
 NOISE_RUNS = 5
 #: The cpp_at_load check uses the speed-scaled figure (``cpp_at_load_scaled``)
@@ -224,12 +225,11 @@ def verdicts_for(
             continue
         past = [v for v in (run_value(h, metric) for h in hist) if v is not None]
         if metric == "cpp_at_load":
-            out.append(
-                replace(
-                    _cpp_verdict(m, hist, past, cur, min_change, cpp_noise, scaled_noise),
-                    test=rec.get("name", rec["longname"]),
-                )
-            )
+            v = _cpp_verdict(m, hist, past, cur, min_change, cpp_noise, scaled_noise)
+            far = far_reason(m)  # a rise with the cores far apart is the host's (placement.py)
+            if v.verdict == "regression" and far:
+                v = replace(v, verdict="inconclusive", note=far)
+            out.append(replace(v, test=rec.get("name", rec["longname"])))
             continue
         declared = mrr_noise if metric == "mrr_pps" else noise
         # throughput measured in a slow host phase is the host's: not a reference (history.py)

@@ -25,6 +25,7 @@ from dpgate.telemetry.cpp_scaled import scaled_at
 from dpgate.telemetry.disturbance import DISTURBANCE_MAX, disturbance_for, slow_core_reason
 from dpgate.telemetry.disturbance import inconclusive as disturbed_reason
 from dpgate.telemetry.pcm import event_key
+from dpgate.telemetry.placement import far_reason
 
 TELEMETRY_POLICIES = ("skip", "fail")
 
@@ -236,10 +237,16 @@ class Gates(PairedGate):
             raise SkipExecution(f"cpp_at_load_max: {text}")
         ok = value <= limit
         msg = f"cpp_at_load {value:.0f} {'<=' if ok else '>'} ceiling {limit:.0f} ({_pct(value, limit)})"
-        if not ok and result.telemetry.get("placement") == "far":  # dpgate.exec.xcore
-            msg += f" (TG and SUT cores far apart: round trip {result.telemetry['xcore_rtt_ns']:.0f} ns)"
         if not ok:
             self._if_disturbed("cpp_at_load_max", msg, value, limit, result, metric="cpp_at_load")
+            far = far_reason(result.telemetry)  # dpgate.telemetry.placement
+            if far:
+                record(
+                    gates=[
+                        gate_entry("cpp_at_load_max", True, f"{msg}, but {far}", value, limit, skipped=True)
+                    ]
+                )
+                raise SkipExecution(f"cpp_at_load_max inconclusive: {msg}, but {far}")
             slow = slow_core_reason(result.telemetry, value=value, limit=limit)
             ref = result.telemetry.get("sut_core_speed_ref")
             scaled = scaled_at(result.telemetry, ref)

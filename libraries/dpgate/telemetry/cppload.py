@@ -55,6 +55,7 @@ from dpgate.telemetry.disturbance import (
     fast_wanted,
     full_speed,
 )
+from dpgate.telemetry.placement import prefer_near, rests_on
 
 #: What :class:`SpacedCppTrials` hands to :func:`measure_cpp_at_load`: (load, trials).
 Early = Tuple[Optional[float], Sequence[Any]]
@@ -153,7 +154,9 @@ def measure_cpp_at_load(
     measured when there is no load to use (no ceiling and no NDR). ``early`` (from
     :class:`SpacedCppTrials`) counts towards the ``trials`` planned when it ran at this load.
     In a slow phase of the host (trials below :data:`SLOW_SHARE` of the full speed) more are
-    measured, up to :data:`SLOW_EXTRA` times the plan, until :func:`fast_wanted` ran at speed."""
+    measured, up to :data:`SLOW_EXTRA` times the plan, until :func:`fast_wanted` ran at speed;
+    so are they while fewer than ``NEAR_MIN`` of those ran with the TG and SUT cores near
+    (:mod:`dpgate.telemetry.placement`: the host moves them within seconds to minutes)."""
     load = cpp_at_load_rate(generator_max_pps, ndr_pps, fixed=fixed_pps)
     if not load:
         return None, None, []
@@ -163,7 +166,12 @@ def measure_cpp_at_load(
     n = max(1, int(trials))
 
     def wanted() -> bool:
-        return len(got) < n or (len(got) < SLOW_EXTRA * n and len(_fast(got, gen)) < fast_wanted(n))
+        if len(got) < n:
+            return True
+        if len(got) >= SLOW_EXTRA * n:
+            return False
+        fast = _fast(got, gen)  # and, when the placement is read, enough with the cores near
+        return len(fast) < fast_wanted(n) or rests_on(prefer_near(fast)) in ("far", "mixed")
 
     if wanted():  # the spaced trials may have filled the plan: no conditions (~50 ms) for nothing
         with cpp_conditions(measure, load, polling):

@@ -34,8 +34,9 @@ import statistics
 from typing import Iterable, List, Optional, Sequence, Tuple
 
 from dpgate.exec.speedprobe import SLOW_SHARE as SPEED_SHARE
-from dpgate.exec.xcore import placement
 from dpgate.telemetry.cpp_scaled import CPP_REF_SPEED, cpp_at_ref_speed
+from dpgate.telemetry.placement import prefer_near, xcore_signal
+from dpgate.telemetry.placement import rests_on as placed_on
 
 #: Default largest foreign share (0..1) of a TG/SUT core for a verdict to count.
 DISTURBANCE_MAX = 0.10
@@ -201,7 +202,8 @@ def full_speed(trials: Sequence, share: float = SLOW_SHARE, ref: Optional[float]
 
 def cpp_at_load(trials: Iterable, polling: bool = False) -> Optional[float]:
     """Median SUT cycles per packet over ``trials`` (not superseded ones, not those of a slow
-    phase of the SUT core: :func:`full_speed`).
+    phase of the SUT core: :func:`full_speed`; of those, the ones with the TG and SUT cores
+    near when there are enough: ``dpgate.telemetry.placement.prefer_near``).
 
     A polling SUT (testpmd, OVS PMD threads) uses its whole core whatever the load, so its
     CPU time says nothing per packet: its own busy-cycle report is used instead (testpmd's
@@ -211,12 +213,16 @@ def cpp_at_load(trials: Iterable, polling: bool = False) -> Optional[float]:
     ...     def __init__(self, own, rep=None): self.sut_cpu_cycles_per_packet, self.sut_cycles_per_packet, self.details = own, rep, {}
     >>> cpp_at_load([T(3700.0), T(3800.0), T(3650.0)])
     3700.0
+    >>> for t, rtt in zip(ts := [T(2560.0), T(3050.0), T(2580.0), T(3040.0), T(3060.0)], (180, 460, 175, 470, 455)):
+    ...     t.details["xcore_rtt_ns"] = rtt
+    >>> cpp_at_load(ts)  # the two near trials, not the median of all five (3040)
+    2570.0
     """
     use = [t for t in trials if not (getattr(t, "details", None) or {}).get("superseded")]
     # none at full speed: the slow ones, flagged by sut_core_speed (the gates hold such a
     # verdict inconclusive, see slow_core_reason)
     field = "sut_cycles_per_packet" if polling else "sut_cpu_cycles_per_packet"
-    vals = [getattr(t, field) for t in full_speed(use) or use if getattr(t, field)]
+    vals = [getattr(t, field) for t in prefer_near(full_speed(use) or use) if getattr(t, field)]
     return float(statistics.median(vals)) if vals else None
 
 
@@ -302,11 +308,12 @@ def case_signal(
         out["cpp_at_load"] = round(cpp, 1)
         out["cpp_at_load_pps"] = round(float(cpp_load or 0), 1)
         live = [t for t in cpp_trials if not (t.details or {}).get("superseded")]
-        rests_on = full_speed(live) or live
+        timed = full_speed(live) or live
+        rests_on = prefer_near(timed)  # the cores near when enough trials had them (placement.py)
         kind, field = (
             ("polling", "sut_cycles_per_packet") if polling else ("kernel", "sut_cpu_cycles_per_packet")
         )
-        scaled = cpp_at_ref_speed(live, CPP_SPEED_EXPONENT[kind], field=field)
+        scaled = cpp_at_ref_speed(prefer_near(live), CPP_SPEED_EXPONENT[kind], field=field)
         # the scaled figure rests on every live trial: its verdicts are judged on all of them
         basis = live if scaled is not None else rests_on
         foreign = foreign_of(basis)
@@ -326,35 +333,7 @@ def case_signal(
         if scaled is not None:  # every trial, scaled to the reference speed (cpp_scaled.py)
             out["cpp_at_load_scaled"] = scaled
             out["cpp_scaled_speed"] = CPP_REF_SPEED
-    out.update(xcore_signal(rests_on, field) if cpp is not None else xcore_signal(used))
-    return out
-
-
-def xcore_signal(trials: Iterable, field: Optional[str] = None) -> dict:
-    """``xcore_rtt_ns``: median TG-SUT core round trip (``dpgate.exec.xcore``) after
-    ``trials`` (the cpp_at_load trials when measured) and ``placement`` (near/far); given the
-    cycles-per-packet ``field``, ``cpp_at_load_near``/``_far``: its median over the trials of
-    each placement (the kernel SUTs' cycles per frame differ 12-24 % between the two).
-
-    >>> class T:
-    ...     def __init__(self, rtt, cpp=None): self.details, self.cpp = {"xcore_rtt_ns": rtt}, cpp
-    >>> xcore_signal([T(195.0, 2550.0), T(480.0, 3040.0), T(470.0, 3050.0)], "cpp")
-    {'xcore_rtt_ns': 470.0, 'placement': 'far', 'cpp_at_load_near': 2550.0, 'cpp_at_load_far': 3045.0}
-    >>> xcore_signal([T(None)])
-    {}
-    """
-    trials = list(trials)
-    got = [r for r in ((getattr(t, "details", None) or {}).get("xcore_rtt_ns") for t in trials) if r]
-    if not got:
-        return {}
-    rtt = round(float(statistics.median(got)), 1)
-    out: dict = {"xcore_rtt_ns": rtt, "placement": placement(rtt)}
-    for where in ("near", "far"):
-        vals = [
-            getattr(t, field)
-            for t in trials
-            if field and getattr(t, field, None) and placement((t.details or {}).get("xcore_rtt_ns")) == where
-        ]
-        if vals:
-            out[f"cpp_at_load_{where}"] = round(float(statistics.median(vals)), 1)
+    if cpp is not None and placed_on(rests_on):
+        out["cpp_at_load_placement"] = placed_on(rests_on)
+    out.update(xcore_signal(timed, field) if cpp is not None else xcore_signal(used))
     return out

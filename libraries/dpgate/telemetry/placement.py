@@ -1,0 +1,109 @@
+"""Which placement of the TG and SUT cores a cycles-per-frame figure rests on.
+
+The host moves the two vCPUs between "near" and "far" (:mod:`dpgate.exec.xcore`), within a
+case as often as every few trials (2026-11-28: 64B linux-bridge's trials read 173-181 ns,
+then 414-467 ns for four trials, then 172-182 again), and a kernel SUT's cycles per frame
+are 13-21 % higher far. A median over trials of both placements moves with their mix. So
+``cpp_at_load`` rests on the near trials when there are :data:`NEAR_MIN` of them
+(:func:`prefer_near`), more trials are measured while there are not (``dpgate.telemetry.
+cppload``), and ``cpp_at_load_placement`` says what it rests on: ``near``, ``far`` (every
+trial far), ``mixed`` (fewer than :data:`NEAR_MIN` near), absent when unknown (a polling SUT:
+no reading beside it). A figure not resting on near trials cannot FAIL a gate
+(``dpgate.robot.gates``, ``dpgate.regression.compare``) and is not kept as history.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any, Iterable, List, Optional, Sequence
+
+from dpgate.exec.xcore import placement
+
+#: Fewest near trials a figure rests on when the others were far.
+NEAR_MIN = 2
+
+
+def placement_of(trial: Any) -> Optional[str]:
+    """``near``/``far`` of one trial (None: not read)."""
+    return placement((getattr(trial, "details", None) or {}).get("xcore_rtt_ns"))
+
+
+def prefer_near(trials: Sequence) -> List:
+    """The near trials when there are :data:`NEAR_MIN` of them (or every trial is near or
+    unread), else all.
+
+    >>> class T:
+    ...     def __init__(self, rtt): self.details = {"xcore_rtt_ns": rtt}
+    >>> rtts = lambda ts: [t.details["xcore_rtt_ns"] for t in ts]
+    >>> rtts(prefer_near([T(180.0), T(460.0), T(175.0)])), rtts(prefer_near([T(180.0), T(460.0)]))
+    ([180.0, 175.0], [180.0, 460.0])
+    >>> rtts(prefer_near([T(180.0)])), rtts(prefer_near([T(None), T(470.0)]))
+    ([180.0], [None, 470.0])
+    """
+    trials = list(trials)
+    near = [t for t in trials if placement_of(t) == "near"]
+    return near if len(near) >= NEAR_MIN or len(near) == len(trials) else trials
+
+
+def rests_on(trials: Iterable) -> Optional[str]:
+    """``near``/``far``/``mixed`` of ``trials`` as a whole; None when none was read.
+
+    >>> class T:
+    ...     def __init__(self, rtt): self.details = {"xcore_rtt_ns": rtt}
+    >>> rests_on([T(180.0), T(175.0)]), rests_on([T(470.0)]), rests_on([T(180.0), T(470.0)]), rests_on([T(None)])
+    ('near', 'far', 'mixed', None)
+    """
+    seen = {p for p in (placement_of(t) for t in trials) if p}
+    return None if not seen else seen.pop() if len(seen) == 1 else "mixed"
+
+
+def xcore_signal(trials: Iterable, field: Optional[str] = None) -> dict:
+    """``xcore_rtt_ns``: median TG-SUT core round trip (``dpgate.exec.xcore``) after
+    ``trials`` (the cpp_at_load trials when measured) and ``placement`` (near/far); given the
+    cycles-per-packet ``field``, ``cpp_at_load_near``/``_far``: its median over the trials of
+    each placement (the kernel SUTs' cycles per frame differ 12-24 % between the two).
+
+    >>> class T:
+    ...     def __init__(self, rtt, cpp=None): self.details, self.cpp = {"xcore_rtt_ns": rtt}, cpp
+    >>> xcore_signal([T(195.0, 2550.0), T(480.0, 3040.0), T(470.0, 3050.0)], "cpp")
+    {'xcore_rtt_ns': 470.0, 'placement': 'far', 'cpp_at_load_near': 2550.0, 'cpp_at_load_far': 3045.0}
+    >>> xcore_signal([T(None)])
+    {}
+    """
+    trials = list(trials)
+    got = [r for r in ((getattr(t, "details", None) or {}).get("xcore_rtt_ns") for t in trials) if r]
+    if not got:
+        return {}
+    rtt = round(float(statistics.median(got)), 1)
+    out: dict = {"xcore_rtt_ns": rtt, "placement": placement(rtt)}
+    for where in ("near", "far"):
+        vals = [
+            getattr(t, field)
+            for t in trials
+            if field and getattr(t, field, None) and placement_of(t) == where
+        ]
+        if vals:
+            out[f"cpp_at_load_{where}"] = round(float(statistics.median(vals)), 1)
+    return out
+
+
+def far_reason(metrics: dict) -> Optional[str]:
+    """Why a cpp_at_load rise is inconclusive: its trials ran with the TG and SUT cores far
+    apart (``cpp_at_load_placement`` far, or mixed: fewer than :data:`NEAR_MIN` near); None
+    when it rests on near trials or the placement was not read.
+
+    >>> far_reason({"cpp_at_load_placement": "far", "xcore_rtt_ns": 471.2})
+    'its trials ran with the TG and SUT cores far apart (round trip 471 ns), where a kernel SUT spends 13-21 % more cycles per frame: measure again'
+    >>> far_reason({"cpp_at_load_placement": "near"}), far_reason({})
+    (None, None)
+    """
+    where = metrics.get("cpp_at_load_placement")
+    if where not in ("far", "mixed"):
+        return None
+    rtt = metrics.get("xcore_rtt_ns")
+    how = "far apart" if where == "far" else "far apart in most of them"
+    trip = f" (round trip {rtt:.0f} ns)" if isinstance(rtt, (int, float)) else ""
+    return (
+        f"its trials ran with the TG and SUT cores {how}{trip}, where a kernel SUT spends "
+        "13-21 % more cycles per frame: measure again"
+    )
