@@ -22,7 +22,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, List, Optional, Sequence, Tuple
 
-from dpgate.exec.xcore import placement
+from dpgate.telemetry.placement import placement_of
 
 #: Two-sided 99 % quantiles of Student's t by degrees of freedom (larger df: the next lower
 #: row's, which errs on the wide side; beyond 30: 2.75).
@@ -144,7 +144,7 @@ def same_placement(base: Any, sut: Any) -> bool:
     >>> same_placement(T(190.0), T(185.0)), same_placement(T(190.0), T(480.0)), same_placement(T(None), T(480.0))
     (True, False, True)
     """
-    a, b = (placement((getattr(t, "details", None) or {}).get("xcore_rtt_ns")) for t in (base, sut))
+    a, b = placement_of(base), placement_of(sut)
     return a is None or b is None or a == b
 
 
