@@ -314,7 +314,8 @@ def case_signal(
             ("polling", "sut_cycles_per_packet") if polling else ("kernel", "sut_cpu_cycles_per_packet")
         )
         scaled = cpp_at_ref_speed(prefer_near(live), CPP_SPEED_EXPONENT[kind], field=field)
-        # the scaled figure rests on every live trial: its verdicts are judged on all of them
+        # the scaled figure rests on every live trial (near ones first): the disturbance of
+        # all of them is what its verdicts are judged on
         basis = live if scaled is not None else rests_on
         foreign = foreign_of(basis)
         if not polling:  # CPU time: VM steal is not in it (guest_foreign_of)

@@ -61,7 +61,7 @@ def xcore_signal(trials: Iterable, field: Optional[str] = None) -> dict:
     """``xcore_rtt_ns``: median TG-SUT core round trip (``dpgate.exec.xcore``) after
     ``trials`` (the cpp_at_load trials when measured) and ``placement`` (near/far); given the
     cycles-per-packet ``field``, ``cpp_at_load_near``/``_far``: its median over the trials of
-    each placement (the kernel SUTs' cycles per frame differ 12-24 % between the two).
+    each placement (the kernel SUTs' cycles per frame differ 13-21 % between the two).
 
     >>> class T:
     ...     def __init__(self, rtt, cpp=None): self.details, self.cpp = {"xcore_rtt_ns": rtt}, cpp
