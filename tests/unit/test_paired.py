@@ -16,10 +16,10 @@ from robot.api import Failure
 
 from dpgate.cli.main import build_parser
 from dpgate.config.units import UnitError
+from dpgate.exec.stopped import proc_state as state
 from dpgate.robotlib import Gates
 from dpgate.telemetry.paired import PairedCpp, abba_order, estimate, same_placement, t995, verdict
 from dpgate.testbeds.embedded.twin import measure_pairs
-from dpgate.testbeds.embedded.twin import proc_state as state
 
 
 def drifting_pairs(ratio: float, n: int = 8, drift: float = 0.3, noise: float = 0.01, seed: int = 1):

@@ -284,7 +284,7 @@ def test_a_clean_regression_fails_the_case_even_when_every_fixed_gate_is_inconcl
     assert status == "SKIP" and "ndr_min inconclusive" in message, message
 
 
-def test_a_cpp_at_load_rise_with_the_cores_far_apart_is_inconclusive_and_never_history(tmp_path):
+def test_a_far_run_is_held_against_far_runs_only_and_inconclusive_until_there_are_three(tmp_path):
     from helpers import write_run
 
     from dpgate.regression.history import add_to_history, read_history
@@ -292,18 +292,38 @@ def test_a_cpp_at_load_rise_with_the_cores_far_apart_is_inconclusive_and_never_h
     store = _history(tmp_path, [4000.0, 4040.0, 3960.0])
     m = {"ndr_pps": 500e3, "cpp_at_load": 4700.0, "regression_noise": 0.05, "cpp_at_load_disturbance": 0.01}
     rec = {"name": "t", "longname": "S.t", "testbed": "embedded", "metrics": m}
+
+    def cpp_verdict(metrics, where):
+        return {x.metric: x for x in verdicts_for(dict(rec, metrics=metrics), where, 0.03)}["cpp_at_load"]
+
     far = dict(m, cpp_at_load_placement="far", xcore_rtt_ns=466.0)
-    v = {x.metric: x for x in verdicts_for(dict(rec, metrics=far), store, 0.03)}["cpp_at_load"]
-    assert v.verdict == "inconclusive" and "far apart (round trip 466 ns)" in v.note
+    v = cpp_verdict(far, store)  # no far run in the history yet: nothing to hold it against
+    assert v.verdict == "no history" and "far apart (round trip 466 ns)" in v.note
+    assert v.note.endswith("(0 far runs in the history, 3 wanted)")
     near = dict(m, cpp_at_load_placement="near", xcore_rtt_ns=181.0)
-    assert {x.metric: x for x in verdicts_for(dict(rec, metrics=near), store, 0.03)}[
-        "cpp_at_load"
-    ].verdict == "regression"
-    # kept as history: the throughput of both, the cpp_at_load of the near run only
+    assert cpp_verdict(near, store).verdict == "regression"
+    mixed = dict(m, cpp_at_load_placement="mixed", xcore_rtt_ns=420.0)
+    assert cpp_verdict(mixed, store).verdict == "inconclusive"
+    # kept as history: the throughput of all three; the cpp_at_load of the far and near runs,
+    # each marked with its placement; the mixed run's not at all
     hist = str(tmp_path / "store")
-    for i, mm in enumerate((far, near)):
+    for i, mm in enumerate((far, near, mixed)):
         add_to_history(write_run(tmp_path, f"r{i}", dict(mm, cpp_at_load_scaled=5000.0)), hist)
-    (entries,) = [read_history(hist, "embedded", "S.64B-1c-x-ndrpdr")]
-    assert [e.get("cpp_at_load") for e in entries] == [None, 4700.0]
-    assert [e.get("cpp_at_load_scaled") for e in entries] == [None, 5000.0]
-    assert [e.get("ndr_pps") for e in entries] == [500e3, 500e3]
+    entries = read_history(hist, "embedded", "S.64B-1c-x-ndrpdr")
+    assert [e.get("cpp_at_load") for e in entries] == [4700.0, 4700.0, None]
+    assert [e.get("cpp_at_load_placement") for e in entries] == ["far", "near", None]
+    assert [e.get("cpp_at_load_scaled") for e in entries] == [5000.0, 5000.0, None]
+    assert [e.get("ndr_pps") for e in entries] == [500e3] * 3
+    # three far runs at ~4,000 among near ones at ~3,400: a far run is held against the far
+    # ones (4,700 is a rise over them), a near one against the near ones only
+    store2 = _history(tmp_path / "two", [3400.0, 3420.0, 3380.0])
+    with open(os.path.join(store2, "embedded", "S.t.jsonl"), "a") as fh:
+        for x in (4000.0, 4040.0, 3960.0):
+            fh.write(
+                json.dumps({"time": x, "cpp_at_load": x, "ndr_pps": 500e3, "cpp_at_load_placement": "far"})
+                + "\n"
+            )
+    v = cpp_verdict(far, store2)
+    assert v.verdict == "regression" and "against 3 far run(s)" in v.note, v
+    assert cpp_verdict(dict(far, cpp_at_load=4010.0), store2).verdict != "regression"
+    assert cpp_verdict(dict(near, cpp_at_load=3990.0), store2).verdict == "regression"  # vs ~3,400

@@ -34,8 +34,8 @@ def test_a_read_bounces_a_line_between_the_two_pinned_cores_then_both_wait():
     with CrossCoreProbe(a, b, rounds=2000) as probe:
         (pid,) = probe.pids
         (sibling,) = _children(pid)
+        rtt = probe.read()  # the sibling served it: it has pinned itself by now
         assert os.sched_getaffinity(pid) == {a} and os.sched_getaffinity(sibling) == {b}
-        rtt = probe.read()
         # a cache line's round trip: tens of ns at best, far below a scheduler's time slice
         assert rtt is not None and 20.0 < rtt < 100_000.0, rtt
         ran = _run_s(pid) + _run_s(sibling)
@@ -96,3 +96,58 @@ def test_the_case_records_the_placement_its_cpp_at_load_rests_on_and_each_placem
     unread = [_T(5000.0, None), _T(5100.0, None)]
     out = case_signal([], [None], cpp_trials=unread, cpp=cpp_at_load(unread), cpp_load=72_000.0)
     assert not {k for k in out if "placement" in k or k.endswith(("_near", "_far")) or k.startswith("xcore")}
+
+
+# A poll loop in a thread other than the main one (as testpmd's and OVS's PMD threads are),
+# pinned to one core; the main thread sleeps.
+_POLLER = (
+    "import os,sys,threading,time\n"
+    "os.sched_setaffinity(0,{int(sys.argv[1])})\n"
+    "def spin():\n"
+    "    while True: pass\n"
+    "threading.Thread(target=spin,daemon=True).start()\n"
+    "print('up',flush=True)\n"
+    "time.sleep(60)\n"
+)
+
+
+@pytest.fixture
+def poller():
+    import subprocess
+    import sys
+
+    p = subprocess.Popen([sys.executable, "-c", _POLLER, str(CPUS[-1])], stdout=subprocess.PIPE, text=True)
+    assert p.stdout is not None and p.stdout.readline().strip() == "up"
+    yield p
+    p.kill()
+    p.wait()
+
+
+def test_stopped_waits_for_every_thread_and_resumes_them_after(poller):
+    from dpgate.exec.stopped import running_tasks, stopped, tasks
+
+    assert len(tasks(poller.pid)) == 2 and running_tasks([poller.pid])  # the spinning thread
+    with stopped([poller.pid]) as running:
+        assert running == [] and running_tasks([poller.pid]) == []
+        ran = _run_s(poller.pid)
+        time.sleep(0.05)
+        assert _run_s(poller.pid) - ran < 0.005
+    time.sleep(0.05)
+    assert running_tasks([poller.pid])  # resumed
+    with stopped([2**22 + 5]) as running:  # a pid that is gone: nothing to wait for
+        assert running == []
+
+
+@two_cpus
+def test_beside_a_poller_on_the_far_core_a_read_stops_it_and_resumes_it(poller):
+    from dpgate.exec.stopped import running_tasks
+
+    with CrossCoreProbe(CPUS[0], CPUS[-1], rounds=2000, timeout_s=5.0) as probe:
+        t = time.monotonic()
+        rtt = probe.read_stopped([poller.pid])
+        took = time.monotonic() - t
+        assert rtt is not None and 20.0 < rtt < 100_000.0, rtt
+        # no wait for the poller's time slice: a 2,000-round read takes milliseconds
+        assert took < 0.5, took
+        time.sleep(0.05)
+        assert running_tasks([poller.pid])  # the poller runs again

@@ -17,9 +17,10 @@ the two phases stay 3-4x apart.
     with CrossCoreProbe(0, 1) as probe:
         probe.read()     # 410.3 (ns); None if a child died or the read took over 1 s
 
-Both children die with this process (``PR_SET_PDEATHSIG``); a read waits for a core the
-far child cannot get (a polling SUT holds it) at most ``timeout_s``, then the probe is
-stopped and reads None from then on.
+Beside a polling SUT, which holds the far core, :meth:`~CrossCoreProbe.read_stopped` stops the
+SUT's processes for the read (~1-3 ms, between trials). Both children die with this process
+(``PR_SET_PDEATHSIG``); a read waits for a core the far child cannot get at most
+``timeout_s``, then the probe is stopped and reads None from then on.
 """
 
 from __future__ import annotations
@@ -27,15 +28,18 @@ from __future__ import annotations
 import select
 import subprocess
 import sys
-from typing import Optional
+from typing import Optional, Sequence
 
 from dpgate.exec.awake import child_failed, reap
+from dpgate.exec.stopped import stopped
 
 #: Round trips per read: ~2 ms near, ~9 ms far.
 ROUNDS = 20000
 #: This probe's reading that splits the two phases: 180-200 ns near, 415-510 far on the
 #: 2-core VM (the geometric middle).
 FAR_NS = 300.0
+#: Longest wait for a polling SUT's threads to stop before a read beside it (s).
+STOP_WAIT_S = 0.05
 #: Untimed round trips first: the far child wakes from its pipe read.
 WARMUP = 200
 
@@ -110,6 +114,13 @@ class CrossCoreProbe:
             return round(int(ns) / int(n), 1)
         except (OSError, ValueError, ZeroDivisionError):
             return None
+
+    def read_stopped(self, pids: Sequence[int], wait_s: float = STOP_WAIT_S) -> Optional[float]:
+        """:meth:`read` with ``pids`` stopped meanwhile (a polling SUT, which holds the far core:
+        :mod:`dpgate.exec.stopped`); None when a thread of them was still running after
+        ``wait_s``."""
+        with stopped(pids, wait_s) as running:
+            return None if running else self.read()
 
     @property
     def pids(self) -> list:

@@ -46,7 +46,7 @@ from dpgate.outputs.results import load_records
 from dpgate.regression import speed as speed_mod
 from dpgate.regression.history import METRICS, RunValue, read_history, run_value, slow_host
 from dpgate.telemetry.disturbance import CPP_SPEED_EXPONENT, SLOW_SHARE
-from dpgate.telemetry.placement import far_reason
+from dpgate.telemetry.placement import alike
 
 NOISE_RUNS = 5
 #: The cpp_at_load check uses the speed-scaled figure (``cpp_at_load_scaled``)
@@ -225,10 +225,14 @@ def verdicts_for(
             continue
         past = [v for v in (run_value(h, metric) for h in hist) if v is not None]
         if metric == "cpp_at_load":
-            v = _cpp_verdict(m, hist, past, cur, min_change, cpp_noise, scaled_noise)
-            far = far_reason(m)  # a rise with the cores far apart is the host's (placement.py)
-            if v.verdict == "regression" and far:
-                v = replace(v, verdict="inconclusive", note=far)
+            # a far run against far runs, a near one against the others (placement.py)
+            same, far = alike(m, hist)
+            past = [v for v in (run_value(h, metric) for h in same) if v is not None]
+            v = _cpp_verdict(m, same, past, cur, min_change, cpp_noise, scaled_noise)
+            if far:  # a rise is not a verdict; no rise (or no far history) says why too
+                v = replace(v, verdict="inconclusive" if v.verdict == "regression" else v.verdict, note=far)
+            elif m.get("cpp_at_load_placement") == "far":
+                v = replace(v, note="; ".join(filter(None, [f"against {len(past)} far run(s)", v.note])))
             out.append(replace(v, test=rec.get("name", rec["longname"])))
             continue
         declared = mrr_noise if metric == "mrr_pps" else noise

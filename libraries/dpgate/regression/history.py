@@ -26,7 +26,6 @@ from dpgate.model.errors import ConfigError
 from dpgate.model.record import F
 from dpgate.outputs.results import load_records, test_id
 from dpgate.telemetry.disturbance import DISTURBANCE_MAX
-from dpgate.telemetry.placement import far_reason
 
 #: The metrics the regression check compares (and the history keeps).
 #: cpp_at_load is lower-is-better: the comparison turns it around (regression/compare.py)
@@ -162,10 +161,13 @@ def add_to_history(
             "mrr_limited_by": m.get("mrr_limited_by"),
             **{k: m[k] for k in keep + CONTEXT if isinstance(m.get(k), (int, float))},
         }
-        if far_reason(m):  # measured with the cores far apart: the host's as much as the SUT's
+        where = m.get("cpp_at_load_placement")
+        if where == "mixed":  # a mix of the cores' two placements compares with nothing
             for k in ("cpp_at_load", "cpp_at_load_scaled"):
                 entry.pop(k, None)
             keep = tuple(k for k in keep if k != "cpp_at_load")
+        elif where in ("near", "far") and "cpp_at_load" in entry:  # a far run compares with far ones
+            entry["cpp_at_load_placement"] = where
         samples = {k: v for k, v in (rec.get(F.SAMPLES) or {}).items() if k in keep}
         if samples:
             entry["samples"] = samples

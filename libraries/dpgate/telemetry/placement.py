@@ -3,19 +3,20 @@
 The host moves the two vCPUs between "near" and "far" (:mod:`dpgate.exec.xcore`), within a
 case as often as every few trials (2026-11-28: 64B linux-bridge's trials read 173-181 ns,
 then 414-467 ns for four trials, then 172-182 again), and a kernel SUT's cycles per frame
-are 13-21 % higher far. A median over trials of both placements moves with their mix. So
+are 13-21 % higher far (a polling SUT's 1-6 %; beside one the probe reads with the SUT
+stopped for a moment). A median over trials of both placements moves with their mix. So
 ``cpp_at_load`` rests on the near trials when there are :data:`NEAR_MIN` of them
 (:func:`prefer_near`), more trials are measured while there are not (``dpgate.telemetry.
 cppload``), and ``cpp_at_load_placement`` says what it rests on: ``near``, ``far`` (every
-trial far), ``mixed`` (fewer than :data:`NEAR_MIN` near), absent when unknown (a polling SUT:
-no reading beside it). A figure not resting on near trials cannot FAIL a gate
-(``dpgate.robot.gates``, ``dpgate.regression.compare``) and is not kept as history.
+trial far), ``mixed`` (fewer than :data:`NEAR_MIN` near), absent when not read. A figure
+not resting on near trials cannot FAIL a fixed gate (``dpgate.robot.gates``); in the history (``dpgate.regression``) a far one is kept, marked
+far, and held only against earlier far runs (:func:`alike`); a mixed one is not kept.
 """
 
 from __future__ import annotations
 
 import statistics
-from typing import Any, Iterable, List, Optional, Sequence
+from typing import Any, Iterable, List, Optional, Sequence, Tuple
 
 from dpgate.exec.xcore import placement
 
@@ -93,7 +94,7 @@ def far_reason(metrics: dict) -> Optional[str]:
     when it rests on near trials or the placement was not read.
 
     >>> far_reason({"cpp_at_load_placement": "far", "xcore_rtt_ns": 471.2})
-    'its trials ran with the TG and SUT cores far apart (round trip 471 ns), where a kernel SUT spends 13-21 % more cycles per frame: measure again'
+    'its trials ran with the TG and SUT cores far apart (round trip 471 ns), where a SUT spends more cycles per frame (kernel SUTs 13-21 %, polling ones 1-6 %): measure again'
     >>> far_reason({"cpp_at_load_placement": "near"}), far_reason({})
     (None, None)
     """
@@ -104,6 +105,38 @@ def far_reason(metrics: dict) -> Optional[str]:
     how = "far apart" if where == "far" else "far apart in most of them"
     trip = f" (round trip {rtt:.0f} ns)" if isinstance(rtt, (int, float)) else ""
     return (
-        f"its trials ran with the TG and SUT cores {how}{trip}, where a kernel SUT spends "
-        "13-21 % more cycles per frame: measure again"
+        f"its trials ran with the TG and SUT cores {how}{trip}, where a SUT spends more cycles "
+        "per frame (kernel SUTs 13-21 %, polling ones 1-6 %): measure again"
     )
+
+
+#: Fewest earlier far runs a far run's cpp_at_load is held against (fewer: inconclusive).
+FAR_RUNS = 3
+
+
+def alike(metrics: dict, history: Sequence[dict]) -> Tuple[List[dict], Optional[str]]:
+    """The history runs this run's cpp_at_load compares with, and why a rise over them cannot be
+    a regression (None when it can). A far run is held against the far runs of the history
+    (``cpp_at_load_placement`` far), when there are :data:`FAR_RUNS` of them; a near run, or
+    one not read, against every other run; a mixed one makes no verdict.
+
+    >>> hist = [{"cpp_at_load": 2560.0}, {"cpp_at_load": 3040.0, "cpp_at_load_placement": "far"}]
+    >>> [h["cpp_at_load"] for h in alike({"cpp_at_load_placement": "near"}, hist)[0]]
+    [2560.0]
+    >>> same, why = alike({"cpp_at_load_placement": "far", "xcore_rtt_ns": 470.0}, hist)
+    >>> [h["cpp_at_load"] for h in same], why.endswith("(1 far run in the history, 3 wanted)")
+    ([3040.0], True)
+    >>> alike({"cpp_at_load_placement": "far"}, hist * 3)[1] is None
+    True
+    """
+
+    def far(h: dict) -> bool:
+        return (h.get("metrics") or h).get("cpp_at_load_placement") == "far"
+
+    if metrics.get("cpp_at_load_placement") != "far":
+        return [h for h in history if not far(h)], far_reason(metrics)
+    same = [h for h in history if far(h)]
+    if len(same) >= FAR_RUNS:
+        return same, None
+    runs = f"{len(same)} far run{'' if len(same) == 1 else 's'}"
+    return same, f"{far_reason(metrics)} ({runs} in the history, {FAR_RUNS} wanted)"

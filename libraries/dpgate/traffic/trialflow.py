@@ -41,7 +41,7 @@ from dpgate.exec.xcore import CrossCoreProbe
 from dpgate.model.errors import ConfigError
 from dpgate.model.ndrpdr import CEILING_MARGIN
 from dpgate.model.trial import LIMITED_BY_GENERATOR, TrialResult
-from dpgate.telemetry.cpuacct import CpuAccount
+from dpgate.telemetry.cpuacct import CpuAccount, pids_in_netns
 
 from .pcap import frames, write_pcap
 from .profiles import Profile, directions_for
@@ -382,13 +382,13 @@ class EmbeddedGenerator(TrialSteps, SutCore):
         )
 
     def _xcore_rtt(self, polled: Optional[Sequence[int]]) -> Optional[float]:
-        """The TG-SUT cores' round trip now (ns), None beside a polling SUT (``polled``)."""
-        if self.xcore is False or polled:
+        """The TG-SUT cores' round trip now (ns); beside a polling SUT (``polled``) it stopped."""
+        if self.xcore is False:
             return None
         if self.xcore is None:
             tg, sut = list(self.tb.tg_cpus), list(self.tb.sut_cpus)
             self.xcore = CrossCoreProbe(tg[0], sut[0], rounds=XCORE_ROUNDS).start()
-        return self.xcore.read()
+        return self.xcore.read_stopped(pids_in_netns(self.tb.sut_ns)) if polled else self.xcore.read()
 
     # -- calibration -----------------------------------------------------------
     def calibrate(self, duration_s: float = 1.0, probe_pps: float = 5e6, repeats: int = 3) -> float:

@@ -17,11 +17,11 @@ test (``--sut-cpu-steal``) belongs to that SUT and is stopped during the baselin
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import time
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
+from dpgate.exec.stopped import signal_all, stopped
 from dpgate.model.errors import ConfigError
 from dpgate.telemetry.cppload import cpp_conditions
 from dpgate.telemetry.cpuacct import pids_in_netns
@@ -48,13 +48,6 @@ def twin_prefix(prefix: str) -> str:
             path="prefix",
         )
     return prefix + "b"
-
-
-def signal_all(pids: Sequence[int], sig: int) -> None:
-    """``sig`` to each pid that still exists."""
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, sig)
 
 
 class BaselineTwin:
@@ -116,36 +109,12 @@ def sut_pids(gen: Any, polling: bool) -> List[int]:
     return (pids_in_netns(gen.sut.ns) if polling else []) + list(getattr(gen, "extra_sut_pids", []) or [])
 
 
-def proc_state(pid: int) -> str:
-    """The state letter of ``pid`` in /proc (``T`` stopped, ``S``/``R`` running), ``gone`` if none."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return "gone"
-
-
-def wait_stopped(pids: Sequence[int], timeout: float = 1.0) -> List[int]:
-    """Wait (bounded) until every pid is stopped or gone; returns those still running."""
-    deadline = time.monotonic() + timeout
-    while True:
-        running = [p for p in pids if proc_state(p) not in ("T", "t", "gone", "Z", "X")]
-        if not running or time.monotonic() > deadline:
-            return running
-        time.sleep(0.002)
-
-
 @contextlib.contextmanager
 def one_side(other: Any, polling: bool) -> Iterator[None]:
     """One side measures: ``other``'s SUT stopped meanwhile (:func:`sut_pids`), and seen
     stopped in /proc before traffic starts."""
-    stopped = sut_pids(other, polling)
-    signal_all(stopped, signal.SIGSTOP)
-    wait_stopped(stopped)
-    try:
+    with stopped(sut_pids(other, polling)):
         yield
-    finally:
-        signal_all(stopped, signal.SIGCONT)
 
 
 def measure_pairs(
