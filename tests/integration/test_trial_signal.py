@@ -56,8 +56,10 @@ def test_trial_records_disturbance_own_time_and_phases(session):
     # the host's speed on both cores, probed between trials (a slow phase adds to disturbance)
     assert set(r.details["core_speeds"]) == {0, 1} and min(r.details["core_speeds"].values()) > 1.0
     assert "slow_share" in cpu and (cpu["slow_share"] or 0.0) <= r.disturbance
-    # where the host placed the TG and SUT cores: a cache-line round trip after the trial
+    # where the host placed the TG and SUT cores: a cache-line round trip before and after
     assert 20.0 < r.details["xcore_rtt_ns"] < 100_000.0, r.details.get("xcore_rtt_ns")
+    assert 20.0 < r.details["xcore_rtt_before_ns"] < 100_000.0
+    assert r.details["xcore_placement"] in ("near", "far", "changed")
     # only a generator started per trial (tcpreplay) has a start phase; dpgen stays up
     assert ("generator_start" in phases) == (r.details["generator"] == "tcpreplay")
     names = [open(f"/proc/{p}/comm").read().strip() for p in session.testbed.napi_pids]
@@ -224,6 +226,8 @@ def test_polling_sut_cost_injection_lands_in_its_own_busy_cycles(topology_path, 
         def cpp():
             r = s.measure(load, 1.0)
             assert r.loss_packets == 0, r  # "no match": forwarding unchanged
+            # the placement read beside the poller (stopped for the read, forwarding after it)
+            assert r.details.get("xcore_placement") in ("near", "far", "changed"), r.details
             return r.sut_cycles_per_packet
 
         with s.generator.moderate_sut(load) as us:

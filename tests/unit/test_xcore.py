@@ -1,5 +1,5 @@
-"""The cross-core probe: a real pinned pair of processes bouncing a cache line, blocked between
-reads, gone with its parent; a core it cannot get gives None, never a hang."""
+"""The cross-core probe: the real xcore pair (C) bouncing a cache line, blocked between reads,
+gone with its parent; a core it cannot get gives None, never a hang."""
 
 from __future__ import annotations
 
@@ -9,12 +9,15 @@ import time
 import pytest
 from helpers import gone, orphaned_child
 
-from dpgate.exec.xcore import CrossCoreProbe, placement
+from dpgate.exec.xcore import CrossCoreProbe, TrialPlacement, placement, xcore_binary
 from dpgate.model.errors import EnvironmentProblem
 
 CPUS = sorted(os.sched_getaffinity(0))
 two_cpus = pytest.mark.skipif(
     len(CPUS) < 2, reason="the cross-core probe needs two CPUs this process may use"
+)
+built = pytest.mark.skipif(
+    xcore_binary() is None, reason="build/xcore/xcore is not built: run 'bash .ci/install'"
 )
 
 
@@ -28,6 +31,7 @@ def _run_s(pid: int) -> float:
         return int(fh.read().split()[0]) / 1e9
 
 
+@built
 @two_cpus
 def test_a_read_bounces_a_line_between_the_two_pinned_cores_then_both_wait():
     a, b = CPUS[0], CPUS[-1]
@@ -44,6 +48,7 @@ def test_a_read_bounces_a_line_between_the_two_pinned_cores_then_both_wait():
     assert probe.pids == [] and gone(pid) and gone(sibling)
 
 
+@built
 def test_a_core_the_far_side_cannot_get_reads_none_within_the_timeout_and_stops_the_probe():
     # both on one core: the sibling only runs when the scheduler takes the core from the other
     cpu = CPUS[-1]
@@ -55,11 +60,13 @@ def test_a_core_the_far_side_cannot_get_reads_none_within_the_timeout_and_stops_
         assert probe.pids == [] and gone(pid) and probe.read() is None
 
 
+@built
 def test_a_cpu_that_does_not_exist_is_one_clear_error():
     with pytest.raises(EnvironmentProblem, match=r"cross-core probe on CPUs 4095 and 0.*taskset"):
         CrossCoreProbe(4095, 0).start()
 
 
+@built
 def test_the_pair_dies_with_the_process_that_started_it():
     pid = orphaned_child(
         "from dpgate.exec.xcore import CrossCoreProbe",
@@ -69,7 +76,34 @@ def test_the_pair_dies_with_the_process_that_started_it():
 
 
 def test_placement_splits_the_two_phases():
-    assert [placement(v) for v in (75.0, 299.9, 300.0, 430.0, None)] == ["near", "near", "far", "far", None]
+    assert [placement(v) for v in (75.0, 249.9, 250.0, 430.0, None)] == ["near", "near", "far", "far", None]
+
+
+def test_without_the_probe_built_starting_it_is_one_error_naming_the_install(monkeypatch):
+    monkeypatch.setenv("DPGATE_XCORE", "/nonexistent/xcore")
+    with pytest.raises(EnvironmentProblem, match=r"xcore is not built.*bash .ci/install"):
+        CrossCoreProbe(0, 0).start()
+    tp = TrialPlacement(CPUS[0], CPUS[-1])  # a trial then carries no reading, and says why once
+    tp.begin()
+    assert tp.end() == {} and tp.off
+
+
+@built
+@two_cpus
+def test_a_trial_reads_before_and_after_and_a_move_in_between_is_changed(monkeypatch):
+    tp = TrialPlacement(CPUS[0], CPUS[-1], rounds=2000)
+    try:
+        tp.begin()
+        got = tp.end()
+        assert set(got) == {"xcore_rtt_ns", "xcore_rtt_before_ns", "xcore_placement"}
+        assert got["xcore_placement"] in ("near", "far", "changed")
+        # the two reads disagree: the host moved the cores during the trial
+        reads = iter([120.0, 480.0])
+        monkeypatch.setattr(tp, "_read", lambda pids: next(reads))
+        tp.begin()
+        assert tp.end() == {"xcore_rtt_ns": 480.0, "xcore_rtt_before_ns": 120.0, "xcore_placement": "changed"}
+    finally:
+        tp.close()
 
 
 class _T:
@@ -138,6 +172,7 @@ def test_stopped_waits_for_every_thread_and_resumes_them_after(poller):
         assert running == []
 
 
+@built
 @two_cpus
 def test_beside_a_poller_on_the_far_core_a_read_stops_it_and_resumes_it(poller):
     from dpgate.exec.stopped import running_tasks

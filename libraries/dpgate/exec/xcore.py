@@ -2,76 +2,66 @@
 
 Every embedded frame crosses cores: the generator writes it on the TG core, the SUT reads it
 on the SUT core (and back). What that costs depends on where the host runs the two vCPUs.
-On the 2-core VM (AMD EPYC, KVM) a round trip of one cache line between the cores read
-75-100 ns in some phases and 380-430 ns in others (one chiplet's two cores, or two
-chiplets, as far as the guest can tell; nothing in the guest shows which), each phase lasting
-minutes, and linux-xconnect's cycles per frame at a fixed load went with it: ~2,500 near,
-~3,000 far (the bimodal ``cpp_at_load`` of docs/embedded.md).
+On the 2-core VMs (AMD EPYC, KVM) a round trip of one cache line between the cores reads
+"near" or "far" (one chiplet's two cores, or two chiplets, as far as the guest can tell;
+nothing else in the guest shows which): 75-130 ns or 365-425 ns on a Zen 5 host
+(2026-11-28 morning, phases of seconds to minutes), 71-158 ns or 434-820 ns on a Zen 3 host
+at half speed (2026-11-28 09:00, flipping every few seconds). A kernel SUT's cycles per
+frame follow it (linux-xconnect ~2,550 near, ~3,050 far: docs/embedded.md).
 
-:class:`CrossCoreProbe` keeps a pair of blocked child processes, one pinned to each core,
-sharing one cache line; :meth:`~CrossCoreProbe.read` has them bounce it ``rounds`` times
-(after a few untimed rounds that wake the far one) and gives the mean round trip in ns.
-Python adds ~30-100 ns to each round trip (a C loop read 380-420 ns where this read 415-490):
-the two phases stay 3-4x apart.
+:class:`CrossCoreProbe` runs ``xcore`` (C, ``libraries/xcore/xcore.c``, built into
+``build/xcore/xcore`` by ``.ci/install``): a pair of blocked processes, one pinned to each
+core, sharing one cache line; :meth:`~CrossCoreProbe.read` has them bounce it ``rounds``
+times (after a few untimed rounds that wake the far one) and gives the mean round trip in
+ns. A Python pair read 180-500 ns near and 400-1,800 far on the slower host (the
+interpreter's time per round trip grows as the core slows): no threshold splits that, so the
+probe is C.
 
     with CrossCoreProbe(0, 1) as probe:
-        probe.read()     # 410.3 (ns); None if a child died or the read took over 1 s
+        probe.read()     # 487.2 (ns); None if a child died or the read took over 1 s
 
 Beside a polling SUT, which holds the far core, :meth:`~CrossCoreProbe.read_stopped` stops the
 SUT's processes for the read (~1-3 ms, between trials). Both children die with this process
 (``PR_SET_PDEATHSIG``); a read waits for a core the far child cannot get at most
 ``timeout_s``, then the probe is stopped and reads None from then on.
+:class:`TrialPlacement` reads before and after a trial: a trial during which the host moved
+the cores is ``changed``, attributed to neither placement.
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import select
+import shutil
 import subprocess
-import sys
-from typing import Optional, Sequence
+from pathlib import Path
+from typing import Dict, Optional, Sequence
 
 from dpgate.exec.awake import child_failed, reap
 from dpgate.exec.stopped import stopped
+from dpgate.model.errors import EnvironmentProblem
 
-#: Round trips per read: ~2 ms near, ~9 ms far.
+#: Round trips per read: ~2 ms near, ~10 ms far.
 ROUNDS = 20000
-#: This probe's reading that splits the two phases: 180-200 ns near, 415-510 far on the
-#: 2-core VM (the geometric middle).
-FAR_NS = 300.0
+#: The reading that splits the two placements: 71-158 ns near, 365-820 far on the two hosts.
+FAR_NS = 250.0
 #: Longest wait for a polling SUT's threads to stop before a read beside it (s).
 STOP_WAIT_S = 0.05
 #: Untimed round trips first: the far child wakes from its pipe read.
 WARMUP = 200
+#: build/xcore/xcore of this checkout (libraries/dpgate/exec/xcore.py -> repo root)
+BUILT = Path(__file__).resolve().parents[3] / "build" / "xcore" / "xcore"
 
-# The child: die with the parent, share an anonymous cache line with a forked sibling pinned
-# to the other core; per line "n", the sibling serves n round trips, the child times the
-# last n - WARMUP and answers "nanoseconds rounds".
-_PAIR = (
-    "import ctypes,mmap,os,sys,time\n"
-    "libc=ctypes.CDLL(None,use_errno=True)\n"
-    "libc.prctl(1,9)\n"
-    "a,b,warm=int(sys.argv[1]),int(sys.argv[2]),int(sys.argv[3])\n"
-    "m=mmap.mmap(-1,64);mv=memoryview(m)\n"
-    "r,w=os.pipe()\n"
-    "if os.fork()==0:\n"
-    "    libc.prctl(1,9);os.close(w);os.sched_setaffinity(0,{b})\n"
-    "    while True:\n"
-    "        d=os.read(r,8)\n"
-    "        if len(d)<8: os._exit(0)\n"
-    "        for _ in range(int.from_bytes(d,'little')):\n"
-    "            while mv[0]!=1: pass\n"
-    "            mv[0]=0\n"
-    "os.close(r);os.sched_setaffinity(0,{a})\n"
-    "sys.stdout.write('ready\\n');sys.stdout.flush()\n"
-    "for line in sys.stdin:\n"
-    "    n=int(line);os.write(w,(n+warm).to_bytes(8,'little'))\n"
-    "    for k in (warm,n):\n"
-    "        t0=time.perf_counter_ns()\n"
-    "        for _ in range(k):\n"
-    "            mv[0]=1\n"
-    "            while mv[0]!=0: pass\n"
-    "    sys.stdout.write(f'{time.perf_counter_ns()-t0} {n}\\n');sys.stdout.flush()\n"
-)
+_log = logging.getLogger(__name__)
+
+
+def xcore_binary() -> Optional[str]:
+    """Path of the xcore probe ($DPGATE_XCORE, build/xcore/xcore, PATH), None when not built."""
+    env = os.environ.get("DPGATE_XCORE")
+    if env:
+        return env if os.access(env, os.X_OK) else None
+    return str(BUILT) if os.access(BUILT, os.X_OK) else shutil.which("xcore")
 
 
 class CrossCoreProbe:
@@ -83,8 +73,14 @@ class CrossCoreProbe:
         self.proc: Optional[subprocess.Popen] = None
 
     def start(self) -> CrossCoreProbe:
+        binary = xcore_binary()
+        if not binary:
+            raise EnvironmentProblem(
+                f"the cross-core probe xcore is not built ({BUILT}, $DPGATE_XCORE or PATH): "
+                "run 'bash .ci/install' to build it"
+            )
         p = subprocess.Popen(
-            [sys.executable, "-c", _PAIR, str(self.a), str(self.b), str(WARMUP)],
+            [binary, str(self.a), str(self.b), str(WARMUP)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -124,7 +120,7 @@ class CrossCoreProbe:
 
     @property
     def pids(self) -> list:
-        """The pair's pids (the forked sibling is the child's child): for CPU accounting."""
+        """The probe's pid (the forked sibling is its child): for CPU accounting."""
         return [self.proc.pid] if self.proc is not None and self.proc.poll() is None else []
 
     def stop(self) -> None:
@@ -148,3 +144,48 @@ def placement(rtt_ns: Optional[float], far_ns: float = FAR_NS) -> Optional[str]:
     if rtt_ns is None:
         return None
     return "far" if rtt_ns >= far_ns else "near"
+
+
+class TrialPlacement:
+    """The cores' placement around one trial: :meth:`begin` reads before traffic, :meth:`end`
+    after it and gives the trial's details: ``xcore_rtt_ns`` (after), ``xcore_rtt_before_ns``
+    and ``xcore_placement`` (``near``/``far`` when both reads agree, ``changed`` when the host
+    moved the cores during the trial). ``pids``: a polling SUT's processes, stopped for each
+    read. Without the probe built the trials carry no reading (one warning says why)."""
+
+    def __init__(self, a: int, b: int, rounds: int = 5000):
+        self.a, self.b, self.rounds = a, b, rounds
+        self.probe: Optional[CrossCoreProbe] = None
+        self.off = False
+        self.before: Optional[float] = None
+
+    def _read(self, pids: Sequence[int]) -> Optional[float]:
+        if self.off:
+            return None
+        if self.probe is None:
+            try:
+                self.probe = CrossCoreProbe(self.a, self.b, rounds=self.rounds).start()
+            except EnvironmentProblem as err:
+                self.off = True
+                _log.warning("trials carry no core placement: %s", err)
+                return None
+        return self.probe.read_stopped(pids) if pids else self.probe.read()
+
+    def begin(self, pids: Sequence[int] = ()) -> None:
+        self.before = self._read(pids)
+
+    def end(self, pids: Sequence[int] = ()) -> Dict[str, object]:
+        after, before, self.before = self._read(pids), self.before, None
+        out: Dict[str, object] = {}
+        if after is not None:
+            out["xcore_rtt_ns"] = after
+        if before is not None:
+            out["xcore_rtt_before_ns"] = before
+        if after is not None and before is not None:
+            p, q = placement(before), placement(after)
+            out["xcore_placement"] = p if p == q else "changed"
+        return out
+
+    def close(self) -> None:
+        if self.probe is not None:
+            self.probe.stop()

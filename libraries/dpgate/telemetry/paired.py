@@ -137,7 +137,8 @@ def same_placement(base: Any, sut: Any) -> bool:
     """Whether a pair's two trials ran with the TG and SUT cores placed alike by the host
     (``details["xcore_rtt_ns"]``, :mod:`dpgate.exec.xcore`): a kernel SUT's cycles per frame
     differ 12-24 % between near and far, so a pair across a change measures the host, not the
-    SUT, and is left out. Unknown (a polling SUT: no probe beside it) counts as alike.
+    SUT, and is left out, as is one with a trial during which the host moved the cores
+    (``changed``). Unknown (not read) counts as alike.
 
     >>> class T:
     ...     def __init__(self, rtt): self.details = {"xcore_rtt_ns": rtt}
@@ -145,7 +146,7 @@ def same_placement(base: Any, sut: Any) -> bool:
     (True, False, True)
     """
     a, b = placement_of(base), placement_of(sut)
-    return a is None or b is None or a == b
+    return "changed" not in (a, b) and (a is None or b is None or a == b)
 
 
 def verdict(est: Optional[PairedCpp], max_rise: float, dmax: Optional[float] = None) -> Tuple[str, str]:

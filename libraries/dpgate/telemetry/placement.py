@@ -25,8 +25,16 @@ NEAR_MIN = 2
 
 
 def placement_of(trial: Any) -> Optional[str]:
-    """``near``/``far`` of one trial (None: not read)."""
-    return placement((getattr(trial, "details", None) or {}).get("xcore_rtt_ns"))
+    """``near``/``far`` of one trial, ``changed`` when the host moved the cores during it (the
+    reads before and after it disagree: ``dpgate.exec.xcore.TrialPlacement``); None: not read.
+
+    >>> class T:
+    ...     def __init__(self, **d): self.details = d
+    >>> placement_of(T(xcore_rtt_ns=96.0)), placement_of(T(xcore_rtt_ns=96.0, xcore_placement="changed"))
+    ('near', 'changed')
+    """
+    details = getattr(trial, "details", None) or {}
+    return details.get("xcore_placement") or placement(details.get("xcore_rtt_ns"))
 
 
 def prefer_near(trials: Sequence) -> List:
@@ -55,7 +63,7 @@ def rests_on(trials: Iterable) -> Optional[str]:
     ('near', 'far', 'mixed', None)
     """
     seen = {p for p in (placement_of(t) for t in trials) if p}
-    return None if not seen else seen.pop() if len(seen) == 1 else "mixed"
+    return None if not seen else seen.pop() if len(seen) == 1 and "changed" not in seen else "mixed"
 
 
 def xcore_signal(trials: Iterable, field: Optional[str] = None) -> dict:

@@ -33,11 +33,11 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional
 
 from dpgate.exec.cpu import busy_ratio, cpu_times
 from dpgate.exec.speedprobe import TrialSpeeds, slow_share
-from dpgate.exec.xcore import CrossCoreProbe
+from dpgate.exec.xcore import TrialPlacement
 from dpgate.model.errors import ConfigError
 from dpgate.model.ndrpdr import CEILING_MARGIN
 from dpgate.model.trial import LIMITED_BY_GENERATOR, TrialResult
@@ -137,8 +137,9 @@ class EmbeddedGenerator(TrialSteps, SutCore):
         self.core_speed_ref: Optional[float] = None
         cpus = list(getattr(testbed, "tg_cpus", [])) + list(getattr(testbed, "sut_cpus", []))
         self.speeds: Optional[TrialSpeeds] = TrialSpeeds(cpus) if cpus else None
-        #: TG-SUT core round trip probe after each trial (dpgate.exec.xcore); False: never
-        self.xcore: Any = None if cpus and len(set(cpus)) > 1 else False
+        #: TG-SUT core round trip before and after each trial (dpgate.exec.xcore); None: never
+        tg, sut = list(getattr(testbed, "tg_cpus", [])), list(getattr(testbed, "sut_cpus", []))
+        self.xcore = TrialPlacement(tg[0], sut[0], XCORE_ROUNDS) if tg and sut and tg[0] != sut[0] else None
         self.cpu = CpuAccount(
             testbed,
             extra_sut_pids=lambda: self.extra_sut_pids,
@@ -176,7 +177,7 @@ class EmbeddedGenerator(TrialSteps, SutCore):
             if self.speeds:
                 self.speeds.close()
             if self.xcore:
-                self.xcore.stop()
+                self.xcore.close()
 
     # -- frames --------------------------------------------------------------
     def pcaps(self) -> List[str]:
@@ -260,6 +261,9 @@ class EmbeddedGenerator(TrialSteps, SutCore):
         if self.speeds:
             self.speeds.begin(probed)
             clock.mark("speed_before")
+        stop = pids_in_netns(self.tb.sut_ns) if probed and self.xcore else []  # a poller: stopped to read
+        if self.xcore:
+            self.xcore.begin(stop)
         pcaps = self.pcaps()
         tx_ports, rx_ports = self._ports()
         ndir = len(pcaps)
@@ -302,7 +306,7 @@ class EmbeddedGenerator(TrialSteps, SutCore):
         )
         acct["slow_share"] = slow
         clock.mark("speed_after")
-        rtt = self._xcore_rtt(probed)
+        placed = self.xcore.end(stop) if self.xcore else {}
 
         def delta(before, after, names, key):
             return sum(after[n][key] - before[n][key] for n in names)
@@ -361,7 +365,7 @@ class EmbeddedGenerator(TrialSteps, SutCore):
             core_speeds=core_speeds,
             sut_core_awake=bool(self.awake_pids),
             sut_napi_deferral_us=self._moderated,
-            xcore_rtt_ns=rtt,
+            **placed,
         )
         details.update(
             {k: v for k, v in held.items() if v},
@@ -380,15 +384,6 @@ class EmbeddedGenerator(TrialSteps, SutCore):
             details=details,
             **extra,
         )
-
-    def _xcore_rtt(self, polled: Optional[Sequence[int]]) -> Optional[float]:
-        """The TG-SUT cores' round trip now (ns); beside a polling SUT (``polled``) it stopped."""
-        if self.xcore is False:
-            return None
-        if self.xcore is None:
-            tg, sut = list(self.tb.tg_cpus), list(self.tb.sut_cpus)
-            self.xcore = CrossCoreProbe(tg[0], sut[0], rounds=XCORE_ROUNDS).start()
-        return self.xcore.read_stopped(pids_in_netns(self.tb.sut_ns)) if polled else self.xcore.read()
 
     # -- calibration -----------------------------------------------------------
     def calibrate(self, duration_s: float = 1.0, probe_pps: float = 5e6, repeats: int = 3) -> float:
