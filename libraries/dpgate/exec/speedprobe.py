@@ -43,10 +43,15 @@ PROBE_S = 0.005
 SLOW_SHARE = 0.9
 #: How many of the last readings make the reference when the case declares none.
 SEEN = 1000
-#: A slow phase is worth measuring past while one of this many last trials ran at full speed;
-#: after that the host is slow for longer than trials can wait out (on 2026-11-25 for 15+
-#: minutes), and a trial measured again would only cost search time.
+#: A slow phase is worth measuring past while TRANSIENT_SHARE of the last RECENT trials (once
+#: WARM have ended) ran at full speed; after that the host is slow for longer than trials can
+#: wait out (on 2026-11-25 for 15+ minutes; on a Zen 3 host on 2026-11-28 at 14-18 M it/s for
+#: the whole session, with a reading near full speed in one trial of 10-20, which under the
+#: earlier "one of the last 10" rule kept it re-measuring: 16-25 of 50 search trials), and a
+#: trial measured again would only cost search time.
 RECENT = 10
+WARM = 5
+TRANSIENT_SHARE = 0.3
 
 # The child: pin, die with the parent, then per line read: spin for that many seconds of
 # its own CPU time in chunks of the awake loop's iterations, answer "iterations cpu_seconds".
@@ -166,18 +171,21 @@ class TrialSpeeds:
         self.recent: collections.deque = collections.deque(maxlen=RECENT)
 
     def transient(self, ref: Optional[float]) -> bool:
-        """Whether a slow phase may pass soon: one of the last RECENT trials ended at full
-        speed (at least ``SLOW_SHARE`` of ``ref``), or nothing says otherwise yet.
+        """Whether a slow phase may pass soon: ``TRANSIENT_SHARE`` of the last RECENT trials
+        ended at full speed (at least ``SLOW_SHARE`` of ``ref``), or fewer than WARM ended yet.
 
-        >>> t = TrialSpeeds([0]); t.recent.extend([16.0] * 9)
+        >>> t = TrialSpeeds([0]); t.recent.extend([16.0] * 4)
         >>> t.transient(30.0), t.recent.append(16.0), t.transient(30.0), t.transient(None)
         (True, None, False, True)
-        >>> t.recent.append(28.0); t.transient(30.0)
+        >>> t.recent.append(28.0); t.transient(30.0)  # one of six at full speed: a blip
+        False
+        >>> t.recent.extend([29.0, 30.0]); t.transient(30.0)  # three of eight: it comes and goes
         True
         """
-        if not ref or len(self.recent) < RECENT:
+        if not ref or len(self.recent) < WARM:
             return True
-        return max(self.recent) >= SLOW_SHARE * ref
+        fast = sum(x >= SLOW_SHARE * ref for x in self.recent)
+        return fast >= TRANSIENT_SHARE * len(self.recent)
 
     def begin(self, cpus: Optional[Sequence[int]] = None) -> None:
         """Before a trial on ``cpus`` (default: all probed)."""
