@@ -10,9 +10,9 @@ import os
 
 from helpers import ndrpdr_result
 
+from dpgate.exec.stopped import proc_state as _state
 from dpgate.robotlib import EmbeddedTestbed
 from dpgate.telemetry.cpuacct import pids_in_netns
-from dpgate.testbeds.embedded.twin import proc_state as _state
 from dpgate.testbeds.embedded.twin import twin_prefix
 
 PREFIX = os.environ.get("DPGATE_IT_PAIRED_PREFIX", "pr1-")

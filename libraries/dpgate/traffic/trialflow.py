@@ -55,8 +55,8 @@ SETTLE_S = 0.02
 DISTURBANCE_MAX = 0.10
 #: How many times a disturbed trial is measured again before its result is kept as it is.
 REMEASURE = 2
-#: Round trips of the cross-core probe after each trial: ~0.5 ms near, ~2.5 ms far.
-XCORE_ROUNDS = 5000
+#: Round trips of the cross-core probe before and after each trial: ~0.2 ms near, 1-1.6 ms far.
+XCORE_ROUNDS = 2000
 
 
 @dataclass
@@ -264,6 +264,7 @@ class EmbeddedGenerator(TrialSteps, SutCore):
         stop = pids_in_netns(self.tb.sut_ns) if probed and self.xcore else []  # a poller: stopped to read
         if self.xcore:
             self.xcore.begin(stop)
+            clock.mark("placement_before")
         pcaps = self.pcaps()
         tx_ports, rx_ports = self._ports()
         ndir = len(pcaps)
@@ -307,6 +308,7 @@ class EmbeddedGenerator(TrialSteps, SutCore):
         acct["slow_share"] = slow
         clock.mark("speed_after")
         placed = self.xcore.end(stop) if self.xcore else {}
+        clock.mark("placement_after")
 
         def delta(before, after, names, key):
             return sum(after[n][key] - before[n][key] for n in names)
