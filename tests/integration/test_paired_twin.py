@@ -49,7 +49,8 @@ def test_paired_check_sees_injected_cost_with_the_idle_twin_stopped(topology_pat
         lib.tear_down_embedded_testbed()
     left.assert_clean()
     left_twin.assert_clean()
-    assert paired is not None and paired.pairs == 4, paired
+    # a pair across a move of the cores is measured again, up to twice the pairs asked for
+    assert paired is not None and (paired.pairs == 4 or paired.pairs + paired.dropped == 8), paired
     assert paired.change > 0.08, paired.describe()
     assert seen and all(states == ["T"] for _, states in seen), seen  # the twin stopped meanwhile
 
@@ -84,4 +85,4 @@ def test_sut_and_twin_run_the_builds_given(topology_path, leftovers, tmp_path):
     testpmds = {side: {e for e in got if e.endswith("dpdk-testpmd")} for side, got in exes.items()}
     assert testpmds == {"patched": {builds["patched"]}, "parent": {builds["parent"]}}, exes
     assert builds["patched"] in versions[0] and builds["parent"] in versions[1], versions
-    assert not isinstance(paired, str) and paired.pairs == 3, paired
+    assert not isinstance(paired, str) and (paired.pairs == 3 or paired.pairs + paired.dropped == 6), paired

@@ -198,3 +198,31 @@ def test_cleanup_of_a_prefix_removes_its_twins_scratch_dir_too(tmp_path, monkeyp
         (tmp_path / d).mkdir(parents=True, exist_ok=True)
     cleanup_prefix(prefix)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dpgate-zq9x"]
+
+
+class PlacedGen(FakeGen):
+    """A side whose trials ran in the placements given, in turn."""
+
+    def __init__(self, name, cycles, log, places):
+        super().__init__(name, cycles, [], [], log)
+        self.places = places
+
+    def measure(self, load, duration):
+        t = super().measure(load, duration)
+        t.details["xcore_placement"] = self.places.pop(0)
+        return t
+
+
+def test_a_pair_across_a_move_of_the_cores_is_measured_again_up_to_twice_the_pairs():
+    log: list = []
+    # pair 2 (sut first, then base) straddles a move: its base trial ran during it
+    sut = PlacedGen("sut", 1100.0, log, ["near", "near", "far", "far", "far"])
+    base = PlacedGen("base", 1000.0, log, ["near", "changed", "far", "far", "far"])
+    got = measure_pairs(sut, base, 50_000.0, 4, duration=0.1)
+    assert len(got) == 5 and [side for side, _ in log] == abba_order(5)
+    assert [same_placement(b, s) for b, s in got] == [True, False, True, True, True]
+    # a host that moves the cores in every pair: measuring stops at twice the pairs asked for
+    log.clear()
+    sut = PlacedGen("sut", 1100.0, log, ["near", "far"] * 4)
+    base = PlacedGen("base", 1000.0, log, ["far", "near"] * 4)
+    assert len(measure_pairs(sut, base, 50_000.0, 4, duration=0.1)) == 8

@@ -168,6 +168,8 @@ def add_to_history(
             keep = tuple(k for k in keep if k != "cpp_at_load")
         elif where in ("near", "far") and "cpp_at_load" in entry:  # a far run compares with far ones
             entry["cpp_at_load_placement"] = where
+        if not any(k in entry for k in keep):  # nothing of it left to compare with
+            continue
         samples = {k: v for k, v in (rec.get(F.SAMPLES) or {}).items() if k in keep}
         if samples:
             entry["samples"] = samples

@@ -25,7 +25,7 @@ from dpgate.exec.stopped import signal_all, stopped
 from dpgate.model.errors import ConfigError
 from dpgate.telemetry.cppload import cpp_conditions
 from dpgate.telemetry.cpuacct import pids_in_netns
-from dpgate.telemetry.paired import abba_order
+from dpgate.telemetry.paired import abba_order, same_placement
 from dpgate.testbeds.embedded.session import EmbeddedSession
 
 #: After a stopped poll loop resumes: time for it to spin up before traffic starts.
@@ -127,25 +127,29 @@ def measure_pairs(
 ) -> List[Tuple[Any, Any]]:
     """``pairs`` (baseline trial, SUT trial) at ``load`` pps, in :func:`abba_order`, each
     trial under the conditions of a ``cpp_at_load`` trial (:func:`cpp_conditions`: held
-    awake, moderated, a disturbed trial measured again). Trials come back in time order; a
-    pair is two neighbouring trials, one of each side."""
+    awake, moderated, a disturbed trial measured again). A pair whose two trials the host ran
+    with the cores placed differently (or moved them during one: ``same_placement``) is
+    measured again, up to ``pairs`` more: all pairs come back, in time order, and the caller
+    leaves those out (on the Zen 3 host, flipping every 1-10 s, one pair in 3-4)."""
     gens = {"base": base_gen, "sut": sut_gen}
     everything = sut_pids(sut_gen, polling) + sut_pids(base_gen, polling)
-    got: List[Any] = []
-    last = None
+    out: List[Tuple[Any, Any]] = []
+    last, kept = None, 0
     try:
-        for side in abba_order(pairs):
-            me, other = gens[side], gens["sut" if side == "base" else "base"]
-            with one_side(other, polling):
-                if polling and side != last:  # this side's poll loop was stopped until now
-                    time.sleep(RESUME_SETTLE_S)
-                last = side
-                with cpp_conditions(me.measure, load, polling):
-                    got.append((side, me.measure(load, duration)))
+        for i in range(2 * pairs):
+            if kept >= pairs:
+                break
+            got: Dict[str, Any] = {}
+            for side in abba_order(i + 1)[2 * i :]:
+                me, other = gens[side], gens["sut" if side == "base" else "base"]
+                with one_side(other, polling):
+                    if polling and side != last:  # this side's poll loop was stopped until now
+                        time.sleep(RESUME_SETTLE_S)
+                    last = side
+                    with cpp_conditions(me.measure, load, polling):
+                        got[side] = me.measure(load, duration)
+            out.append((got["base"], got["sut"]))
+            kept += same_placement(got["base"], got["sut"])
     finally:
         signal_all(everything, signal.SIGCONT)  # whatever happened, nothing stays stopped
-    out: List[Tuple[Any, Any]] = []
-    for i in range(0, len(got) - 1, 2):
-        (s1, t1), (_, t2) = got[i], got[i + 1]
-        out.append((t1, t2) if s1 == "base" else (t2, t1))
     return out

@@ -40,7 +40,7 @@ from dpgate.traffic.profiles import Profile, directions_for
 from dpgate.traffic.trex.errors import explain_trex_error
 from dpgate.traffic.trex.install import OLD_CLIENT_MSG, import_trex_api  # noqa: F401  (public names)
 from dpgate.traffic.trex.latency import latency_by_direction, latency_summary  # noqa: F401  (public names)
-from dpgate.traffic.trex.rpclock import serialize_rpc
+from dpgate.traffic.trex.rpclock import release_sockets, serialize_rpc
 from dpgate.traffic.trex.streams import StreamBuilder
 
 #: TG shortfall per port (packets) treated as TRex's start/stop granularity, not loss.
@@ -182,6 +182,7 @@ class TrexGenerator:
                 pass
             finally:
                 self.connected = False
+                release_sockets(self.client)
 
     def _drop_session(self) -> None:
         """Close the client's sockets without talking to a dead server (else libzmq's reconnect
@@ -191,6 +192,7 @@ class TrexGenerator:
             self.client.disconnect(stop_traffic=False, release_ports=False)
         except Exception:
             pass
+        release_sockets(self.client)
 
     def close(self) -> None:
         """The TrafficGenerator seam's end: release the ports and the TRex session."""

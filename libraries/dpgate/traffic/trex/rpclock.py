@@ -8,8 +8,9 @@ client then disconnects (``socket.close``, ``context.destroy``) in one thread wh
 reconnects (a new context and socket assigned to the same attributes) outside the lock: one
 thread can destroy the context the other just connected a socket on. libzmq 4.3.1 (bundled
 with TRex v3.08) then aborts the whole process, Robot and its JUnit exit code with it:
-``Assertion failed: false (src/session_base.cpp:628)`` (seen once in CI in the TRex-killed
-fault test, after the results were written).
+``Assertion failed: false (src/session_base.cpp:628)`` (seen in CI in the TRex-killed fault
+test, after the results were written; again after this lock, on a slower host: hence also
+:func:`release_sockets`, at close and at exit).
 
 :func:`serialize_rpc` puts connect, reconnect, disconnect and the send path under one
 re-entrant lock (a send that times out disconnects while holding it), so the two threads
@@ -40,8 +41,10 @@ take turns. The client's own code is unchanged; only the instance is wrapped.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import threading
+import weakref
 from typing import Any
 
 #: The RPC methods that touch the socket or its context outside the client's own lock.
@@ -61,7 +64,47 @@ def serialize_rpc(client: Any) -> bool:
             setattr(rpc, name, _locked(lock, method))
     rpc.lock = lock
     rpc._dpgate_serialized = True
+    ref = weakref.ref(client)
+    atexit.register(lambda: (c := ref()) is not None and release_sockets(c))
     return True
+
+
+#: Longest wait for the subscriber thread to close its socket (it wakes every 0.5 s).
+RELEASE_WAIT_S = 3.0
+
+
+def release_sockets(client: Any) -> None:
+    """Close the client's two ZeroMQ channels for good, whatever state it believes it is in.
+
+    After the server died the client's ``disconnect`` can raise before it reaches them, and
+    a socket left open keeps reconnecting from libzmq's I/O thread; at interpreter exit that
+    thread then runs while libzmq's static tables are destroyed, and 4.3.1 aborts the process
+    (``session_base.cpp:628``, its ``start_connecting`` finding no connecter for the address:
+    CI, test_tx_trex_faults, twice). So: the subscriber thread is told to end and its context
+    terminated (the thread closes its own socket on waking), the RPC socket closed and its
+    context destroyed, both with linger 0. Also run at exit for every wrapped client."""
+    conn = getattr(client, "conn", None)
+    sub = getattr(conn, "async_", None)
+    ctx = getattr(sub, "context", None)
+    if sub is not None and ctx is not None and not getattr(ctx, "closed", True):
+        sub.t_state = getattr(sub, "THREAD_STATE_DEAD", 0)
+        ending = threading.Thread(target=ctx.term, daemon=True)
+        ending.start()
+        ending.join(RELEASE_WAIT_S)
+        t = getattr(sub, "t", None)
+        if t is not None and t is not threading.current_thread():
+            t.join(RELEASE_WAIT_S)
+        sub.connected = False
+    rpc = getattr(conn, "rpc", None)
+    if rpc is None:
+        return
+    with getattr(rpc, "lock", None) or threading.RLock():
+        sock, ctx = getattr(rpc, "socket", None), getattr(rpc, "context", None)
+        if sock is not None and not getattr(sock, "closed", True):
+            sock.close(linger=0)
+        if ctx is not None and not getattr(ctx, "closed", True):
+            ctx.destroy(linger=0)
+        rpc.connected = False
 
 
 def _locked(lock: Any, method: Any) -> Any:
