@@ -64,9 +64,14 @@ def serialize_rpc(client: Any) -> bool:
             setattr(rpc, name, _locked(lock, method))
     rpc.lock = lock
     rpc._dpgate_serialized = True
-    ref = weakref.ref(client)
-    atexit.register(lambda: (c := ref()) is not None and release_sockets(c))
+    atexit.register(_release_at_exit, weakref.ref(client))
     return True
+
+
+def _release_at_exit(ref: Any) -> None:
+    client = ref()
+    if client is not None:
+        release_sockets(client)
 
 
 #: Longest wait for the subscriber thread to close its socket (it wakes every 0.5 s).
