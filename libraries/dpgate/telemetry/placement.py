@@ -103,6 +103,8 @@ def far_reason(metrics: dict) -> Optional[str]:
 
     >>> far_reason({"cpp_at_load_placement": "far", "xcore_rtt_ns": 471.2})
     'its trials ran with the TG and SUT cores far apart (round trip 471 ns), where a SUT spends more cycles per frame (kernel SUTs 13-21 %, polling ones 1-6 %): measure again'
+    >>> far_reason({"cpp_at_load_placement": "mixed", "xcore_rtt_ns": 99.0})[:110]
+    'fewer than 2 of its trials ran with the TG and SUT cores near throughout (the host moved them during or betwee'
     >>> far_reason({"cpp_at_load_placement": "near"}), far_reason({})
     (None, None)
     """
@@ -110,12 +112,14 @@ def far_reason(metrics: dict) -> Optional[str]:
     if where not in ("far", "mixed"):
         return None
     rtt = metrics.get("xcore_rtt_ns")
-    how = "far apart" if where == "far" else "far apart in most of them"
-    trip = f" (round trip {rtt:.0f} ns)" if isinstance(rtt, (int, float)) else ""
-    return (
-        f"its trials ran with the TG and SUT cores {how}{trip}, where a SUT spends more cycles "
-        "per frame (kernel SUTs 13-21 %, polling ones 1-6 %): measure again"
+    trip = f"round trip {rtt:.0f} ns" if isinstance(rtt, (int, float)) else ""
+    how = (
+        f"its trials ran with the TG and SUT cores far apart{f' ({trip})' if trip else ''}"
+        if where == "far"
+        else f"fewer than {NEAR_MIN} of its trials ran with the TG and SUT cores near throughout (the host "
+        f"moved them during or between trials{f'; median {trip}' if trip else ''})"
     )
+    return f"{how}, where a SUT spends more cycles per frame (kernel SUTs 13-21 %, polling ones 1-6 %): measure again"
 
 
 #: Fewest earlier far runs a far run's cpp_at_load is held against (fewer: inconclusive).
