@@ -223,7 +223,6 @@ def verdicts_for(
         cur = run_value(rec, metric)
         if cur is None:
             continue
-        past = [v for v in (run_value(h, metric) for h in hist) if v is not None]
         if metric == "cpp_at_load":
             # a far run against far runs, a near one against the others (placement.py)
             same, far = alike(m, hist)
