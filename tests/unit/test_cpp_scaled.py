@@ -178,3 +178,52 @@ def test_a_kernel_suts_cpp_disturbance_leaves_vm_steal_out_a_pollers_does_not():
         case_signal([], [], cpp_trials=[stolen, hogged], cpp=3000.0, cpp_load=1.0)["cpp_at_load_disturbance"]
         == 0.3
     )
+
+
+class P(T):
+    """A trial whose TG-SUT core round trip was read (near < 250 ns <= far)."""
+
+    def __init__(self, cpp, speed, rtt):
+        super().__init__(cpp, speed)
+        self.details["xcore_rtt_ns"] = rtt
+
+
+def test_the_scaled_figure_carries_the_placement_of_its_own_trials():
+    """gk4 (Zen 3 host at half speed, 2026-11-28): cpp_at_load kept the one or two trials at
+    full speed, far or across a move of the cores, and the run was "mixed" or "far" though
+    16-22 of its 26-32 trials ran near; the scaled figure rests on those near trials."""
+    trials = [P(3550.0, 28.0, 480.0), P(3560.0, 27.5, 470.0)]  # the fastest two: far
+    trials += [P(cost_at(3000.0, s), s, 110.0) for s in (16.0, 17.5, 19.0, 21.0, 18.0)]
+    out = case_signal([], [], cpp_trials=trials, cpp=3555.0, cpp_load=1.0)
+    assert out["cpp_at_load_placement"] == "far" and out["cpp_scaled_placement"] == "near", out
+    assert abs(out["cpp_at_load_scaled"] - 3000.0) < 1.0
+    # one near trial among far ones: the scaled figure rests on all of them, a mix
+    out = case_signal([], [], cpp_trials=trials[:3], cpp=3555.0, cpp_load=1.0)
+    assert out["cpp_scaled_placement"] == "mixed", out
+
+
+def placed(tmp_path, name, scaled, cpp_where, scaled_where):
+    metrics = {"ndr_pps": 5e5, "cpp_at_load": cost_at(scaled, 17.0), "sut_core_speed": 17.0}
+    metrics.update(cpp_speed_exponent=KERNEL, cpp_at_load_scaled=scaled, cpp_scaled_speed=CPP_REF_SPEED)
+    metrics.update(cpp_at_load_placement=cpp_where, cpp_scaled_placement=scaled_where)
+    return write_run(tmp_path, name, dict(metrics, regression_cpp_scaled_noise=0.16))
+
+
+def test_history_and_verdict_judge_the_scaled_figure_by_its_own_placement(tmp_path):
+    store = str(tmp_path / "h")
+    for i, (value, where) in enumerate([(2980.0, "far"), (2816.0, "near"), (2987.0, "mixed")]):
+        assert add_to_history(placed(tmp_path, f"q{i}", value, where, "near"), store) == 1
+    with open(history_path(store, "embedded", "S.64B-1c-x-ndrpdr")) as fh:
+        entries = [json.loads(line) for line in fh]
+    # the scaled figure of every run is kept as near; a mixed cpp_at_load is not kept
+    assert [e.get("cpp_scaled_placement") for e in entries] == ["near"] * 3
+    assert ["cpp_at_load" in e for e in entries] == [True, True, False]
+    # +10 % injected read +22 % scaled over near trials in a run whose cpp_at_load was "mixed"
+    v = [v for v in compare(placed(tmp_path, "plus10", 3569.0, "mixed", "near"), store) if "cpp" in v.metric][
+        0
+    ]
+    assert v.metric == "cpp_at_load_scaled" and v.verdict == "regression" and v.history_len == 3, v.line()
+    assert v.allowance_pct == 16.0, v.line()
+    # a scaled figure over a mix of placements makes no verdict
+    v = [v for v in compare(placed(tmp_path, "mix", 3569.0, "near", "mixed"), store) if "cpp" in v.metric][0]
+    assert v.verdict == "inconclusive" and "near throughout" in v.note, v.line()

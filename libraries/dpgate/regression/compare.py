@@ -46,7 +46,7 @@ from dpgate.outputs.results import load_records
 from dpgate.regression import speed as speed_mod
 from dpgate.regression.history import METRICS, RunValue, read_history, run_value, slow_host
 from dpgate.telemetry.disturbance import CPP_SPEED_EXPONENT, SLOW_SHARE
-from dpgate.telemetry.placement import alike
+from dpgate.telemetry.placement import CPP_KEY, SCALED_KEY, alike, rests_where
 
 NOISE_RUNS = 5
 #: The cpp_at_load check uses the speed-scaled figure (``cpp_at_load_scaled``)
@@ -224,14 +224,18 @@ def verdicts_for(
         if cur is None:
             continue
         if metric == "cpp_at_load":
-            # a far run against far runs, a near one against the others (placement.py)
-            same, far = alike(m, hist)
-            past = [v for v in (run_value(h, metric) for h in same) if v is not None]
-            v = _cpp_verdict(m, same, past, cur, min_change, cpp_noise, scaled_noise)
+            # a far run against far runs, a near one against the others (placement.py), each
+            # figure by the placement of its own trials: the scaled one when enough history has it
+            key, (same, far) = SCALED_KEY, alike(m, hist, SCALED_KEY)
+            v = _scaled_verdict(m, same, min_change, cpp_noise if scaled_noise is None else scaled_noise)
+            if v is None:
+                key, (same, far) = CPP_KEY, alike(m, hist)
+                past = [v for v in (run_value(h, metric) for h in same) if v is not None]
+                v = _cpp_verdict(m, same, past, cur, min_change, cpp_noise)
             if far:  # a rise is not a verdict; no rise (or no far history) says why too
                 v = replace(v, verdict="inconclusive" if v.verdict == "regression" else v.verdict, note=far)
-            elif m.get("cpp_at_load_placement") == "far":
-                v = replace(v, note="; ".join(filter(None, [f"against {len(past)} far run(s)", v.note])))
+            elif rests_where(m, key) == "far":
+                v = replace(v, note="; ".join(filter(None, [f"against {v.history_len} far run(s)", v.note])))
             out.append(replace(v, test=rec.get("name", rec["longname"])))
             continue
         declared = mrr_noise if metric == "mrr_pps" else noise
@@ -258,18 +262,13 @@ def _cpp_verdict(
     cur: RunValue,
     min_change: float,
     cpp_noise: Optional[float],
-    scaled_noise: Optional[float] = None,
 ) -> Verdict:
     """cycles per packet: lower is better (a rise is the regression, allowances are rises),
     no generator ceiling limits it, and the host's speed moves it: held against the history
     runs at about this run's SUT core speed when there are any (``dpgate.regression.speed``),
-    else against all, a rise on a slower core being inconclusive (:func:`slow_core`). A
-    run with every trial scaled to a reference speed is held against the history's
-    figures scaled alike (:func:`_scaled_verdict`, allowance ``scaled_noise`` while the
-    history is short) when there are enough of them."""
-    scaled = _scaled_verdict(m, hist, min_change, cpp_noise if scaled_noise is None else scaled_noise)
-    if scaled is not None:
-        return scaled
+    else against all, a rise on a slower core being inconclusive (:func:`slow_core`). (A
+    run with every trial scaled to a reference speed is held against the history's figures
+    scaled alike first: :func:`_scaled_verdict`, when there are enough of them.)"""
     speed = m.get("sut_core_speed")
     matched = speed_mod.at_speed(hist, speed, m.get("cpp_speed_exponent"))
     v = classify_current(

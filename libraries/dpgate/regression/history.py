@@ -26,6 +26,7 @@ from dpgate.model.errors import ConfigError
 from dpgate.model.record import F
 from dpgate.outputs.results import load_records, test_id
 from dpgate.telemetry.disturbance import DISTURBANCE_MAX
+from dpgate.telemetry.placement import CPP_KEY, SCALED_KEY, rests_where
 
 #: The metrics the regression check compares (and the history keeps).
 #: cpp_at_load is lower-is-better: the comparison turns it around (regression/compare.py)
@@ -161,16 +162,19 @@ def add_to_history(
             "mrr_limited_by": m.get("mrr_limited_by"),
             **{k: m[k] for k in keep + CONTEXT if isinstance(m.get(k), (int, float))},
         }
-        where = m.get("cpp_at_load_placement")
-        if where == "mixed":  # a mix of the cores' two placements compares with nothing
-            for k in ("cpp_at_load", "cpp_at_load_scaled"):
+        # each cycles figure by the placement of the trials it rests on (telemetry.placement):
+        # a mix of the cores' two placements compares with nothing, a far one with far ones
+        for k, key in (("cpp_at_load", CPP_KEY), ("cpp_at_load_scaled", SCALED_KEY)):
+            where = rests_where(m, key)
+            if where == "mixed":
                 entry.pop(k, None)
-            keep = tuple(k for k in keep if k != "cpp_at_load")
-        elif where in ("near", "far") and "cpp_at_load" in entry:  # a far run compares with far ones
-            entry["cpp_at_load_placement"] = where
-        if not any(k in entry for k in keep):  # nothing of it left to compare with
+            elif where in ("near", "far") and k in entry:
+                entry[key] = where
+        cycles = "cpp_at_load" in entry or "cpp_at_load_scaled" in entry
+        keep = tuple(k for k in keep if k in entry or (k == "cpp_at_load" and cycles))
+        if not keep:  # nothing of it left to compare with
             continue
-        samples = {k: v for k, v in (rec.get(F.SAMPLES) or {}).items() if k in keep}
+        samples = {k: v for k, v in (rec.get(F.SAMPLES) or {}).items() if k in keep and k in entry}
         if samples:
             entry["samples"] = samples
         append_line(path, json.dumps(entry))  # flock'd: concurrent runs never tear the file

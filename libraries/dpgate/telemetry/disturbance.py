@@ -284,7 +284,8 @@ def case_signal(
     ``cpp_speed_exponent`` (how cpp_at_load follows that speed, :data:`CPP_SPEED_EXPONENT`);
     ``cpp_at_load_scaled`` and ``cpp_scaled_speed`` (every trial scaled to that reference
     speed by the SUT kind's exponent: :mod:`dpgate.telemetry.cpp_scaled`; a polling SUT's
-    from its own busy-cycle report).
+    from its own busy-cycle report); ``cpp_at_load_placement`` and ``cpp_scaled_placement``
+    (near/far/mixed: where the host had the TG and SUT cores in the trials each rests on).
 
     >>> class T:
     ...     def __init__(self, load, d): self.intended_load_pps, self.disturbance, self.details = load, d, {}
@@ -313,7 +314,8 @@ def case_signal(
         kind, field = (
             ("polling", "sut_cycles_per_packet") if polling else ("kernel", "sut_cpu_cycles_per_packet")
         )
-        scaled = cpp_at_ref_speed(prefer_near(live), CPP_SPEED_EXPONENT[kind], field=field)
+        scaled_on = prefer_near(live)
+        scaled = cpp_at_ref_speed(scaled_on, CPP_SPEED_EXPONENT[kind], field=field)
         # the scaled figure rests on every live trial (near ones first): the disturbance of
         # all of them is what its verdicts are judged on
         basis = live if scaled is not None else rests_on
@@ -334,6 +336,8 @@ def case_signal(
         if scaled is not None:  # every trial, scaled to the reference speed (cpp_scaled.py)
             out["cpp_at_load_scaled"] = scaled
             out["cpp_scaled_speed"] = CPP_REF_SPEED
+            if placed_on(scaled_on):  # its own trials' placement, not cpp_at_load's (placement.py)
+                out["cpp_scaled_placement"] = placed_on(scaled_on)
     if cpp is not None and placed_on(rests_on):
         out["cpp_at_load_placement"] = placed_on(rests_on)
     out.update(xcore_signal(timed, field) if cpp is not None else xcore_signal(used))

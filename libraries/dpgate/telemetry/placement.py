@@ -11,6 +11,9 @@ cppload``), and ``cpp_at_load_placement`` says what it rests on: ``near``, ``far
 trial far), ``mixed`` (fewer than :data:`NEAR_MIN` near), absent when not read. A figure
 not resting on near trials cannot FAIL a fixed gate (``dpgate.robot.gates``); in the history (``dpgate.regression``) a far one is kept, marked
 far, and held only against earlier far runs (:func:`alike`); a mixed one is not kept.
+``cpp_at_load_scaled`` rests on trials of its own (every live one, near ones first, where
+``cpp_at_load`` keeps the full-speed ones: on a host whose cores seldom reach full speed, its
+one or two fastest), so it carries its own ``cpp_scaled_placement`` (:data:`SCALED_KEY`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,21 @@ from dpgate.exec.xcore import placement
 
 #: Fewest near trials a figure rests on when the others were far.
 NEAR_MIN = 2
+#: The record keys naming the placement ``cpp_at_load`` and ``cpp_at_load_scaled`` rest on.
+CPP_KEY, SCALED_KEY = "cpp_at_load_placement", "cpp_scaled_placement"
+
+
+def rests_where(metrics: dict, key: str = CPP_KEY) -> Optional[str]:
+    """The placement a record's (or history entry's) figure rests on: ``key``, else (a record
+    from before the scaled figure had its own) ``cpp_at_load``'s.
+
+    >>> rests_where({"cpp_at_load_placement": "mixed", "cpp_scaled_placement": "near"}, SCALED_KEY)
+    'near'
+    >>> rests_where({"metrics": {"cpp_at_load_placement": "far"}}, SCALED_KEY)
+    'far'
+    """
+    m = metrics.get("metrics") or metrics
+    return m.get(key) or m.get(CPP_KEY)
 
 
 def placement_of(trial: Any) -> Optional[str]:
@@ -96,10 +114,11 @@ def xcore_signal(trials: Iterable, field: Optional[str] = None) -> dict:
     return out
 
 
-def far_reason(metrics: dict) -> Optional[str]:
+def far_reason(metrics: dict, key: str = CPP_KEY) -> Optional[str]:
     """Why a cpp_at_load rise is inconclusive: its trials ran with the TG and SUT cores far
     apart (``cpp_at_load_placement`` far, or mixed: fewer than :data:`NEAR_MIN` near); None
-    when it rests on near trials or the placement was not read.
+    when it rests on near trials or the placement was not read. ``key``: which figure's
+    placement (:data:`SCALED_KEY`: the scaled one's).
 
     >>> far_reason({"cpp_at_load_placement": "far", "xcore_rtt_ns": 471.2})
     'its trials ran with the TG and SUT cores far apart (round trip 471 ns), where a SUT spends more cycles per frame (kernel SUTs 13-21 %, polling ones 1-6 %): measure again'
@@ -108,7 +127,7 @@ def far_reason(metrics: dict) -> Optional[str]:
     >>> far_reason({"cpp_at_load_placement": "near"}), far_reason({})
     (None, None)
     """
-    where = metrics.get("cpp_at_load_placement")
+    where = rests_where(metrics, key)
     if where not in ("far", "mixed"):
         return None
     rtt = metrics.get("xcore_rtt_ns")
@@ -126,11 +145,12 @@ def far_reason(metrics: dict) -> Optional[str]:
 FAR_RUNS = 3
 
 
-def alike(metrics: dict, history: Sequence[dict]) -> Tuple[List[dict], Optional[str]]:
+def alike(metrics: dict, history: Sequence[dict], key: str = CPP_KEY) -> Tuple[List[dict], Optional[str]]:
     """The history runs this run's cpp_at_load compares with, and why a rise over them cannot be
     a regression (None when it can). A far run is held against the far runs of the history
     (``cpp_at_load_placement`` far), when there are :data:`FAR_RUNS` of them; a near run, or
-    one not read, against every other run; a mixed one makes no verdict.
+    one not read, against every other run; a mixed one makes no verdict. ``key``: the
+    placement of which figure (:data:`SCALED_KEY`: ``cpp_at_load_scaled``'s).
 
     >>> hist = [{"cpp_at_load": 2560.0}, {"cpp_at_load": 3040.0, "cpp_at_load_placement": "far"}]
     >>> [h["cpp_at_load"] for h in alike({"cpp_at_load_placement": "near"}, hist)[0]]
@@ -140,15 +160,17 @@ def alike(metrics: dict, history: Sequence[dict]) -> Tuple[List[dict], Optional[
     ([3040.0], True)
     >>> alike({"cpp_at_load_placement": "far"}, hist * 3)[1] is None
     True
+    >>> alike({"cpp_at_load_placement": "mixed", "cpp_scaled_placement": "near"}, hist, SCALED_KEY)[1] is None
+    True
     """
 
     def far(h: dict) -> bool:
-        return (h.get("metrics") or h).get("cpp_at_load_placement") == "far"
+        return rests_where(h, key) == "far"
 
-    if metrics.get("cpp_at_load_placement") != "far":
-        return [h for h in history if not far(h)], far_reason(metrics)
+    if rests_where(metrics, key) != "far":
+        return [h for h in history if not far(h)], far_reason(metrics, key)
     same = [h for h in history if far(h)]
     if len(same) >= FAR_RUNS:
         return same, None
     runs = f"{len(same)} far run{'' if len(same) == 1 else 's'}"
-    return same, f"{far_reason(metrics)} ({runs} in the history, {FAR_RUNS} wanted)"
+    return same, f"{far_reason(metrics, key)} ({runs} in the history, {FAR_RUNS} wanted)"
