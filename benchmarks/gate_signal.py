@@ -158,6 +158,17 @@ def fmt(x: Optional[float], pct: bool = True) -> str:
     return f"{x * 100:+.1f} %" if pct else f"{x:.4g}"
 
 
+def injected_aim(sut: str, step: float, runs: List[Dict]) -> str:
+    """What the step was, to within one load: as the runs' records say (the loads and the
+    table of the host class the gate picked), else by the fast class's table."""
+    props = next((r["props"] for r in runs if "injected_cost_loads" in r["props"]), None)
+    if props:
+        loads, exp = int(props["injected_cost_loads"]), float(props.get("injected_cost_expected", 0)) * 100
+        return f"{loads} loads, {exp:.1f} % by the {props.get('injected_cost_calibration', '?')} class's calibration"
+    n = cost.units_for(sut, step)
+    return f"{n} loads, {cost.expected_percent(sut, n):.1f} % as calibrated"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument(
@@ -274,8 +285,7 @@ def main(argv=None) -> int:
             totals.setdefault(f"detected +{s:g} %", [0, 0])
             totals[f"detected +{s:g} %"][0] += hits
             totals[f"detected +{s:g} %"][1] += len(runs)
-            n = cost.units_for(sut, s)  # what the step is, to within one load
-            aim = f"{n} loads, {cost.expected_percent(sut, n):.1f} % as calibrated"
+            aim = injected_aim(sut, s, runs)
             print(f"  inject +{s:g} % ({aim}): detected in {hits}/{len(runs)} runs")
             for r in runs:
                 speed = fmt(r["props"].get("core_speed_min"), pct=False)

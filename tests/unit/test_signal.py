@@ -168,16 +168,50 @@ def test_work_filter_is_n_loads_then_no_match_ahead_of_the_cross_connect():
             cost.work_filters("sut0", bad)
 
 
+@pytest.mark.parametrize("table", ["fast", "slow"])
 @pytest.mark.parametrize("sut", sorted(cost.CALIBRATION))
-def test_units_are_the_percentage_of_the_reference_cost_less_the_classifier(sut):
-    base, unit, fixed = cost.CALIBRATION[sut]
+def test_units_are_the_percentage_of_the_reference_cost_less_the_classifier(sut, table):
+    tab = {name: t for _, name, t in cost.CLASSES}[table]
+    base, unit, fixed = tab[sut]
     for pct in (5, 10, 20):
-        n = cost.units_for(sut, pct)
+        n = cost.units_for(sut, pct, tab)
         assert n >= 1
         # within one unit of the aim, unless one unit already overshoots it
         assert abs(fixed + n * unit - pct / 100 * base) <= unit / 2 + 1e-9 or n == 1
-        assert cost.expected_percent(sut, n) == pytest.approx(100 * (fixed + n * unit) / base)
-    assert cost.units_for(sut, 10) >= cost.units_for(sut, 5)
+        assert cost.expected_percent(sut, n, tab) == pytest.approx(100 * (fixed + n * unit) / base)
+    assert cost.units_for(sut, 10, tab) >= cost.units_for(sut, 5, tab)
+
+
+class _Tb:
+    tg_cpus = [0]
+
+
+class _Sut:
+    name, tb = "linux-xconnect", _Tb()
+
+
+def test_the_injection_takes_the_host_classs_calibration_and_the_record_says_which(monkeypatch):
+    """The fast class's "+10 %" (194 loads) read +28 to +31 % on linux-xconnect on the Zen 3
+    host at 13-19 M it/s (gk5, 2026-11-28): a host of the slow class gets the slow table."""
+    done = []
+    # the named boundary: the tc commands that put the programs on the SUT's ports
+    monkeypatch.setattr(cost, "inject_units", lambda sut, n: done.append(n) or {"bpf_loads_per_frame": n})
+    slow = cost.inject_cost(_Sut(), 10, speed=16.4)
+    fast = cost.inject_cost(_Sut(), 10, speed=55.0)
+    assert done == [66, 194] and (slow["calibration"], fast["calibration"]) == ("slow", "fast")
+    assert slow["calibration_speed"] == 16.4 and abs(slow["expected_percent"] - 10.0) < 0.2
+    assert cost.cost_metrics(slow) == {
+        "injected_cost": 0.1,
+        "injected_cost_loads": 66,
+        "injected_cost_expected": round(slow["expected_percent"] / 100, 4),
+        "injected_cost_calibration": "slow",
+    }
+    # not given: the generator core's speed is probed (the real probe on CPU 0)
+    probed = cost.inject_cost(_Sut(), 10)
+    assert probed["calibration"] == cost.calibration_for(probed["calibration_speed"])[0], probed
+    assert done[-1] == cost.units_for(
+        "linux-xconnect", 10, cost.calibration_for(probed["calibration_speed"])[1]
+    )
 
 
 def _serve_once(path, reply):

@@ -40,6 +40,7 @@ from dpgate.telemetry.cppload import SpacedCppTrials, measure_cpp_at_load
 from dpgate.telemetry.disturbance import CPP_TRIALS, case_signal
 from dpgate.testbeds.embedded.handicap import CpuSteal
 from dpgate.testbeds.embedded.session import EmbeddedSession
+from dpgate.testbeds.embedded.suts.cost import cost_metrics
 from dpgate.traffic.profiles import make_profile
 
 
@@ -373,7 +374,7 @@ class EmbeddedTestbed(TestbedKeywords, PairedMeasure):
             metrics["injected_sut_cpu_steal"] = self._steal.share
         cost_info = getattr(self, "_cost", None)
         if cost_info:
-            metrics["injected_cost"] = cost_info["percent"] / 100.0
+            metrics.update(cost_metrics(cost_info))  # the percentage, loads, calibration
         if binary := getattr(self._s.sut, "binary", None):
             metrics["sut_binary"] = binary
         mrr = after["mrr"]

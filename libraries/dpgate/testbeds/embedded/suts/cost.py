@@ -27,7 +27,10 @@ faster than the generator no more, its throughput drops:
   ``noisy`` engine, the lab driver's injection, records no cycles in 22.11 and has no mac
   variant.)
 
-``N`` for a percentage comes from :data:`CALIBRATION`: the SUT's ``cpp_at_load``, the measured
+``N`` for a percentage comes from the calibration table of the host's class
+(:func:`calibration_for`, by the generator core's speed probed at injection, as the
+thresholds' machine class is picked: :data:`CALIBRATION` on the fast class,
+:data:`CALIBRATION_SLOW` below it): the SUT's ``cpp_at_load``, the measured
 cost of one unit and of the classifier itself, so that ``percent`` adds that share of the
 SUT's cycles per packet (to within one unit: :func:`expected_percent`). ``benchmarks/cpp_at_load.py --calibrate-units N``
 measures what ``N`` units really add on a machine (docs/embedded.md has the calibration).
@@ -37,10 +40,10 @@ measures what ``N`` units really add on a machine (docs/embedded.md has the cali
 
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import Dict, List, Optional, Tuple
 
 from dpgate.exec.runner import run
-from dpgate.model.errors import ConfigError
+from dpgate.model.errors import ConfigError, EnvironmentProblem
 
 #: Loads per classic BPF program (tc's netlink message holds 16 KiB, 8 bytes an instruction).
 BPF_CHUNK = 1900
@@ -69,10 +72,6 @@ LOAD_OFFSETS = tuple(range(14, 46, 4))
 #: The smallest step there is one load, 6-8 %: "+5 %" injects that.
 #: The frames testpmd's net_af_packet sends sit in page fragments, so each load takes the
 #: kernel's out-of-line path (``skb_copy_bits``).
-#: The class before (2026-11-26 night, a host in a slow phase, probe 12-18 M it/s) had a load
-#: cost 4.2-4.6 cycles on the kernel SUTs, on 3,720-7,350 cycles a packet, and 135-151 on the
-#: polling SUTs, on 8,100-11,300: with that table this class's injected "+10 %" read +5 to +7 %
-#: on linux-xconnect (66 loads) and its polling SUTs' "+5 %" +8 to +11 %.
 #: Before 2026-11-26 the work was dependent ``A += 1`` (1.0-1.5 cycles each at full
 #: speed), which the host's slow phases did not slow: see the module's docstring.
 CALIBRATION: Dict[str, tuple[float, float, float]] = {
@@ -83,37 +82,71 @@ CALIBRATION: Dict[str, tuple[float, float, float]] = {
     "testpmd-mac": (6840.0, 91.0, 344.0),
     "ovsdpdk-xconnect": (5080.0, 90.0, 312.0),
 }
+#: The slow class's table (2026-11-26 night, a 2-vCPU VM in a slow phase all along, probe
+#: 12-18 M it/s; the same calibration, docs/embedded.md): a load cost 4.2-4.6 cycles on the
+#: kernel SUTs, on 3,720-7,350 cycles a packet, and 135-151 on the polling SUTs, on
+#: 8,100-11,300; a load is 3-4x the share of a packet's cost it is on the fast class. On the
+#: Zen 3 host of 2026-11-28 (probe 13-19 M it/s) the fast table's "+10 %" (194 loads) read
+#: +28 to +31 % on linux-xconnect (scaled, 3 runs; +24 to +37 % against its twin) and "+5 %"
+#: (53) +9 to +14 %, where this table's 66 and 20 loads make about +12 and +6 % there.
+CALIBRATION_SLOW: Dict[str, tuple[float, float, float]] = {
+    "linux-xconnect": (3900.0, 4.25, 110.0),
+    "linux-bridge": (4950.0, 4.4, 290.0),
+    "linux-ip4": (7250.0, 4.25, 220.0),
+    "testpmd-io": (8550.0, 150.0, 255.0),
+    "testpmd-mac": (10950.0, 135.0, 410.0),
+    "ovsdpdk-xconnect": (8550.0, 150.0, 340.0),
+}
+#: Host classes by the generator core's probed speed (M it/s, ``dpgate.exec.speedprobe``), the
+#: fastest first: (lowest speed, name, table). The thresholds' fast class starts at 40 too.
+CLASSES = ((40.0, "fast", CALIBRATION), (0.0, "slow", CALIBRATION_SLOW))
 
 
-def units_for(sut_name: str, percent: float) -> int:
-    """Injection units (loads per frame) for ``percent`` more cycles per packet on ``sut_name``:
-    the classifier's own cost counts towards it, and at least one load is injected.
+def calibration_for(speed: Optional[float]) -> Tuple[str, Dict[str, tuple[float, float, float]]]:
+    """(name, table) of the host class a probed core ``speed`` is in; None: the fast class's.
+
+    >>> calibration_for(55.2)[0], calibration_for(16.4)[0], calibration_for(None)[0]
+    ('fast', 'slow', 'fast')
+    """
+    for lowest, name, table in CLASSES:
+        if speed is None or speed >= lowest:
+            return name, table
+    return CLASSES[-1][1], CLASSES[-1][2]
+
+
+def units_for(sut_name: str, percent: float, table: Optional[Dict] = None) -> int:
+    """Injection units (loads per frame) for ``percent`` more cycles per packet on ``sut_name``
+    by the calibration ``table`` (default :data:`CALIBRATION`): the classifier's own cost
+    counts towards it, and at least one load is injected.
 
     >>> units_for("linux-ip4", 10), units_for("linux-xconnect", 10), units_for("testpmd-io", 10)
     (456, 194, 2)
+    >>> units_for("linux-xconnect", 10, CALIBRATION_SLOW), units_for("linux-xconnect", 5, CALIBRATION_SLOW)
+    (66, 20)
     """
+    table = CALIBRATION if table is None else table
     if not 0 < percent <= 100:
         raise ConfigError(
             f"injected cost must be a percentage in (0, 100], got {percent!r}", path="inject_cost"
         )
-    if sut_name not in CALIBRATION:
+    if sut_name not in table:
         raise ConfigError(
             f"cost injection is not available for SUT {sut_name!r} (available: "
-            f"{', '.join(sorted(CALIBRATION))}); use --sut-cpu-steal for it",
+            f"{', '.join(sorted(table))}); use --sut-cpu-steal for it",
             path="inject_cost",
         )
-    base, unit, fixed = CALIBRATION[sut_name]
+    base, unit, fixed = table[sut_name]
     return max(1, int(round((percent / 100.0 * base - fixed) / unit)))
 
 
-def expected_percent(sut_name: str, units: int) -> float:
+def expected_percent(sut_name: str, units: int, table: Optional[Dict] = None) -> float:
     """The rise in cycles per packet ``units`` loads should make on ``sut_name``, in percent
     (what :func:`units_for` aimed at, up to one unit's granularity).
 
     >>> round(expected_percent("testpmd-io", units_for("testpmd-io", 5)), 1)
     8.0
     """
-    base, unit, fixed = CALIBRATION[sut_name]
+    base, unit, fixed = (CALIBRATION if table is None else table)[sut_name]
     return 100.0 * (fixed + unit * int(units)) / base
 
 
@@ -186,10 +219,44 @@ def remove_injection(sut) -> None:
             run(["tc", "filter", "del", "dev", p.name, "parent", "ffff:", "prio", "1"], ns=ns, check=False)
 
 
-def inject_cost(sut, percent: float) -> Dict:
-    """Inject ``percent`` more per-packet work into a started SUT; returns the setting."""
-    n = units_for(sut.name, percent)
+def inject_cost(sut, percent: float, speed: Optional[float] = None) -> Dict:
+    """Inject ``percent`` more per-packet work into a started SUT by the calibration of the
+    host's class (``speed``: the generator core's, probed here when not given, about 0.3 s;
+    the SUT core may be busy-polling); returns the setting."""
+    if speed is None:
+        speed = _probe_tg_core(sut)
+    name, table = calibration_for(speed)
+    n = units_for(sut.name, percent, table)
     out = inject_units(sut, n)
     out["percent"] = float(percent)
-    out["expected_percent"] = round(expected_percent(sut.name, n), 1)
+    out["expected_percent"] = round(expected_percent(sut.name, n, table), 1)
+    out["calibration"] = name
+    if speed is not None:
+        out["calibration_speed"] = round(speed, 1)
+    return out
+
+
+def _probe_tg_core(sut) -> Optional[float]:
+    from dpgate.config.machineclass import host_core_speed
+
+    try:
+        return host_core_speed(list(sut.tb.tg_cpus))
+    except (ConfigError, EnvironmentProblem, OSError):
+        return None  # no reading: the fast class's table, and the record says which
+
+
+def cost_metrics(info: Dict) -> Dict:
+    """The record's ``injected_cost*`` metrics of an injection's setting: the percentage asked,
+    the loads per frame, what the table expects them to add and which class's table it was.
+
+    >>> cost_metrics({"percent": 10.0, "bpf_loads_per_frame": 66, "expected_percent": 10.0, "calibration": "slow"})
+    {'injected_cost': 0.1, 'injected_cost_loads': 66, 'injected_cost_expected': 0.1, 'injected_cost_calibration': 'slow'}
+    """
+    out: Dict = {"injected_cost": info["percent"] / 100.0}
+    if "bpf_loads_per_frame" in info:
+        out["injected_cost_loads"] = info["bpf_loads_per_frame"]
+    if "expected_percent" in info:
+        out["injected_cost_expected"] = round(info["expected_percent"] / 100.0, 4)
+    if "calibration" in info:
+        out["injected_cost_calibration"] = info["calibration"]
     return out
