@@ -194,8 +194,13 @@ def test_the_injection_takes_the_host_classs_calibration_and_the_record_says_whi
     """The fast class's "+10 %" (194 loads) read +28 to +31 % on linux-xconnect on the Zen 3
     host at 13-19 M it/s (gk5, 2026-11-28): a host of the slow class gets the slow table."""
     done = []
-    # the named boundary: the tc commands that put the programs on the SUT's ports
-    monkeypatch.setattr(cost, "inject_units", lambda sut, n: done.append(n) or {"bpf_loads_per_frame": n})
+
+    def units(sut, n):  # the named boundary: the tc commands that put the programs on the ports
+        cost.work_filters("sut0", n)  # refuses what the real one refuses (0 or too many loads)
+        done.append(n)
+        return {"bpf_loads_per_frame": n}
+
+    monkeypatch.setattr(cost, "inject_units", units)
     slow = cost.inject_cost(_Sut(), 10, speed=16.4)
     fast = cost.inject_cost(_Sut(), 10, speed=55.0)
     assert done == [66, 194] and (slow["calibration"], fast["calibration"]) == ("slow", "fast")
