@@ -7,6 +7,7 @@ real SUTs is in tests/integration/test_paired_twin.py.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import random
 import subprocess
@@ -226,3 +227,51 @@ def test_a_pair_across_a_move_of_the_cores_is_measured_again_up_to_twice_the_pai
     sut = PlacedGen("sut", 1100.0, log, ["near", "far"] * 4)
     base = PlacedGen("base", 1000.0, log, ["far", "near"] * 4)
     assert len(measure_pairs(sut, base, 50_000.0, 4, duration=0.1)) == 8
+
+
+class HeldGen(FakeGen):
+    """A side with the cpp_at_load conditions of the real generator (``hold_sut_awake`` starts
+    a real process as its awake loop, ``moderate_sut`` refuses a load <= 0 as the real one's
+    arithmetic would divide by it), counting how often each is entered."""
+
+    def __init__(self, name, cycles, log, watch):
+        super().__init__(name, cycles, [], watch, log)
+        self.awake_pids: list = []
+        self.entered = {"hold": 0, "moderate": 0}
+        self.remeasure_clean = False
+
+    @contextlib.contextmanager
+    def hold_sut_awake(self):
+        self.entered["hold"] += 1
+        p = subprocess.Popen(["sleep", "60"])
+        self.awake_pids = [p.pid]
+        try:
+            yield self.awake_pids
+        finally:
+            self.awake_pids = []
+            p.kill()
+            p.wait()
+
+    @contextlib.contextmanager
+    def moderate_sut(self, load):
+        if not load > 0:
+            raise ValueError("load must be > 0")
+        self.entered["moderate"] += 1
+        yield 10.0
+
+    def measure(self, load, duration):
+        assert self.remeasure_clean, "a paired trial outside the cpp_at_load conditions"
+        # the other side's awake loop, looked up now (it exists only inside the conditions)
+        self.watch[:] = self.other.awake_pids
+        return super().measure(load, duration)
+
+
+def test_both_sides_conditions_are_set_once_and_the_idle_sides_awake_loop_is_stopped():
+    log: list = []
+    sut, base = HeldGen("sut", 1100.0, log, []), HeldGen("base", 1000.0, log, [])
+    sut.other, base.other = base, sut
+    got = measure_pairs(sut, base, 50_000.0, 4, duration=0.1)
+    assert len(got) == 4 and [side for side, _ in log] == abba_order(4)
+    assert sut.entered == base.entered == {"hold": 1, "moderate": 1}
+    assert all(states == ["T"] for _, states in log)  # the other side's loop, stopped
+    assert not sut.remeasure_clean and not base.remeasure_clean  # restored after the phase

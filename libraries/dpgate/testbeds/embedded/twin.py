@@ -105,8 +105,13 @@ class BaselineTwin:
 
 def sut_pids(gen: Any, polling: bool) -> List[int]:
     """What to stop while the other side measures: the processes counted as ``gen``'s SUT's
-    (an injected stealer) and, for a SUT that busy-polls, the processes in its namespace."""
-    return (pids_in_netns(gen.sut.ns) if polling else []) + list(getattr(gen, "extra_sut_pids", []) or [])
+    (an injected stealer), the loops holding its SUT core awake (``awake_pids``) and, for a
+    SUT that busy-polls, the processes in its namespace."""
+    return (
+        (pids_in_netns(gen.sut.ns) if polling else [])
+        + list(getattr(gen, "extra_sut_pids", []) or [])
+        + list(getattr(gen, "awake_pids", []) or [])
+    )
 
 
 @contextlib.contextmanager
@@ -130,26 +135,34 @@ def measure_pairs(
     awake, moderated, a disturbed trial measured again). A pair whose two trials the host ran
     with the cores placed differently (or moved them during one: ``same_placement``) is
     measured again, up to ``pairs`` more: all pairs come back, in time order, and the caller
-    leaves those out (on the Zen 3 host, flipping every 1-10 s, one pair in 3-4)."""
+    leaves those out (on the Zen 3 host, flipping every 1-10 s, one pair in 3-4).
+
+    Both sides' conditions are set once for the whole phase, not per trial: each side's
+    moderation is on its own ports, and the side not measuring has its awake loop stopped
+    with its SUT (:func:`one_side`). Setting them per trial (a Python child started, eight
+    sysfs writes through ``ip netns exec``) cost 50-75 ms between trials on the Zen 3 host."""
     gens = {"base": base_gen, "sut": sut_gen}
-    everything = sut_pids(sut_gen, polling) + sut_pids(base_gen, polling)
     out: List[Tuple[Any, Any]] = []
     last, kept = None, 0
-    try:
-        for i in range(2 * pairs):
-            if kept >= pairs:
-                break
-            got: Dict[str, Any] = {}
-            for side in abba_order(i + 1)[2 * i :]:
-                me, other = gens[side], gens["sut" if side == "base" else "base"]
-                with one_side(other, polling):
-                    if polling and side != last:  # this side's poll loop was stopped until now
-                        time.sleep(RESUME_SETTLE_S)
-                    last = side
-                    with cpp_conditions(me.measure, load, polling):
+    everything: List[int] = []
+    with contextlib.ExitStack() as held:
+        try:
+            for gen in (base_gen, sut_gen):
+                held.enter_context(cpp_conditions(gen.measure, load, polling))
+            everything = sut_pids(sut_gen, polling) + sut_pids(base_gen, polling)
+            for i in range(2 * pairs):
+                if kept >= pairs:
+                    break
+                got: Dict[str, Any] = {}
+                for side in abba_order(i + 1)[2 * i :]:
+                    me, other = gens[side], gens["sut" if side == "base" else "base"]
+                    with one_side(other, polling):
+                        if polling and side != last:  # this side's poll loop was stopped until now
+                            time.sleep(RESUME_SETTLE_S)
+                        last = side
                         got[side] = me.measure(load, duration)
-            out.append((got["base"], got["sut"]))
-            kept += same_placement(got["base"], got["sut"])
-    finally:
-        signal_all(everything, signal.SIGCONT)  # whatever happened, nothing stays stopped
+                out.append((got["base"], got["sut"]))
+                kept += same_placement(got["base"], got["sut"])
+        finally:
+            signal_all(everything, signal.SIGCONT)  # whatever happened, nothing stays stopped
     return out
