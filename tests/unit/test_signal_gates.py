@@ -130,6 +130,44 @@ def test_cpp_at_load_on_a_slow_core_passes_on_the_kernel_suts_scaled_figure_with
         )
 
 
+def test_cpp_at_load_over_its_ceiling_on_far_trials_passes_on_a_scaled_figure_within_it(monkeypatch):
+    # gk6-like, Zen 3 host: the one full-speed trial ran far (3,420 against 3,300), while the
+    # scaled figure of all 8 rests on near ones at 2,950: the ceiling holds
+    g = Gates()
+    tel = {
+        "cpp_at_load": 3420.0,
+        "cpp_at_load_placement": "far",
+        "xcore_rtt_ns": 470.0,
+        "sut_core_speed": 15.0,
+        "sut_core_speed_ref": 15.0,
+        "cpp_at_load_scaled": 2950.0,
+        "cpp_scaled_speed": 15.0,
+        "cpp_scaled_placement": "near",
+    }
+    seen: list = []
+    monkeypatch.setattr("dpgate.robot.gate_checks.record", lambda **kw: seen.extend(kw["gates"]))
+    g.cycles_per_packet_at_load_should_be_at_most(result(telemetry=tel), 3300)
+    assert seen[-1]["value"] == 2950.0 and not seen[-1].get("skipped"), seen
+    assert (
+        "cores far; every trial scaled to 15 M it/s (its trials near): 2950 <= ceiling 3300"
+        in seen[-1]["message"]
+    )
+    # the scaled figure over the ceiling too: inconclusive as before (far), never a FAIL
+    with pytest.raises(SkipExecution, match=r"inconclusive: cpp_at_load 3420 > ceiling 3300 .*far apart"):
+        g.cycles_per_packet_at_load_should_be_at_most(
+            result(telemetry={**tel, "cpp_at_load_scaled": 3350.0}), 3300
+        )
+    # no scaled figure (a polling SUT): inconclusive as before
+    polling = {k: v for k, v in tel.items() if k != "cpp_at_load_scaled"}
+    with pytest.raises(SkipExecution, match="far apart"):
+        g.cycles_per_packet_at_load_should_be_at_most(result(telemetry=polling), 3300)
+    # near full-speed trials over the ceiling: the SUT's, whatever the scaled figure says
+    with pytest.raises(Failure, match=r"cpp_at_load 3420 > ceiling 3300 \(\+3.6 %\)$"):
+        g.cycles_per_packet_at_load_should_be_at_most(
+            result(telemetry={**tel, "cpp_at_load_placement": "near"}), 3300
+        )
+
+
 def test_cpp_at_load_over_its_ceiling_by_what_a_slightly_slow_core_explains_is_inconclusive():
     # gs8, linux-ip4 quiet runs: trials at 27.4 M it/s (91 % of 30, "full speed" by the 90 %
     # line) gave 6715 against a ceiling of 6500: ~6133 at full speed, so not the SUT's doing
