@@ -70,8 +70,10 @@ def test_sut_and_twin_run_the_builds_given(topology_path, leftovers, tmp_path):
     lib.bring_up_embedded_testbed("testpmd-io", "64B", sut_binary=f"dpdk-testpmd={builds['patched']}")
     try:
         result = ndrpdr_result(150_000.0, telemetry={"cpp_at_load_pps": 50_000.0})
+        # 4 pairs (up to 8 measured): on the Zen 3 host, moving the cores every few seconds,
+        # 3 (up to 6) kept fewer than the 2 an estimate needs in 2 of 7 runs on 2026-11-28
         paired = lib.measure_cycles_against_baseline(
-            result, pairs=3, duration=0.5, baseline_binary=f"dpdk-testpmd={builds['parent']}"
+            result, pairs=4, duration=0.5, baseline_binary=f"dpdk-testpmd={builds['parent']}"
         )
         exes = {
             side: {os.readlink(f"/proc/{p}/exe") for p in pids_in_netns(ns)}
@@ -85,4 +87,4 @@ def test_sut_and_twin_run_the_builds_given(topology_path, leftovers, tmp_path):
     testpmds = {side: {e for e in got if e.endswith("dpdk-testpmd")} for side, got in exes.items()}
     assert testpmds == {"patched": {builds["patched"]}, "parent": {builds["parent"]}}, exes
     assert builds["patched"] in versions[0] and builds["parent"] in versions[1], versions
-    assert not isinstance(paired, str) and (paired.pairs == 3 or paired.pairs + paired.dropped == 6), paired
+    assert not isinstance(paired, str) and (paired.pairs == 4 or paired.pairs + paired.dropped == 8), paired

@@ -80,3 +80,22 @@ def stopped(pids: Sequence[int], timeout: float = 1.0) -> Iterator[List[int]]:
         yield wait_stopped(pids, timeout)
     finally:
         signal_all(pids, signal.SIGCONT)
+
+
+@contextlib.contextmanager
+def stopped_once(pids: Sequence[int], timeout: float = 1.0) -> Iterator[List[int]]:
+    """Several reads that each need ``pids`` stopped (the speed probe and the cross-core probe
+    beside a polling SUT), under one stop: yields the pids each read must still stop on its
+    own: none when every thread stopped, all of them when one still ran after ``timeout``
+    (each read then tries again and says so). Nothing to stop: yields an empty list at once.
+
+    >>> with stopped_once([]) as left:
+    ...     left
+    []
+    """
+    pids = list(pids)
+    if not pids:
+        yield []
+        return
+    with stopped(pids, timeout) as running:
+        yield pids if running else []

@@ -37,6 +37,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from dpgate.exec.cpu import busy_ratio, cpu_times
 from dpgate.exec.speedprobe import TrialSpeeds, slow_share
+from dpgate.exec.stopped import stopped_once
 from dpgate.exec.xcore import TrialPlacement
 from dpgate.model.errors import ConfigError
 from dpgate.model.ndrpdr import CEILING_MARGIN
@@ -258,13 +259,14 @@ class EmbeddedGenerator(TrialSteps, SutCore):
         # how fast the host runs our cores (a slow phase is a disturbance); beside a polling
         # SUT only its own cores (see dpgate.exec.speedprobe)
         probed = self.tb.sut_cpus if getattr(self.sut, "polls", False) else None
-        if self.speeds:
-            self.speeds.begin(probed)
-            clock.mark("speed_before")
         stop = pids_in_netns(self.tb.sut_ns) if probed and self.xcore else []  # a poller: stopped to read
-        if self.xcore:
-            self.xcore.begin(stop)
-            clock.mark("placement_before")
+        with stopped_once(stop) as left:  # both probes in one stop of a poller (half the time)
+            if self.speeds:
+                self.speeds.begin(probed)
+                clock.mark("speed_before")
+            if self.xcore:
+                self.xcore.begin(left)
+                clock.mark("placement_before")
         pcaps = self.pcaps()
         tx_ports, rx_ports = self._ports()
         ndir = len(pcaps)
@@ -298,7 +300,10 @@ class EmbeddedGenerator(TrialSteps, SutCore):
         clock.mark("cpu_after")
         settle_ms, (tg1, sut1) = self._settle(tx_ports, rx_ports, tg0, self._claimed_sent())
         clock.mark("settle")
-        core_speeds = self.speeds.end(probed) if self.speeds else {}
+        with stopped_once(stop) as left:
+            core_speeds = self.speeds.end(probed) if self.speeds else {}
+            clock.mark("speed_after")
+            placed = self.xcore.end(left) if self.xcore else {}
         polled = [core_speeds[c] for c in probed or () if c in core_speeds]
         if speed is None and polled:  # beside a poller (no awake loop): the probe's SUT-core speed
             speed = 1e6 * min(polled)
@@ -306,8 +311,6 @@ class EmbeddedGenerator(TrialSteps, SutCore):
             slow_share(core_speeds, self.speeds.probe.reference(self.core_speed_ref)) if self.speeds else None
         )
         acct["slow_share"] = slow
-        clock.mark("speed_after")
-        placed = self.xcore.end(stop) if self.xcore else {}
         clock.mark("placement_after")
 
         def delta(before, after, names, key):
