@@ -78,15 +78,23 @@ def hogs(cpus: List[int]) -> List[subprocess.Popen]:
     ]
 
 
-def trial_gaps(trials_jsonl: str) -> List[float]:
+def trial_gaps(trials_jsonl: str) -> Dict[str, List[float]]:
     """Framework overhead between consecutive trials of a run (s): the time between their
     ``time`` stamps (each trial's end) minus the later trial's intended duration; whatever the
-    gate did between them (search arithmetic, counter reads, cpp_at_load holds) counts."""
+    gate did between them (search arithmetic, counter reads, cpp_at_load holds) counts.
+    ``search``: up to the paired check's first trial (its baseline's, marked
+    ``details.paired_side``); ``paired``: from there (the twin's bring-up, the switches between
+    the sides, a polling side's spin-up wait)."""
+    out: Dict[str, List[float]] = {"search": [], "paired": []}
     if not os.path.exists(trials_jsonl):
-        return []
+        return out
     with open(trials_jsonl) as fh:
-        stamps = [(t["time"], t["intended_duration_s"]) for t in map(json.loads, filter(str.strip, fh))]
-    return [b - a - d for (a, _), (b, d) in zip(stamps, stamps[1:])]
+        rows = [json.loads(line) for line in fh if line.strip()]
+    first = next((i for i, t in enumerate(rows) if (t.get("details") or {}).get("paired_side")), len(rows))
+    for i in range(1, len(rows)):
+        gap = rows[i]["time"] - rows[i - 1]["time"] - rows[i]["intended_duration_s"]
+        out["search" if i < first else "paired"].append(gap)
+    return out
 
 
 def read_run(outdir: str) -> Dict:
@@ -94,8 +102,27 @@ def read_run(outdir: str) -> Dict:
     overhead between its trials (:func:`trial_gaps`)."""
     junit = os.path.join(outdir, "junit.xml")
     if not os.path.exists(junit):
-        return {"verdict": "ERROR", "message": "no junit.xml", "props": {}, "gaps": []}
+        return {"verdict": "ERROR", "message": "no junit.xml", "props": {}, "gaps": trial_gaps("")}
     return {**read_case(junit), "gaps": trial_gaps(os.path.join(outdir, "dpgate", "trials.jsonl"))}
+
+
+def overhead_line(runs: List[Dict]) -> str:
+    """Median and p90 of the overhead between trials, the search's and the paired check's apart.
+
+    >>> overhead_line([{"gaps": {"search": [0.010, 0.030, 0.020], "paired": [0.3, 0.04]}}])
+    'overhead between search trials median 20 ms, p90 20 ms (3 gaps); paired trials median 170 ms, p90 40 ms (2)'
+    """
+
+    def stats(gaps: List[float]) -> str:
+        g = sorted(gaps)
+        return f"median {statistics.median(g) * 1e3:.0f} ms, p90 {g[int(0.9 * (len(g) - 1))] * 1e3:.0f} ms"
+
+    search = [g for r in runs for g in r["gaps"]["search"]]
+    paired = [g for r in runs for g in r["gaps"]["paired"]]
+    text = (
+        f"overhead between search trials {stats(search)} ({len(search)} gaps)" if search else "overhead n/a"
+    )
+    return text + (f"; paired trials {stats(paired)} ({len(paired)})" if paired else "")
 
 
 def run_gate(sut: str, prefix: str, outdir: str, history: str, extra: List[str], report_only=False) -> Dict:
@@ -252,15 +279,9 @@ def main(argv=None) -> int:
             totals["inconclusive"] += r["verdict"] == "SKIP"
         runs = healthy + [r for rs in injected.values() for r in rs]
         done = [r["props"].get("search_complete") for r in runs if "search_complete" in r["props"]]
-        gaps = sorted(g for r in runs for g in r["gaps"])
         print(
-            f"  searches complete in {sum(str(d) == 'True' for d in done)}/{len(done)} runs; overhead "
-            + (
-                f"between trials median {statistics.median(gaps) * 1e3:.0f} ms, "
-                f"p90 {gaps[int(0.9 * (len(gaps) - 1))] * 1e3:.0f} ms ({len(gaps)} gaps)"
-                if gaps
-                else "n/a"
-            )
+            f"  searches complete in {sum(str(d) == 'True' for d in done)}/{len(done)} runs; "
+            + overhead_line(runs)
         )
         for m in METRICS:
             # injected runs are quiet: compare them with the quiet healthy runs' median
