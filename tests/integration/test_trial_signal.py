@@ -80,6 +80,21 @@ def _knobs(session) -> list:
     ]
 
 
+def test_napi_deferral_sets_both_knobs_of_every_sut_port_and_clears_them(session):
+    """The moderation of cpp_at_load trials, in the SUT namespace's sysfs: 640 us and 100
+    polls on each SUT port, then 0 again; a port the kernel refuses makes it False."""
+    tb = session.testbed
+    try:
+        assert tb.napi_deferral(640.0)
+        assert _knobs(session) == ["640000", "100", "640000", "100"]
+    finally:
+        assert tb.napi_deferral(0)
+    assert _knobs(session) == ["0", "0", "0", "0"]
+    assert tb.napi_deferral(-1.0) is False  # a negative timeout: refused by the kernel
+    assert _knobs(session) == ["0", "100", "0", "100"]  # the other knob was taken: the caller undoes it
+    assert tb.napi_deferral(0) and _knobs(session) == ["0", "0", "0", "0"]
+
+
 def test_cpp_at_load_trials_are_moderated_timed_and_see_added_work(session):
     """As the gate measures cpp_at_load (``measure_cpp_at_load``): SUT core held awake and
     timed by its loop, the SUT ports' NAPI deferred so each wake-up takes the frames of a

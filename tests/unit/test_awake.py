@@ -180,3 +180,33 @@ def test_more_planned_trials_want_more_of_them_at_full_speed():
     slow.core_speed_best = 30.0
     cpp, _, got = cppload.measure_cpp_at_load(slow.measure, 6e5, 3e5, fixed_pps=1e5, trials=9)
     assert (cpp, len(got)) == (3800.0, 18)
+
+
+def test_the_generator_keeps_its_loop_stopped_between_holds_and_ends_it_on_release():
+    import argparse
+
+    from dpgate.exec.stopped import proc_state
+    from dpgate.traffic.sutcore import SutCore
+
+    class Host(SutCore):
+        tb = argparse.Namespace(sut_cpus=[CPU])
+        awake_pids: list = []
+        _awake = None
+
+    host = Host()
+    with host.hold_sut_awake() as pids:
+        (pid,) = pids
+        assert proc_state(pid) in ("R", "S") and host._awake is not None
+    assert proc_state(pid) == "T" and host.awake_pids == [] and host._awake is None  # stopped
+    with host.hold_sut_awake() as again:
+        assert again == [pid] and proc_state(pid) in ("R", "S")  # the same loop, resumed
+        sample = host._awake.sample()
+        time.sleep(0.1)
+        assert host._awake.speed(sample), "the resumed loop counts again"
+    os.kill(pid, 9)  # a loop that died is replaced on the next hold
+    assert gone(pid)
+    with host.hold_sut_awake() as fresh:
+        assert fresh and fresh != [pid]
+    host.release_sut_core()
+    (last,) = fresh
+    assert gone(last) and host._awake_kept is None

@@ -5,9 +5,11 @@ and its clock rate for cycles per packet (mixed into
 from __future__ import annotations
 
 import contextlib
+import signal
 from typing import Any, Iterator, List, Optional
 
 from dpgate.exec.awake import CoreAwake
+from dpgate.exec.stopped import signal_all, wait_stopped
 
 from .profiles import directions_for
 
@@ -22,6 +24,7 @@ class SutCore:
     profile: Any
     awake_pids: List[int]
     _awake: Optional[CoreAwake]
+    _awake_kept: Optional[CoreAwake]
     _moderated: float
     _hz: Optional[float]
 
@@ -41,13 +44,31 @@ class SutCore:
     @contextlib.contextmanager
     def hold_sut_awake(self) -> Iterator[List[int]]:
         """Hold the SUT cores awake (:mod:`dpgate.exec.awake`) for the trials inside; their
-        ``details["sut_core_awake"]`` says so and the loops' CPU time counts as ours."""
-        with CoreAwake(self.tb.sut_cpus) as held:
-            self.awake_pids, self._awake = held.pids, held
-            try:
-                yield self.awake_pids
-            finally:
-                self.awake_pids, self._awake = [], None
+        ``details["sut_core_awake"]`` says so and the loops' CPU time counts as ours.
+
+        The loops are started on first use and stopped (``SIGSTOP``, seen stopped) between
+        holds, resumed for the next: starting a Python child for each spaced cpp_at_load
+        trial cost ~25 ms between trials on the Zen 3 host. :meth:`release_sut_core` ends them."""
+        held: Optional[CoreAwake] = getattr(self, "_awake_kept", None)
+        if held is not None and len(held.pids) == len(held.cpus):
+            signal_all(held.pids, signal.SIGCONT)
+        else:
+            self.release_sut_core()  # a loop died (or none yet): a fresh set
+            held = self._awake_kept = CoreAwake(self.tb.sut_cpus).start()
+        self.awake_pids, self._awake = held.pids, held
+        try:
+            yield self.awake_pids
+        finally:
+            self.awake_pids, self._awake = [], None
+            signal_all(held.pids, signal.SIGSTOP)
+            wait_stopped(held.pids)
+
+    def release_sut_core(self) -> None:
+        """End the awake loops kept between holds (the generator's ``close``)."""
+        held: Optional[CoreAwake] = getattr(self, "_awake_kept", None)
+        self._awake_kept = None
+        if held is not None:
+            held.stop()
 
     @contextlib.contextmanager
     def moderate_sut(self, load_pps: float) -> Iterator[Optional[float]]:
@@ -57,7 +78,10 @@ class SutCore:
         per_port = load_pps / max(1, len(directions_for(self.tb.topology, self.profile)))
         us = round(MODERATION_FRAMES / per_port * 1e6, 1) if per_port > 0 else 0.0
         if us and not self.tb.napi_deferral(us):
-            us = 0.0  # refused by this kernel: trials run unmoderated and do not claim it
+            # refused by this kernel (for one knob or port): whatever was taken is undone, and
+            # the trials run unmoderated and do not claim it
+            self.tb.napi_deferral(0)
+            us = 0.0
         self._moderated = us
         try:
             yield us

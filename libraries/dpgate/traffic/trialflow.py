@@ -175,10 +175,10 @@ class EmbeddedGenerator(TrialSteps, SutCore):
         try:
             self.abort()
         finally:
-            if self.speeds:
-                self.speeds.close()
-            if self.xcore:
-                self.xcore.close()
+            self.release_sut_core()
+            for probe in (self.speeds, self.xcore):
+                if probe:
+                    probe.close()
 
     # -- frames --------------------------------------------------------------
     def pcaps(self) -> List[str]:
