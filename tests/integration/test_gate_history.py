@@ -137,7 +137,10 @@ def test_gate_keeps_history_compares_and_never_adds_injected_runs(gate, tmp_path
         # compared with every history run of its placement (a far one: with 3 far runs)
         assert "1 runs of history" in gates["regression_cpp"]["message"], gates["regression_cpp"]
     if "sut_core_speed" in h1 and "cpp_at_load" in h1:  # kernel SUT, timed: scaled to 30 M it/s
-        assert h1["cpp_scaled_speed"] == 30.0 and h1["cpp_at_load_scaled"] > 0, h1
+        # the scaled figure is kept unless its own trials were a mix of the two placements
+        # (CI at 96f2b47 on the Zen 3 host: cpp_at_load near, the scaled figure mixed)
+        mixed = rests_where(rec1["metrics"], SCALED_KEY) == "mixed"
+        assert h1["cpp_scaled_speed"] == 30.0 and (h1.get("cpp_at_load_scaled", 0) > 0 or mixed), h1
     added += ["c2"] if entry(rec) else []
     lines = history_lines(hist)
     assert [h["commit"] for h in lines] == added, rec["metrics"].get("disturbance_foreign")
