@@ -149,9 +149,13 @@ def test_cpp_at_load_over_its_ceiling_on_far_trials_passes_on_a_scaled_figure_wi
     g.cycles_per_packet_at_load_should_be_at_most(result(telemetry=tel), 3300)
     assert seen[-1]["value"] == 2950.0 and not seen[-1].get("skipped"), seen
     assert (
-        "cores far; every trial scaled to 15 M it/s (its trials near): 2950 <= ceiling 3300"
+        "cores far apart; every trial scaled to 15 M it/s (its trials near): 2950 <= ceiling 3300"
         in seen[-1]["message"]
     )
+    g.cycles_per_packet_at_load_should_be_at_most(
+        result(telemetry={**tel, "cpp_at_load_placement": "mixed"}), 3300
+    )
+    assert "TG and SUT cores moved between placements; every trial" in seen[-1]["message"], seen[-1]
     # the scaled figure over the ceiling too: inconclusive as before (far), never a FAIL
     with pytest.raises(SkipExecution, match=r"inconclusive: cpp_at_load 3420 > ceiling 3300 .*far apart"):
         g.cycles_per_packet_at_load_should_be_at_most(

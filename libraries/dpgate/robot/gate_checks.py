@@ -126,9 +126,8 @@ class GateChecks:
             where = rests_where(tel, SCALED_KEY)
             rests = f" (its trials {where})" if where else ""
             if far:
-                why = (
-                    f"its full-speed trials ran with the TG and SUT cores {tel.get('cpp_at_load_placement')}"
-                )
+                how = "far apart" if rests_where(tel) == "far" else "moved between placements"
+                why = f"with its full-speed trials' TG and SUT cores {how}"
             else:
                 cur = tel["sut_core_speed"]
                 why = f"on a SUT core at {cur:.1f} M it/s ({cur / ref * 100:.0f} % of its full speed)"

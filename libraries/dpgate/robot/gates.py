@@ -220,8 +220,7 @@ class Gates(PairedGate):
         with the reason when it was not measured (a polling SUT without busy-cycle counters).
         Over the ceiling on a slow SUT core, or resting on trials run with the TG and SUT
         cores far apart, it is inconclusive, unless the case's ``cpp_at_load_scaled`` (every
-        trial scaled to the ceiling's core speed, resting on near trials) is within it: then it
-        passes on that figure.
+        trial scaled to the ceiling's core speed) is within it: then it passes on that figure.
 
         | `Cycles Per Packet At Load Should Be At Most` | ${result} | 6000 |
         fails with ``cpp_at_load 6600 > ceiling 6000 (+10.0 %)``.
