@@ -136,12 +136,13 @@ class GateChecks:
                 f"{scaled:.0f} <= ceiling {limit:.0f} ({_pct(scaled, limit)})"
             )
             return self._gate("cpp_at_load_max", True, text, scaled, limit)
-        if far:
-            text = f"{msg}, but {far}"
-        elif slow:
-            also = "" if scaled is None else f" (every trial scaled to full speed: {scaled:.0f}, over it too)"
-            text = f"{msg}, but {slow}{also}: measure again when the host is quieter"
         if far or slow:
+            also = "" if scaled is None else f" (every trial scaled to full speed: {scaled:.0f}, over it too)"
+            text = (
+                f"{msg}, but {far}"
+                if far
+                else f"{msg}, but {slow}{also}: measure again when the host is quieter"
+            )
             record(gates=[gate_entry("cpp_at_load_max", True, text, value, limit, skipped=True)])
             raise SkipExecution(f"cpp_at_load_max inconclusive: {text}")
         self._gate("cpp_at_load_max", ok, msg, value, limit)
