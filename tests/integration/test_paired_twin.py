@@ -1,5 +1,6 @@
 """The paired check on real software: a testpmd twin beside the SUT under test, trials
-alternating, the idle poll loop stopped, the injected cost seen, nothing left behind.
+alternating, the idle poll loop stopped, the injected cost seen (each trial scaled to the
+reference core speed), nothing left behind.
 
 Prefix ``pr1-`` (override with DPGATE_IT_PAIRED_PREFIX); the twin's is ``pr1-b``.
 """
@@ -52,6 +53,8 @@ def test_paired_check_sees_injected_cost_with_the_idle_twin_stopped(topology_pat
     # a pair across a move of the cores is measured again, up to twice the pairs asked for
     assert paired is not None and (paired.pairs == 4 or paired.pairs + paired.dropped == 8), paired
     assert paired.change > 0.08, paired.describe()
+    # every trial read its core's speed: the pairs are at the reference speed, by the polling exponent
+    assert paired.exponent == 0.25 and paired.metrics()["cpp_paired_speed_exponent"] == 0.25, paired
     assert seen and all(states == ["T"] for _, states in seen), seen  # the twin stopped meanwhile
 
 

@@ -19,7 +19,15 @@ from dpgate.cli.main import build_parser
 from dpgate.config.units import UnitError
 from dpgate.exec.stopped import proc_state as state
 from dpgate.robotlib import Gates
-from dpgate.telemetry.paired import PairedCpp, abba_order, estimate, same_placement, t995, verdict
+from dpgate.telemetry.paired import (
+    PairedCpp,
+    abba_order,
+    estimate,
+    pair_cycles,
+    same_placement,
+    t995,
+    verdict,
+)
 from dpgate.testbeds.embedded.twin import measure_pairs
 
 
@@ -87,6 +95,31 @@ def test_a_pair_across_a_change_of_core_placement_is_left_out_and_the_interval_t
     assert kept.pairs == 6 and kept.dropped == 2 and kept.metrics()["cpp_paired_dropped"] == 2
     assert abs(kept.change - 0.10) < 0.01 and kept.low > 0.05
     assert kept.high - kept.low < (naive.high - naive.low) / 4
+
+
+class _Sped:
+    def __init__(self, cpp, speed, rtt=190.0):
+        self.cpp, self.details = cpp, {"sut_core_speed": speed, "xcore_rtt_ns": rtt}
+
+
+def test_a_slow_phase_inside_a_pair_is_scaled_out_not_read_as_a_change():
+    # +10 % SUT on a host whose core speed (M it/s) steps between 30 and 15 from one 1 s trial
+    # to the next; a kernel SUT's cycles follow speed^-0.5 (telemetry.cpp_scaled)
+    speeds = [(30, 15), (15, 15), (15, 30), (30, 30), (30, 15), (15, 30), (30, 30), (15, 15)]
+    pairs = [
+        (_Sped(3000.0 * (b / 30) ** -0.5, b), _Sped(3300.0 * (s / 30) ** -0.5 * (1 + 0.003 * (i % 3 - 1)), s))
+        for i, (b, s) in enumerate(speeds)
+    ]
+    raw = estimate([pair_cycles(b, s, "cpp", None) for b, s in pairs])
+    scaled = estimate([pair_cycles(b, s, "cpp", 0.5) for b, s in pairs], exponent=0.5)
+    assert raw.low < 0.05  # the steps make the raw pairs disagree on a +10 % change
+    assert abs(scaled.change - 0.10) < 0.01 and scaled.low > 0.08
+    assert scaled.metrics()["cpp_paired_speed_exponent"] == 0.5 and "at 30 M it/s" in scaled.describe()
+    assert "cpp_paired_speed_exponent" not in raw.metrics() and "M it/s" not in raw.describe()
+    # across a change of placement, or without a figure: left out; a speed missing: as measured
+    assert pair_cycles(_Sped(3000.0, 30, 190.0), _Sped(3300.0, 30, 480.0), "cpp", 0.5) == (None, None)
+    assert pair_cycles(_Sped(0.0, 30), _Sped(3300.0, 30), "cpp", 0.5) == (None, None)
+    assert pair_cycles(_Sped(3000.0, None), _Sped(3300.0, 15), "cpp", 0.5) == (3000.0, 3300.0)
 
 
 def test_abba_order_puts_each_side_first_equally_often():

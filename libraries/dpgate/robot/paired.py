@@ -25,8 +25,8 @@ from dpgate.model.record import gate_entry
 from dpgate.robot.args import count, positive
 from dpgate.robot.base import _current_test, record
 from dpgate.robot.gate_checks import GateChecks
-from dpgate.telemetry.disturbance import DISTURBANCE_MAX, foreign_of
-from dpgate.telemetry.paired import MIN_PAIRS, PairedCpp, estimate, same_placement, verdict
+from dpgate.telemetry.disturbance import CPP_SPEED_EXPONENT, DISTURBANCE_MAX, foreign_of
+from dpgate.telemetry.paired import MIN_PAIRS, PairedCpp, estimate, pair_cycles, verdict
 from dpgate.testbeds.embedded.twin import BaselineTwin, measure_pairs
 from dpgate.traffic.profiles import make_profile
 
@@ -52,6 +52,9 @@ class PairedMeasure:
         ``dpgate.config.binaries``): the build the twin runs (a per-patch job: the parent
         commit's; records say ``baseline_binary``), else the installed one. While one side
         measures, the other's SUT is stopped if it busy-polls.
+        Each trial's cycles are scaled to the reference core speed by the SUT kind's exponent
+        (``dpgate.telemetry.paired.pair_cycles``; ``cpp_paired_speed_exponent``) when every
+        trial read its core's speed.
         Records ``cpp_paired_*`` (change, 99 % CI, pairs, both medians, load, disturbance).
         Returns the :class:`PairedCpp`, or why it was not measured (warned too): no
         ``cpp_at_load`` load, or a twin that would not come up (the SUT under test failing
@@ -79,17 +82,18 @@ class PairedMeasure:
         base = twin.generator(frame_size_tag(size), make_profile(p.kind, size, p.flows, p.bidirectional))
         polling = bool(getattr(gen.sut, "polls", False))
         got = measure_pairs(gen, base, float(load), n, length, polling)
-
-        def cycles(t: Any) -> Optional[float]:
-            return t.sut_cycles_per_packet if polling else t.sut_cpu_cycles_per_packet
-
+        field = "sut_cycles_per_packet" if polling else "sut_cpu_cycles_per_packet"
         trials = [t for pair in got for t in pair]
+        # every trial at the reference core speed when every one read its speed, else none
+        sped = all((t.details or {}).get("sut_core_speed") for t in trials)
+        exponent = CPP_SPEED_EXPONENT["polling" if polling else "kernel"] if sped else None
         try:
             # a pair across a change of the host's core placement is left out (dropped)
             est = estimate(
-                [(cycles(b), cycles(s)) if same_placement(b, s) else (None, None) for b, s in got],
+                [pair_cycles(b, s, field, exponent) for b, s in got],
                 float(load),
                 foreign_of(trials),
+                exponent=exponent,
             )
         except ValueError as err:
             return _not_measured(f"{err} with cycles per packet")

@@ -8,7 +8,10 @@ dpgate's paired check does the same on one machine: a baseline twin of the SUT i
 it (its own namespaces, ports and process, on the same cores), and trials at the fixed
 ``cpp_at_load`` load alternate baseline, SUT, SUT, baseline, ... Each neighbouring
 (baseline, SUT) pair shares the host's phase; the change is the geometric mean of the pairs'
-ratios, with a 99 % confidence interval from their scatter (Student's t).
+ratios, with a 99 % confidence interval from their scatter (Student's t). Each trial's
+cycles are first scaled to the reference core speed by the SUT's exponent, as the history's
+``cpp_at_load_scaled`` is (:func:`pair_cycles`): a slow phase of the host that starts between
+the two trials of a pair is otherwise the pair's ratio.
 
 >>> est = estimate([(1000.0, 1100.0), (1010.0, 1098.0), (990.0, 1093.0), (1005.0, 1104.0)])
 >>> round(est.change, 3), est.pairs, round(est.low, 3) > 0.05
@@ -22,6 +25,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, List, Optional, Sequence, Tuple
 
+from dpgate.telemetry.cpp_scaled import CPP_REF_SPEED
 from dpgate.telemetry.placement import placement_of
 
 #: Two-sided 99 % quantiles of Student's t by degrees of freedom (larger df: the next lower
@@ -74,6 +78,8 @@ class PairedCpp:
     disturbance: Optional[float] = None
     #: pairs left out (a trial without a cycles figure)
     dropped: int = 0
+    #: the exponent the trials were scaled to the reference speed by (None: not scaled)
+    exponent: Optional[float] = None
 
     def metrics(self) -> dict:
         """The record's (and JUnit's) properties of the check."""
@@ -90,13 +96,17 @@ class PairedCpp:
             out["cpp_paired_disturbance"] = round(self.disturbance, 4)
         if self.dropped:  # pairs without a figure, or across a change of core placement
             out["cpp_paired_dropped"] = self.dropped
+        if self.exponent is not None:  # the medians are at the reference speed
+            out["cpp_paired_speed_exponent"] = self.exponent
+            out["cpp_paired_scaled_speed"] = CPP_REF_SPEED
         return out
 
     def describe(self) -> str:
         """``cpp_at_load +10.4 % against its baseline (8 pairs, 99 % CI +8.1 to +12.8 %)``."""
+        at = "" if self.exponent is None else f" at {CPP_REF_SPEED:g} M it/s"
         return (
             f"cpp_at_load {self.change * 100:+.1f} % against its baseline ({self.sut:.0f} vs "
-            f"{self.baseline:.0f} cycles/packet, {self.pairs} pairs at {self.load_pps / 1e3:.1f} kpps, "
+            f"{self.baseline:.0f} cycles/packet{at}, {self.pairs} pairs at {self.load_pps / 1e3:.1f} kpps, "
             f"99 % CI {self.low * 100:+.1f} to {self.high * 100:+.1f} %)"
         )
 
@@ -106,6 +116,7 @@ def estimate(
     load_pps: float = 0.0,
     disturbance: Optional[float] = None,
     dropped: int = 0,
+    exponent: Optional[float] = None,
 ) -> PairedCpp:
     """(baseline, SUT) cycles per packet of each pair -> :class:`PairedCpp`.
 
@@ -130,7 +141,42 @@ def estimate(
         load_pps=load_pps,
         disturbance=disturbance,
         dropped=dropped + len(pairs) - len(good),
+        exponent=exponent,
     )
+
+
+def pair_cycles(
+    base: Any, sut: Any, field: str, exponent: Optional[float], ref: float = CPP_REF_SPEED
+) -> Tuple[Optional[float], Optional[float]]:
+    """A pair's (baseline, SUT) cycles per packet from ``field`` of its two trials, each scaled
+    to the reference core speed ``ref`` by ``x (its sut_core_speed / ref)^exponent`` when both
+    trials read their speed (else both as measured); (None, None) for a pair left out: one
+    without a figure or across a change of the host's core placement (:func:`same_placement`).
+
+    The host's slow phases change from one second to the next; a pair of 1 s trials is often
+    split by one. Re-read from the paired trials of five ``benchmarks/gate_signal.py`` sets on a
+    Zen 3 VM whose cores read 13-31 M it/s (gk4-gk8, 2026-11-28), the scatter (sd) of the pairs'
+    log ratios within a run, median over runs, by exponent 0 / 0.5: linux-xconnect 0.107 / 0.053
+    (35 runs), linux-ip4 0.116 / 0.046, linux-bridge 0.083 / 0.061; testpmd-io 0.103 / 0.100
+    at 0.25 (0.128 at 0.5): the SUT kinds' exponents of ``cpp_at_load_scaled``.
+
+    >>> class T:
+    ...     def __init__(self, c, v): self.c, self.details = c, {"sut_core_speed": v}
+    >>> pair_cycles(T(3000.0, 30.0), T(4200.0, 15.0), "c", 0.5)  # the SUT's trial ran at half speed
+    (3000.0, 2969.8)
+    >>> pair_cycles(T(3000.0, 30.0), T(4200.0, None), "c", 0.5), pair_cycles(T(3000.0, 30.0), T(None, 30.0), "c", 0.5)
+    ((3000.0, 4200.0), (None, None))
+    """
+    if not same_placement(base, sut):
+        return None, None
+    b, s = getattr(base, field, None), getattr(sut, field, None)
+    if not b or not s:
+        return None, None
+    speeds = [(t.details or {}).get("sut_core_speed") for t in (base, sut)]
+    if exponent is None or not all(isinstance(v, (int, float)) and v > 0 for v in speeds):
+        return float(b), float(s)
+    vb, vs = (float(v) for v in speeds)  # type: ignore[arg-type]
+    return round(float(b) * (vb / ref) ** exponent, 1), round(float(s) * (vs / ref) ** exponent, 1)
 
 
 def same_placement(base: Any, sut: Any) -> bool:
