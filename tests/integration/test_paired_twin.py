@@ -55,6 +55,7 @@ def test_paired_check_sees_injected_cost_with_the_idle_twin_stopped(topology_pat
     assert paired.change > 0.08, paired.describe()
     # every trial read its core's speed: the pairs are at the reference speed, by the polling exponent
     assert paired.exponent == 0.25 and paired.metrics()["cpp_paired_speed_exponent"] == 0.25, paired
+    assert paired.unscaled is not None and "cpp_paired_change_unscaled" in paired.metrics(), paired
     assert seen and all(states == ["T"] for _, states in seen), seen  # the twin stopped meanwhile
 
 

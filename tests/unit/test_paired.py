@@ -8,6 +8,7 @@ real SUTs is in tests/integration/test_paired_twin.py.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import random
 import subprocess
@@ -142,6 +143,12 @@ def test_verdicts():
     assert verdict(PairedCpp(0.08, -0.01, 0.2, 8), 0.05)[0] == "SKIP"
     assert verdict(PairedCpp(0.08, 0.01, 0.2, 2), 0.05)[0] == "SKIP"
     assert verdict(None, 0.05)[0] == "SKIP"
+    # scaled to one core speed it rose, as measured it did not: the sides' speeds, not the SUT
+    only_scaled = PairedCpp(0.12, 0.03, 0.2, 10, exponent=0.5, unscaled=-0.009)
+    status, text = verdict(only_scaled, 0.03)
+    assert status == "SKIP" and "as measured (not scaled to one core speed) it did not rise (-0.9 %)" in text
+    assert verdict(dataclasses.replace(only_scaled, unscaled=0.01), 0.03)[0] == "FAIL"
+    assert only_scaled.metrics()["cpp_paired_change_unscaled"] == -0.009
 
 
 def test_gate_keyword_fails_passes_and_records_inconclusive():

@@ -12,6 +12,7 @@ Example (resources/embedded.resource does this with ``--variable PAIRED:True``):
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Dict, Optional, Union
 
 from robot.api import logger
@@ -54,7 +55,8 @@ class PairedMeasure:
         measures, the other's SUT is stopped if it busy-polls.
         Each trial's cycles are scaled to the reference core speed by the SUT kind's exponent
         (``dpgate.telemetry.paired.pair_cycles``; ``cpp_paired_speed_exponent``) when every
-        trial read its core's speed.
+        trial read its core's speed; a rise that only the scaled figures show (as measured the
+        change is not above 0: ``cpp_paired_change_unscaled``) is inconclusive.
         Records ``cpp_paired_*`` (change, 99 % CI, pairs, both medians, load, disturbance).
         Returns the :class:`PairedCpp`, or why it was not measured (warned too): no
         ``cpp_at_load`` load, or a twin that would not come up (the SUT under test failing
@@ -95,6 +97,9 @@ class PairedMeasure:
                 foreign_of(trials),
                 exponent=exponent,
             )
+            if exponent is not None:  # the same pairs as measured: a rise only scaling shows is not judged
+                raw = estimate([pair_cycles(b, s, field, None) for b, s in got]).change
+                est = dataclasses.replace(est, unscaled=raw)
         except ValueError as err:
             return _not_measured(f"{err} with cycles per packet")
         base_binary = getattr(twin.session.sut, "binary", None)

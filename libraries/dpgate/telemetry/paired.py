@@ -80,6 +80,8 @@ class PairedCpp:
     dropped: int = 0
     #: the exponent the trials were scaled to the reference speed by (None: not scaled)
     exponent: Optional[float] = None
+    #: the change of the same pairs as measured, not scaled (None: not scaled, or not known)
+    unscaled: Optional[float] = None
 
     def metrics(self) -> dict:
         """The record's (and JUnit's) properties of the check."""
@@ -99,6 +101,8 @@ class PairedCpp:
         if self.exponent is not None:  # the medians are at the reference speed
             out["cpp_paired_speed_exponent"] = self.exponent
             out["cpp_paired_scaled_speed"] = CPP_REF_SPEED
+        if self.unscaled is not None:
+            out["cpp_paired_change_unscaled"] = round(self.unscaled, 4)
         return out
 
     def describe(self) -> str:
@@ -207,6 +211,8 @@ def verdict(est: Optional[PairedCpp], max_rise: float, dmax: Optional[float] = N
     ('FAIL', 'PASS', 'FAIL')
     >>> verdict(PairedCpp(0.2, -0.1, 0.5, 4), 0.05)[1].endswith("measure again")
     True
+    >>> verdict(PairedCpp(0.12, 0.03, 0.2, 10, exponent=0.5, unscaled=-0.01), 0.03)[0]  # a rise only scaling shows
+    'SKIP'
     """
     if est is None or est.pairs < MIN_PAIRS:
         n = 0 if est is None else est.pairs
@@ -217,6 +223,11 @@ def verdict(est: Optional[PairedCpp], max_rise: float, dmax: Optional[float] = N
     text = f"{est.describe()} > {allowed}"
     if est.low <= 0:
         return "SKIP", f"{text}, but the pairs do not agree it rose (99 % CI reaches 0): measure again"
+    if est.unscaled is not None and est.unscaled <= 0:
+        return "SKIP", (
+            f"{text}, but as measured (not scaled to one core speed) it did not rise "
+            f"({est.unscaled * 100:+.1f} %): the two sides' trials ran at different speeds, measure again"
+        )
     if dmax is not None and est.disturbance is not None and est.disturbance > dmax:
         return "SKIP", (
             f"{text}, but others used {est.disturbance:.0%} of a core during its trials "
