@@ -46,6 +46,16 @@ from typing import Iterable, Optional
 CPP_REF_SPEED = 30.0
 
 
+def to_ref(value: float, speed: float, exponent: float, ref: float = CPP_REF_SPEED) -> float:
+    """One trial's cycles per packet ``value``, measured at core ``speed``, at the reference
+    speed ``ref`` by ``cpp ~ speed^-exponent``.
+
+    >>> round(to_ref(4200.0, 15.0, 0.5), 1)
+    2969.8
+    """
+    return float(value) * (float(speed) / ref) ** exponent
+
+
 def cpp_at_ref_speed(
     trials: Iterable, exponent: float, ref: float = CPP_REF_SPEED, field: str = "sut_cpu_cycles_per_packet"
 ) -> Optional[float]:
@@ -57,7 +67,7 @@ def cpp_at_ref_speed(
         value, speed = getattr(t, field, None), details.get("sut_core_speed")
         if details.get("superseded") or not value or not speed or speed <= 0:
             continue
-        vals.append(float(value) * (float(speed) / ref) ** exponent)
+        vals.append(to_ref(value, speed, exponent, ref))
     return round(statistics.median(vals), 1) if vals else None
 
 

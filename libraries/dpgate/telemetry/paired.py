@@ -25,7 +25,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, List, Optional, Sequence, Tuple
 
-from dpgate.telemetry.cpp_scaled import CPP_REF_SPEED
+from dpgate.telemetry.cpp_scaled import CPP_REF_SPEED, to_ref
 from dpgate.telemetry.placement import placement_of
 
 #: Two-sided 99 % quantiles of Student's t by degrees of freedom (larger df: the next lower
@@ -179,8 +179,7 @@ def pair_cycles(
     speeds = [(t.details or {}).get("sut_core_speed") for t in (base, sut)]
     if exponent is None or not all(isinstance(v, (int, float)) and v > 0 for v in speeds):
         return float(b), float(s)
-    vb, vs = (float(v) for v in speeds)  # type: ignore[arg-type]
-    return round(float(b) * (vb / ref) ** exponent, 1), round(float(s) * (vs / ref) ** exponent, 1)
+    return round(to_ref(b, speeds[0], exponent, ref), 1), round(to_ref(s, speeds[1], exponent, ref), 1)  # type: ignore[arg-type]
 
 
 def same_placement(base: Any, sut: Any) -> bool:
