@@ -33,9 +33,11 @@ def skip_if_the_host_moved_the_cores(paired, placements):
     """Skip, with the trials' placements, when the paired check refused for want of clean
     pairs twice: the check did what it must on such a host (said so, judged nothing), but
     what the test asserts about its figure cannot be measured there. Fails on any other
-    refusal."""
+    refusal, and when a trial of the SUT lacks its cycles per packet (then the figure, not the
+    host, is what is missing)."""
     if isinstance(paired, str):
         assert "needs at least 2 pairs" in paired, paired
+        assert isinstance(placements, str) or all(c for _, c in placements), placements
         pytest.skip(f"the host moved the cores within most pairs ({paired}); SUT trials: {placements}")
 
 
@@ -58,7 +60,7 @@ def test_paired_check_sees_injected_cost_with_the_idle_twin_stopped(topology_pat
             other = pids_in_netns(twin.session.testbed.sut_ns) if twin else []
             seen.append(("sut", sorted({_state(p) for p in other})))
             got = real(load, duration)
-            placements.append(placement_of(got))
+            placements.append((placement_of(got), got.sut_cycles_per_packet))  # what a pair is left out for
             return got
 
         gen.measure = observed
