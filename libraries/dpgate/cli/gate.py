@@ -5,7 +5,7 @@
     dpgate gate --include linux-ip4 --variable PREFIX:dpg1-
     dpgate gate --history /ci-cache/dpgate-history --commit $CI_COMMIT_SHA
     dpgate gate --sut-cpu-steal 10 --no-history-add     # fault injection: a 10 % slower SUT
-    dpgate gate --topology topologies/lab-local.yaml suites/lab --include 64BAND1T1C   # lab on one machine
+    dpgate gate --topology topologies/lab-local.yaml suites/lab --include "64B AND 1T1C"   # lab on one machine
 
 A lab topology runs the lab suites against it; a lab on one machine (TG and DUT namespaces,
 ``topologies/lab-local.yaml``) is brought up for the run, with TRex in its TG namespace, and
