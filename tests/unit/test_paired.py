@@ -24,6 +24,7 @@ from dpgate.telemetry.paired import (
     PairedCpp,
     abba_order,
     estimate,
+    judged_pairs,
     pair_cycles,
     same_placement,
     t995,
@@ -96,6 +97,46 @@ def test_a_pair_across_a_change_of_core_placement_is_left_out_and_the_interval_t
     assert kept.pairs == 6 and kept.dropped == 2 and kept.metrics()["cpp_paired_dropped"] == 2
     assert abs(kept.change - 0.10) < 0.01 and kept.low > 0.05
     assert kept.high - kept.low < (naive.high - naive.low) / 4
+
+
+class _Seen:
+    """A paired trial as trials.jsonl has it: cycles, placement and the foreign share of a core."""
+
+    def __init__(self, cpp, where="near", foreign=0.02):
+        self.cpp = cpp
+        self.details = {"xcore_placement": where, "cpu": {"disturbance": foreign}}
+
+
+def judged(pairs, dmax=0.10):
+    """What the keyword does with measured pairs: the pairs judged, their disturbance, the estimate."""
+    used = judged_pairs(pairs, dmax)
+    trials = [t for p in used for t in p]
+    foreign = max(t.details["cpu"]["disturbance"] for t in trials)
+    return estimate([(b.cpp, s.cpp) for b, s in used], disturbance=foreign, dropped=len(pairs) - len(used))
+
+
+def test_a_disturbed_trial_in_a_pair_left_out_does_not_hold_the_verdict():
+    # gk12's "+5 %" linux-ip4 run: a +8 % rise on the clean pairs, and one trial others took
+    # 10.2 % of a core in, in a pair the host had already split across a move of the cores
+    clean = [(_Seen(6400.0 * j), _Seen(6400.0 * 1.08 / j)) for j in (1.0, 1.01, 0.99, 1.02, 0.985, 1.005)]
+    split = (_Seen(6300.0, "near", 0.102), _Seen(7600.0, "changed"))
+    est = judged(clean + [split])
+    assert est.pairs == 6 and est.dropped == 1 and est.disturbance == 0.02
+    assert verdict(est, 0.03, dmax=0.10)[0] == "FAIL"
+
+
+def test_disturbed_pairs_are_left_out_while_three_quiet_ones_remain_else_the_rise_is_inconclusive():
+    quiet = [(_Seen(5000.0 * j), _Seen(5000.0 * j)) for j in (1.0, 1.01, 0.99, 1.005)]
+    hit = (_Seen(5000.0, foreign=0.4), _Seen(6500.0, foreign=0.05))  # a neighbour on the SUT's turn
+    est = judged(quiet + [hit])
+    assert est.pairs == 4 and est.dropped == 1 and abs(est.change) < 0.01
+    assert verdict(est, 0.03, dmax=0.10)[0] == "PASS"
+    # beside a hog all through: every pair disturbed, all kept, a rise is not judged
+    hogged = [(_Seen(5000.0 * j, foreign=0.4), _Seen(5600.0 / j, foreign=0.4)) for j in (1.0, 1.01, 0.99)]
+    est = judged(hogged + [(_Seen(5000.0), _Seen(5600.0))])
+    assert est.pairs == 4 and est.disturbance == 0.4
+    status, text = verdict(est, 0.03, dmax=0.10)
+    assert status == "SKIP" and "others used 40% of a core" in text
 
 
 class _Sped:

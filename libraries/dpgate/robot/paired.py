@@ -27,7 +27,7 @@ from dpgate.robot.args import count, positive
 from dpgate.robot.base import _current_test, record
 from dpgate.robot.gate_checks import GateChecks
 from dpgate.telemetry.disturbance import CPP_SPEED_EXPONENT, DISTURBANCE_MAX, foreign_of
-from dpgate.telemetry.paired import MIN_PAIRS, PairedCpp, estimate, pair_cycles, verdict
+from dpgate.telemetry.paired import MIN_PAIRS, PairedCpp, estimate, judged_pairs, pair_cycles, verdict
 from dpgate.testbeds.embedded.twin import BaselineTwin, measure_pairs
 from dpgate.traffic.profiles import make_profile
 
@@ -42,7 +42,12 @@ class PairedMeasure:
 
     @keyword
     def measure_cycles_against_baseline(
-        self, result: NdrPdrResult, pairs: int = 8, duration: float = 2.0, baseline_binary: str = ""
+        self,
+        result: NdrPdrResult,
+        pairs: int = 8,
+        duration: float = 2.0,
+        baseline_binary: str = "",
+        disturbance_max: Optional[str] = None,
     ) -> Union[PairedCpp, str]:
         """The SUT's cycles per packet against a baseline twin's, in ``pairs`` pairs of
         ``duration`` s trials at the load of the result's ``cpp_at_load``, alternating
@@ -56,7 +61,10 @@ class PairedMeasure:
         Each trial's cycles are scaled to the reference core speed by the SUT kind's exponent
         (``dpgate.telemetry.paired.pair_cycles``; ``cpp_paired_speed_exponent``) when every
         trial read its core's speed; a rise that only the scaled figures show (as measured the
-        change is not above 0: ``cpp_paired_change_unscaled``) is inconclusive.
+        change is not above 0: ``cpp_paired_change_unscaled``) is inconclusive. Pairs the host
+        ran across a move of the cores, and, while at least three others are left, pairs with a
+        trial others took more than ``disturbance_max`` (default 10 %) of a core in, are left
+        out (``cpp_paired_dropped``; ``dpgate.telemetry.paired.judged_pairs``).
         Records ``cpp_paired_*`` (change, 99 % CI, pairs, both medians, load, disturbance).
         Returns the :class:`PairedCpp`, or why it was not measured (warned too): no
         ``cpp_at_load`` load, or a twin that would not come up (the SUT under test failing
@@ -85,20 +93,23 @@ class PairedMeasure:
         polling = bool(getattr(gen.sut, "polls", False))
         got = measure_pairs(gen, base, float(load), n, length, polling)
         field = "sut_cycles_per_packet" if polling else "sut_cpu_cycles_per_packet"
-        trials = [t for pair in got for t in pair]
+        # pairs across a change of the host's core placement, or (while enough others are
+        # left) with a trial a neighbour disturbed, are left out (dropped)
+        used = judged_pairs(got, _dmax(disturbance_max))
+        trials = [t for pair in used for t in pair]
         # every trial at the reference core speed when every one read its speed, else none
         sped = all((t.details or {}).get("sut_core_speed") for t in trials)
         exponent = CPP_SPEED_EXPONENT["polling" if polling else "kernel"] if sped else None
         try:
-            # a pair across a change of the host's core placement is left out (dropped)
             est = estimate(
-                [pair_cycles(b, s, field, exponent) for b, s in got],
+                [pair_cycles(b, s, field, exponent) for b, s in used],
                 float(load),
                 foreign_of(trials),
+                dropped=len(got) - len(used),
                 exponent=exponent,
             )
             if exponent is not None:  # the same pairs as measured: a rise only scaling shows is not judged
-                raw = estimate([pair_cycles(b, s, field, None) for b, s in got]).change
+                raw = estimate([pair_cycles(b, s, field, None) for b, s in used]).change
                 est = dataclasses.replace(est, unscaled=raw)
         except ValueError as err:
             return _not_measured(f"{err} with cycles per packet")
@@ -131,6 +142,13 @@ class PairedMeasure:
             twin.down()
 
 
+def _dmax(value: Optional[str]) -> float:
+    """The ``disturbance_max`` argument of both keywords, :data:`DISTURBANCE_MAX` when not given."""
+    if value in (None, "", "None"):
+        return DISTURBANCE_MAX
+    return parse_ratio(value, "disturbance_max", upper_inclusive=True)
+
+
 def _not_measured(reason: str) -> str:
     text = f"paired check not measured: {reason}"
     logger.warn(text)
@@ -161,11 +179,7 @@ class PairedGate(GateChecks):
         rise = parse_ratio(
             max_rise if max_rise not in (None, "", "None") else MAX_RISE, "cpp_paired_max_rise"
         )
-        dmax = (
-            parse_ratio(disturbance_max, "disturbance_max", upper_inclusive=True)
-            if disturbance_max not in (None, "", "None")
-            else DISTURBANCE_MAX
-        )
+        dmax = _dmax(disturbance_max)
         if not isinstance(paired, PairedCpp):  # why it was not measured
             text = paired or "paired check not measured"
             record(gates=[gate_entry("cpp_paired", True, text, None, rise, skipped=True)])
