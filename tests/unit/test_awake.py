@@ -210,3 +210,31 @@ def test_the_generator_keeps_its_loop_stopped_between_holds_and_ends_it_on_relea
     host.release_sut_core()
     (last,) = fresh
     assert gone(last) and host._awake_kept is None
+
+
+def test_a_borrowed_loop_is_the_owners_and_the_borrower_starts_none_of_its_own():
+    import argparse
+
+    from dpgate.exec.stopped import proc_state
+    from dpgate.traffic.sutcore import SutCore
+
+    class Host(SutCore):
+        tb = argparse.Namespace(sut_cpus=[CPU])
+        awake_pids: list = []
+        _awake = None
+
+    owner, borrower = Host(), Host()
+    with borrower.borrow_sut_awake(owner) as none:
+        assert none == [] and borrower._awake is None  # nothing held: nothing borrowed
+    with owner.hold_sut_awake() as pids:
+        (pid,) = pids
+        with borrower.borrow_sut_awake(owner) as lent:
+            assert lent == [pid] and borrower._awake is owner._awake
+            with borrower.hold_sut_awake() as again:  # a hold in place is kept
+                assert again == [pid] and getattr(borrower, "_awake_kept", None) is None
+            assert proc_state(pid) in ("R", "S") and borrower.awake_pids == [pid]  # not stopped
+        assert borrower.awake_pids == [] and borrower._awake is None
+        assert proc_state(pid) in ("R", "S")  # the owner's hold goes on
+    assert proc_state(pid) == "T"  # stopped by its owner between holds
+    owner.release_sut_core()
+    assert gone(pid)

@@ -356,3 +356,51 @@ def test_both_sides_conditions_are_set_once_and_the_idle_sides_awake_loop_is_sto
     assert sut.entered == base.entered == {"hold": 1, "moderate": 1}
     assert all(states == ["T"] for _, states in log)  # the other side's loop, stopped
     assert not sut.remeasure_clean and not base.remeasure_clean  # restored after the phase
+
+
+class SharingGen(HeldGen):
+    """A side that can borrow the other's awake loop, as the real generator's
+    ``borrow_sut_awake``: while it borrows, its ``hold_sut_awake`` starts nothing."""
+
+    def __init__(self, name, cycles, log, watch, stealer=()):
+        super().__init__(name, cycles, log, watch)
+        self.extra_sut_pids = list(stealer)
+        self.borrowed = False
+        self.loop_seen: list = []
+
+    @contextlib.contextmanager
+    def hold_sut_awake(self):
+        if self.awake_pids:  # a hold in place (borrowed) is kept
+            yield self.awake_pids
+            return
+        with super().hold_sut_awake() as pids:
+            yield pids
+
+    @contextlib.contextmanager
+    def borrow_sut_awake(self, owner):
+        self.awake_pids, self.borrowed = list(owner.awake_pids), True
+        try:
+            yield self.awake_pids
+        finally:
+            self.awake_pids = []
+
+    def measure(self, load, duration):
+        self.loop_seen.append([(p, state(p)) for p in self.awake_pids])
+        self.stealer_seen = getattr(self, "stealer_seen", []) + [state(p) for p in self.other.extra_sut_pids]
+        return super().measure(load, duration)
+
+
+def test_one_awake_loop_holds_the_sut_core_for_both_sides_and_is_never_stopped(sleeper):
+    log: list = []
+    sut = SharingGen("sut", 1100.0, log, [], stealer=[sleeper])
+    base = SharingGen("base", 1000.0, log, [])
+    sut.other, base.other = base, sut
+    got = measure_pairs(sut, base, 50_000.0, 4, duration=0.1)
+    assert len(got) == 4 and base.borrowed
+    assert sut.entered["hold"] == 1 and base.entered["hold"] == 0  # one loop: the SUT side's
+    (loop,) = {p for seen in sut.loop_seen + base.loop_seen for p, _ in seen}
+    assert all(
+        seen == [(loop, s)] and s in ("R", "S") for seen in sut.loop_seen + base.loop_seen for _, s in seen
+    )
+    # the SUT side's stealer is still stopped while the baseline measures
+    assert base.stealer_seen == ["T"] * 4 and state(sleeper) in ("R", "S")

@@ -48,7 +48,11 @@ class SutCore:
 
         The loops are started on first use and stopped (``SIGSTOP``, seen stopped) between
         holds, resumed for the next: starting a Python child for each spaced cpp_at_load
-        trial cost ~25 ms between trials on the Zen 3 host. :meth:`release_sut_core` ends them."""
+        trial cost ~25 ms between trials on the Zen 3 host. :meth:`release_sut_core` ends them.
+        A hold in place (this generator's, or one borrowed: :meth:`borrow_sut_awake`) is kept."""
+        if getattr(self, "_awake", None) is not None:
+            yield self.awake_pids
+            return
         held: Optional[CoreAwake] = getattr(self, "_awake_kept", None)
         if held is not None and len(held.pids) == len(held.cpus):
             signal_all(held.pids, signal.SIGCONT)
@@ -62,6 +66,27 @@ class SutCore:
             self.awake_pids, self._awake = [], None
             signal_all(held.pids, signal.SIGSTOP)
             wait_stopped(held.pids)
+
+    @contextlib.contextmanager
+    def borrow_sut_awake(self, owner: SutCore) -> Iterator[List[int]]:
+        """This generator's trials inside use ``owner``'s awake loops, held by ``owner`` now
+        (the same processes on the same SUT cores; nothing held: nothing borrowed). Their CPU
+        time counts as ours and their speed is the trials' ``sut_core_speed``.
+
+        Why: a paired phase's two sides each had a loop of their own, and the two loops read
+        the same core differently for a whole phase: on gk12 (linux-ip4, 2026-11-29) the SUT
+        side's loop read slower than the twin's in 10 of 10 pairs of a healthy run (by 18 %
+        on average) and in 7 of 9 of another, while the SUT's own cycles moved +6 % and -4 %,
+        so the scaled A/A changes read -3.6 and -8.2 %, as measured +6.3 and -4.3 %."""
+        held = getattr(owner, "_awake", None)
+        if held is None:
+            yield []
+            return
+        self.awake_pids, self._awake = list(owner.awake_pids), held
+        try:
+            yield self.awake_pids
+        finally:
+            self.awake_pids, self._awake = [], None
 
     def release_sut_core(self) -> None:
         """End the awake loops kept between holds (the generator's ``close``)."""

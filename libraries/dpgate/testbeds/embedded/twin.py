@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import time
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from dpgate.exec.stopped import signal_all, stopped
 from dpgate.model.errors import ConfigError
@@ -103,23 +103,37 @@ class BaselineTwin:
         self.down()
 
 
-def sut_pids(gen: Any, polling: bool) -> List[int]:
+def sut_pids(gen: Any, polling: bool, keep: Sequence[int] = ()) -> List[int]:
     """What to stop while the other side measures: the processes counted as ``gen``'s SUT's
-    (an injected stealer), the loops holding its SUT core awake (``awake_pids``) and, for a
-    SUT that busy-polls, the processes in its namespace."""
-    return (
+    (an injected stealer), the loops holding its SUT core awake (``awake_pids``) but those
+    both sides share (``keep``) and, for a SUT that busy-polls, the processes in its namespace."""
+    pids = (
         (pids_in_netns(gen.sut.ns) if polling else [])
         + list(getattr(gen, "extra_sut_pids", []) or [])
         + list(getattr(gen, "awake_pids", []) or [])
     )
+    return [p for p in pids if p not in keep]
 
 
 @contextlib.contextmanager
-def one_side(other: Any, polling: bool) -> Iterator[None]:
+def one_side(other: Any, polling: bool, keep: Sequence[int] = ()) -> Iterator[None]:
     """One side measures: ``other``'s SUT stopped meanwhile (:func:`sut_pids`), and seen
     stopped in /proc before traffic starts."""
-    with stopped(sut_pids(other, polling)):
+    with stopped(sut_pids(other, polling, keep)):
         yield
+
+
+@contextlib.contextmanager
+def shared_awake(owner: Any, borrower: Any) -> Iterator[List[int]]:
+    """``borrower``'s trials use ``owner``'s SUT-core awake loop (``borrow_sut_awake``), so
+    both sides' ``sut_core_speed`` is read by one process; yields the shared pids (none: a
+    generator without the method, or nothing held)."""
+    borrow = getattr(borrower, "borrow_sut_awake", None)
+    if borrow is None:
+        yield []
+        return
+    with borrow(owner) as pids:
+        yield list(pids)
 
 
 def measure_pairs(
@@ -138,8 +152,9 @@ def measure_pairs(
     leaves those out (on the Zen 3 host, flipping every 1-10 s, one pair in 3-4).
 
     Both sides' conditions are set once for the whole phase, not per trial: each side's
-    moderation is on its own ports, and the side not measuring has its awake loop stopped
-    with its SUT (:func:`one_side`). Setting them per trial (a Python child started, eight
+    moderation is on its own ports, and one awake loop, the SUT's, holds the SUT core for
+    both sides (:func:`shared_awake`): it also reads the core's speed each trial is scaled by,
+    and two loops read one core differently for a whole phase. Setting them per trial (a Python child started, eight
     sysfs writes through ``ip netns exec``) cost 50-75 ms between trials on the Zen 3 host."""
     gens = {"base": base_gen, "sut": sut_gen}
     out: List[Tuple[Any, Any]] = []
@@ -147,16 +162,17 @@ def measure_pairs(
     everything: List[int] = []
     with contextlib.ExitStack() as held:
         try:
-            for gen in (base_gen, sut_gen):
-                held.enter_context(cpp_conditions(gen.measure, load, polling))
-            everything = sut_pids(sut_gen, polling) + sut_pids(base_gen, polling)
+            held.enter_context(cpp_conditions(sut_gen.measure, load, polling))
+            shared = held.enter_context(shared_awake(sut_gen, base_gen))  # one loop for both sides
+            held.enter_context(cpp_conditions(base_gen.measure, load, polling))
+            everything = sut_pids(sut_gen, polling) + sut_pids(base_gen, polling, shared)
             for i in range(2 * pairs):
                 if kept >= pairs:
                     break
                 got: Dict[str, Any] = {}
                 for side in abba_order(i + 1)[2 * i :]:
                     me, other = gens[side], gens["sut" if side == "base" else "base"]
-                    with one_side(other, polling):
+                    with one_side(other, polling, shared):
                         if polling and side != last:  # this side's poll loop was stopped until now
                             time.sleep(RESUME_SETTLE_S)
                         last = side
