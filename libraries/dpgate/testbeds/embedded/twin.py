@@ -153,9 +153,10 @@ def measure_pairs(
 
     Both sides' conditions are set once for the whole phase, not per trial: each side's
     moderation is on its own ports, and one awake loop, the SUT's, holds the SUT core for
-    both sides (:func:`shared_awake`): it also reads the core's speed each trial is scaled by,
-    and two loops read one core differently for a whole phase. Setting them per trial (a Python child started, eight
-    sysfs writes through ``ip netns exec``) cost 50-75 ms between trials on the Zen 3 host."""
+    both sides (:func:`shared_awake`): it also reads the core's speed each trial is scaled
+    by, and two loops read one core differently for a whole phase. Setting them per trial
+    (a Python child started, eight sysfs writes through ``ip netns exec``) cost 50-75 ms
+    between trials on the Zen 3 host."""
     gens = {"base": base_gen, "sut": sut_gen}
     out: List[Tuple[Any, Any]] = []
     last, kept = None, 0
