@@ -150,13 +150,15 @@ def run_gate(sut: str, prefix: str, outdir: str, history: str, extra: List[str],
 
 def paired_line(healthy: List[Dict], injected: Dict[float, List[Dict]]) -> Optional[str]:
     """The paired check (``--paired``) in one line: each run's ``cpp_paired_change`` and its
-    gate's verdict (P/F/S), healthy runs first (``h`` marks a hogged one); None without it."""
+    gate's verdict (P/F/S), healthy runs first (``h`` marks a hogged one, ``2`` a verdict on
+    two rounds of pairs: the first left it undecided); None without it."""
 
     def cell(r: Dict) -> str:
         ch = r["props"].get("cpp_paired_change")
         g = r.get("gates", {}).get("gate.cpp_paired", "")
         mark = {"PASS": "P", "FAIL": "F", "SKIP": "S"}.get(g.split(":", 1)[0], "-")
-        return f"{fmt(ch) if isinstance(ch, float) else 'n/a'} {mark}" + ("h" if r.get("hog") else "")
+        rounds = "2" if r["props"].get("cpp_paired_rounds") == 2 else ""
+        return f"{fmt(ch) if isinstance(ch, float) else 'n/a'} {mark}{rounds}" + ("h" if r.get("hog") else "")
 
     if not any(
         "cpp_paired_change" in r["props"] for r in healthy + [x for rs in injected.values() for x in rs]

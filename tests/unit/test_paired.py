@@ -404,3 +404,84 @@ def test_one_awake_loop_holds_the_sut_core_for_both_sides_and_is_never_stopped(s
     )
     # the SUT side's stealer is still stopped while the baseline measures
     assert base.stealer_seen == ["T"] * 4 and state(sleeper) in ("R", "S")
+
+
+class ScriptedGen(FakeGen):
+    """A side whose trials read the cycles given, in turn (a test fails if it runs out)."""
+
+    def __init__(self, name, cycles, log):
+        super().__init__(name, 0.0, [], [], log)
+        self.script = list(cycles)
+
+    def measure(self, load, duration):
+        self.cycles = self.script.pop(0)
+        return super().measure(load, duration)
+
+
+class TwinStub:
+    """The keyword's view of a baseline twin: its profile, its build, its generator."""
+
+    def __init__(self, gen):
+        from types import SimpleNamespace
+
+        self.gen = gen
+        self.session = SimpleNamespace(
+            profile=SimpleNamespace(kind="l2", flows=None, bidirectional=False),
+            sut=SimpleNamespace(binary=None),
+            binaries={},
+        )
+
+    def generator(self, tag, profile):
+        return self.gen
+
+
+def paired_keyword(sut_cycles, base_cycles, log):
+    """``Measure Cycles Against Baseline`` of the real keyword library over scripted sides."""
+    from types import SimpleNamespace
+
+    from dpgate.robot.paired import PairedMeasure
+
+    sut, base = ScriptedGen("sut", sut_cycles, log), ScriptedGen("base", base_cycles, log)
+
+    class Lib(PairedMeasure):
+        def _gen(self, frame_size):
+            return sut
+
+        def _baseline_twin(self, binaries):
+            return TwinStub(base)
+
+    result = SimpleNamespace(frame_size="64B", telemetry={"cpp_at_load_pps": 50_000.0})
+    return Lib(), result
+
+
+# the first 4 pairs read +8 % but disagree (99 % CI reaches 0); the next 4 agree on +8 %
+NOISY = [1000.0, 1000.0, 1000.0, 1000.0]
+NOISY_SUT = [1130.0, 1030.0, 1110.0, 1050.0]
+STEADY_SUT = [1080.0, 1081.0, 1079.0, 1080.0]
+
+
+def test_an_undecided_paired_verdict_is_measured_again_once_and_judged_on_all_pairs():
+    log: list = []
+    lib, result = paired_keyword(NOISY_SUT + STEADY_SUT, NOISY * 2, log)
+    first = estimate(list(zip(NOISY, NOISY_SUT)))
+    assert verdict(first, 0.03)[0] == "SKIP" and first.low <= 0  # undecided on its own
+    est = lib.measure_cycles_against_baseline(result, pairs=4, duration=0.1, max_rise="3%")
+    assert len(log) == 16 and [s for s, _ in log] == abba_order(4) * 2
+    assert est.pairs == 8 and verdict(est, 0.03)[0] == "FAIL", est.describe()
+
+
+def test_a_decided_paired_verdict_or_more_pairs_0_measures_no_more():
+    log: list = []
+    lib, result = paired_keyword(STEADY_SUT, NOISY, log)  # +8 %, the pairs agree: FAIL at once
+    assert lib.measure_cycles_against_baseline(result, pairs=4, duration=0.1, max_rise="3%").pairs == 4
+    log.clear()
+    lib, result = paired_keyword(NOISY, NOISY, log)  # no change: PASS at once
+    assert lib.measure_cycles_against_baseline(result, pairs=4, duration=0.1).pairs == 4
+    log.clear()
+    lib, result = paired_keyword(NOISY_SUT, NOISY, log)  # undecided, but no more asked for
+    est = lib.measure_cycles_against_baseline(result, pairs=4, duration=0.1, max_rise="3%", more_pairs=0)
+    assert est.pairs == 4 and len(log) == 8 and verdict(est, 0.03)[0] == "SKIP"
+    from dpgate.model.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="more_pairs"):
+        lib.measure_cycles_against_baseline(result, pairs=4, duration=0.1, more_pairs=-1)

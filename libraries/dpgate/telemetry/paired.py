@@ -20,13 +20,14 @@ the two trials of a pair is otherwise the pair's ratio.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from dataclasses import dataclass
 from typing import Any, List, Optional, Sequence, Tuple
 
 from dpgate.telemetry.cpp_scaled import CPP_REF_SPEED, to_ref
-from dpgate.telemetry.disturbance import foreign_of
+from dpgate.telemetry.disturbance import CPP_SPEED_EXPONENT, foreign_of
 from dpgate.telemetry.placement import placement_of
 
 #: Two-sided 99 % quantiles of Student's t by degrees of freedom (larger df: the next lower
@@ -226,6 +227,34 @@ def judged_pairs(pairs: Sequence[Tuple[Any, Any]], disturbance_max: float) -> Li
     placed = [(b, s) for b, s in pairs if same_placement(b, s)]
     quiet = [(b, s) for b, s in placed if (foreign_of((b, s)) or 0.0) <= disturbance_max]
     return quiet if len(quiet) >= MIN_PAIRS else placed
+
+
+def judge(
+    got: Sequence[Tuple[Any, Any]], polling: bool, load_pps: float, disturbance_max: float
+) -> PairedCpp:
+    """The paired check's estimate from measured (baseline, SUT) trial pairs: the pairs
+    :func:`judged_pairs` keeps, each trial's cycles (``sut_cycles_per_packet`` of a SUT that
+    busy-polls, else ``sut_cpu_cycles_per_packet``) at the reference core speed by the SUT
+    kind's exponent when every kept trial read its speed (:func:`pair_cycles`), the change of
+    the same pairs as measured beside it (``unscaled``). Raises ValueError with fewer than two
+    pairs with figures."""
+    used = judged_pairs(got, disturbance_max)
+    trials = [t for pair in used for t in pair]
+    field = "sut_cycles_per_packet" if polling else "sut_cpu_cycles_per_packet"
+    sped = all((t.details or {}).get("sut_core_speed") for t in trials)
+    exponent = CPP_SPEED_EXPONENT["polling" if polling else "kernel"] if sped else None
+    est = estimate(
+        [pair_cycles(b, s, field, exponent) for b, s in used],
+        load_pps,
+        foreign_of(trials),
+        dropped=len(got) - len(used),
+        exponent=exponent,
+    )
+    if exponent is None:
+        return est
+    # the same pairs as measured: a rise only the scaling shows is not judged (verdict)
+    raw = estimate([pair_cycles(b, s, field, None) for b, s in used]).change
+    return dataclasses.replace(est, unscaled=raw)
 
 
 def verdict(est: Optional[PairedCpp], max_rise: float, dmax: Optional[float] = None) -> Tuple[str, str]:
