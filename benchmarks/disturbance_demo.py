@@ -35,8 +35,9 @@ def main(argv=None) -> int:
     ap.add_argument("--hog-cpu", type=int, default=1)
     ap.add_argument("--nice", type=int, default=19)
     a = ap.parse_args(argv)
-    arms = {"quiet": [], "hog": []}
+    arms: dict[str, list] = {"quiet": [], "hog": []}
     with EmbeddedSession("topologies/embedded.yaml", a.sut, prefix=a.prefix, calibrate=False) as s:
+        assert s.generator is not None  # up: EmbeddedSession.__enter__
         s.generator.remeasure = 0
         load = parse_rate(a.rate).resolve(None)
         for _ in range(a.pairs):

@@ -24,8 +24,10 @@ import os
 import statistics
 import sys
 import time
+from typing import Optional
 
 from dpgate.config.topology import load_topology
+from dpgate.model.trial import TrialResult
 from dpgate.testbeds.embedded.session import EmbeddedSession
 from dpgate.testbeds.embedded.suts.base import sut_names
 from dpgate.testbeds.embedded.testbed import NamespaceTestbed
@@ -144,10 +146,12 @@ def print_generator(ceiling, probes, rows, duration, repeats):
 
 def sut_maximum(topo_path: str, prefix: str, name: str, ceiling: float, duration: float, steps: int):
     with EmbeddedSession(topo_path, sut=name, frame_size=64, prefix=prefix, calibrate=False) as s:
+        assert s.generator is not None  # up: EmbeddedSession.__enter__
         s.generator.max_pps = ceiling
         top = s.measure(ceiling, duration)
         keeps_up = top.rx_packets >= KEEPS_UP * ceiling * duration
         trials = 1
+        pdr_res: Optional[TrialResult]
         if top.loss_ratio <= PDR_LOSS:
             pdr, pdr_res = ceiling, top
         else:

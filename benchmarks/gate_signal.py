@@ -61,12 +61,13 @@ def read_case(junit: str) -> Dict:
     gates = dict(
         ln.strip().split("=", 1) for ln in out.splitlines() if ln.strip().startswith("gate.") and "=" in ln
     )
-    props = {}
+    props: Dict[str, object] = {}
     for p in case.iter("property"):
+        name, value = p.get("name", ""), p.get("value", "")
         try:
-            props[p.get("name")] = float(p.get("value"))
-        except (TypeError, ValueError):
-            props[p.get("name")] = p.get("value")
+            props[name] = float(value)
+        except ValueError:
+            props[name] = value
     return {"verdict": verdict, "message": message, "props": props, "gates": gates}
 
 

@@ -28,6 +28,7 @@ Needs root and TRex (DPGATE_TREX or .ci/install). Usage::
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import sys
@@ -84,8 +85,13 @@ def rate_accuracy(args: argparse.Namespace) -> List[Dict[str, Any]]:
     return rows
 
 
+def _latency_of(gen: Any, load: float, duration: float) -> Any:
+    """A trial's latency figures (``details.latency``) at ``load``."""
+    return gen.measure(load, duration).details.get("latency")
+
+
 def overhead(args: argparse.Namespace) -> List[Dict[str, Any]]:
-    rows = []
+    rows: List[Dict[str, Any]] = []
     rate, n = 50_000, 3 if args.quick else 6
     with TrexLoop(PREFIX, "veth", tg_cpu=0, loop_cpu=1, mgmt_net=MGMT) as loop:
         for label, kw in (
@@ -94,11 +100,12 @@ def overhead(args: argparse.Namespace) -> List[Dict[str, Any]]:
             ("trex 64B + latency streams", {"latency_pps": 1000}),
         ):
             gen = loop.generator(
-                make_profile("ip4", 64, bidirectional=kw.get("bidir", False)),
+                make_profile("ip4", 64, bidirectional=bool(kw.get("bidir", False))),
                 latency_pps=kw.get("latency_pps", 0.0),
             )
             gen.measure(rate, 1.0)  # connect + first streams outside the timing
-            rows.append(_overhead_row(label, lambda g=gen: g.measure(rate, args.duration), args.duration, n))
+            trial = functools.partial(gen.measure, rate, args.duration)
+            rows.append(_overhead_row(label, trial, args.duration, n))
             gen.disconnect()
     if args.tcpreplay:
         from dpgate.testbeds.embedded.session import EmbeddedSession
@@ -139,12 +146,12 @@ def loop_ndrpdr(args: argparse.Namespace) -> List[Dict[str, Any]]:
             }
             if res.pdr:
                 for load, lat in latency_trials(
-                    lambda ld, d, g=gen: g.measure(ld, d).details.get("latency"),
+                    functools.partial(_latency_of, gen),
                     res.pdr,
                     duration=args.duration,
                 ):
                     tag = f"{round(100 * load / res.pdr)}%"
-                    worst = max(
+                    worst: Dict[str, Any] = max(
                         (v for v in lat.values() if "p99_us" in v), key=lambda v: v["p99_us"], default={}
                     )
                     row[f"lat{tag}_min/avg/p50/p99/max_us"] = "/".join(

@@ -147,9 +147,15 @@ def oracle_spread(reps: int, seed0: int, exposure_s: float = 240.0) -> tuple[flo
     return _quantile(errors, 0.1), _quantile(errors, 0.5), _quantile(errors, 0.9)
 
 
+def _pair(v: object) -> tuple[float, float]:
+    """A run's (NDR, PDR) reference at its index ``which`` (5 or 6: always a pair)."""
+    assert isinstance(v, tuple), v
+    return v
+
+
 def _row(label: str, kind: str, runs: list[Run], which: int = 5) -> list[str]:
-    ndr_err = [(r[0] / r[which][0] - 1) * 100 for r in runs]
-    pdr_err = [(r[1] / r[which][1] - 1) * 100 for r in runs]
+    ndr_err = [(r[0] / _pair(r[which])[0] - 1) * 100 for r in runs]
+    pdr_err = [(r[1] / _pair(r[which])[1] - 1) * 100 for r in runs]
     trials = [r[2] for r in runs]
     times = [r[3] for r in runs]
     full = [r[4] for r in runs]
