@@ -107,9 +107,9 @@ class PairedMeasure:
         got = measure_pairs(gen, base, float(load), n, length, polling)
         est = _judge(got, polling, float(load), dmax)
         extra: Dict[str, Any] = {}
-        if more and _undecided(est, rise, dmax):
+        first = _undecided(est, rise, dmax)
+        if more and first:
             # undecided on the first pairs: measure once more, judge all pairs together
-            first = est if isinstance(est, str) else verdict(est, rise, dmax)[1]
             logger.info(f"paired check undecided on {n} pairs ({first}): measuring {more} more")
             extra = {"cpp_paired_rounds": 2}
             if isinstance(est, PairedCpp):
@@ -157,9 +157,12 @@ def _judge(got: Any, polling: bool, load: float, dmax: float) -> Union[PairedCpp
         return f"{err} with cycles per packet"
 
 
-def _undecided(est: Union[PairedCpp, str], rise: float, dmax: float) -> bool:
-    """Whether the paired gate at allowance ``rise`` would hold these pairs inconclusive."""
-    return isinstance(est, str) or verdict(est, rise, dmax)[0] == "SKIP"
+def _undecided(est: Union[PairedCpp, str], rise: float, dmax: float) -> str:
+    """Why the paired gate at allowance ``rise`` would hold these pairs inconclusive ("": it would not)."""
+    if isinstance(est, str):
+        return est
+    status, text = verdict(est, rise, dmax)
+    return text if status == "SKIP" else ""
 
 
 def _dmax(value: Optional[str]) -> float:
