@@ -65,7 +65,9 @@ def test_paired_check_sees_injected_cost_with_the_idle_twin_stopped(topology_pat
 
         gen.measure = observed
         result = ndrpdr_result(150_000.0, telemetry={"cpp_at_load_pps": 37_500.0})
-        paired = measured_twice(lambda: lib.measure_cycles_against_baseline(result, pairs=4, duration=1.0))
+        paired = measured_twice(
+            lambda: lib.measure_cycles_against_baseline(result, pairs=4, duration=1.0, more_pairs=0)
+        )
         twin_pids = pids_in_netns(lib._twin.session.testbed.sut_ns)
         sut_pids = pids_in_netns(lib._s.testbed.sut_ns)
         assert twin_pids and sut_pids
@@ -77,6 +79,7 @@ def test_paired_check_sees_injected_cost_with_the_idle_twin_stopped(topology_pat
     assert seen and all(states == ["T"] for _, states in seen), seen  # the twin stopped meanwhile
     skip_if_the_host_moved_the_cores(paired, placements)
     # a pair across a move of the cores is measured again, up to twice the pairs asked for
+    # (one round: more_pairs=0; the second round is unit-tested)
     assert paired is not None and (paired.pairs == 4 or paired.pairs + paired.dropped == 8), paired
     assert paired.change > 0.08, paired.describe()
     # every trial read its core's speed: the pairs are at the reference speed, by the polling exponent
@@ -99,11 +102,18 @@ def test_sut_and_twin_run_the_builds_given(topology_path, leftovers, tmp_path):
     lib.bring_up_embedded_testbed("testpmd-io", "64B", sut_binary=f"dpdk-testpmd={builds['patched']}")
     try:
         result = ndrpdr_result(150_000.0, telemetry={"cpp_at_load_pps": 50_000.0})
+        # one round (more_pairs=0): what is asserted is the pairs of one round; an undecided
+        # verdict's second round (2026-11-29 CI: 8 pairs kept, 3 dropped) is tested in
+        # tests/unit/test_paired.py and measured by benchmarks/gate_signal.py.
         # 4 pairs (up to 8 measured): on the Zen 3 host, moving the cores every few seconds,
         # 3 (up to 6) kept fewer than the 2 an estimate needs in 2 of 7 runs on 2026-11-28
         paired = measured_twice(
             lambda: lib.measure_cycles_against_baseline(
-                result, pairs=4, duration=0.5, baseline_binary=f"dpdk-testpmd={builds['parent']}"
+                result,
+                pairs=4,
+                duration=0.5,
+                baseline_binary=f"dpdk-testpmd={builds['parent']}",
+                more_pairs=0,
             )
         )
         exes = {
