@@ -23,6 +23,7 @@ from dpgate.telemetry.cpp_scaled import scaled_at
 from dpgate.telemetry.disturbance import disturbance_for, slow_core_reason
 from dpgate.telemetry.disturbance import inconclusive as disturbed_reason
 from dpgate.telemetry.placement import SCALED_KEY, far_reason, rests_where
+from dpgate.telemetry.slowphase import beyond_slow
 
 
 class GateChecks:
@@ -45,15 +46,28 @@ class GateChecks:
         raise SkipExecution(f"{name} inconclusive: {text}")
 
     def _if_disturbed(
-        self, name: str, msg: str, value: Any, limit: Any, result: NdrPdrResult, metric: str = ""
+        self,
+        name: str,
+        msg: str,
+        value: Any,
+        limit: Any,
+        result: NdrPdrResult,
+        metric: str = "",
+        kind: str = "",
+        fmt: Any = "{:g}".format,
     ) -> None:
         """A failed gate whose measurements were disturbed (more than ``disturbance_max`` of a
         TG/SUT core used by other work or lost to a slow host in the trials the verdict on
         ``metric`` rests on): a neighbour may have caused the miss. Skipped with the figure,
-        never a SUT failure."""
+        never a SUT failure; unless only a slow host phase disturbed it and the value misses
+        even the limit moved by the cores' speed (``kind`` ``rate``/``cost``,
+        :mod:`dpgate.telemetry.slowphase`): then it FAILS, saying so."""
         reason = disturbed_reason(disturbance_for(result.telemetry, metric), self._dmax)
         if reason is None:
             return
+        beyond = beyond_slow(result.telemetry, value, limit, kind, self._dmax, fmt) if kind else None
+        if beyond:
+            self._gate(name, False, f"{msg}, {beyond}", value, limit)
         text = f"{msg}, but {reason}: measure again on a quieter machine"
         record(gates=[gate_entry(name, True, text, value, limit, skipped=True)])
         raise SkipExecution(f"{name} inconclusive: {text}")

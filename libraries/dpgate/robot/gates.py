@@ -102,7 +102,7 @@ class Gates(PairedGate):
         if not ok and _at_ceiling(result, value):
             self._inconclusive(f"{goal.lower()}_min", msg, value, limit, result)
         if not ok:
-            self._if_disturbed(f"{goal.lower()}_min", msg, value, limit, result)
+            self._if_disturbed(f"{goal.lower()}_min", msg, value, limit, result, kind="rate", fmt=format_pps)
         self._gate(f"{goal.lower()}_min", ok, msg, value, limit)
 
     @keyword
@@ -210,7 +210,7 @@ class Gates(PairedGate):
         if not ok and _at_ceiling(result, result.ndr_pps):
             self._inconclusive("cpp_max", msg, value, limit, result)
         if not ok:
-            self._if_disturbed("cpp_max", msg, value, limit, result)
+            self._if_disturbed("cpp_max", msg, value, limit, result, kind="cost", fmt="{:.0f}".format)
         self._gate("cpp_max", ok, msg, value, limit)
 
     @keyword
