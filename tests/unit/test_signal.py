@@ -293,6 +293,29 @@ def test_ovsdpdk_cost_injection_is_on_the_generator_ports(monkeypatch):
     assert calls == [("x-tg", 7)]
 
 
+def test_ovs_afxdp_injection_is_on_the_generator_ports_and_calibrated_on_the_slow_class_only(monkeypatch):
+    """OVS AF_XDP transmits by sendto from its PMD thread: the work goes where testpmd's does.
+    Its loads are cheap in-line loads (linear skb), so "+10 %" is tens of loads and "+5 %"
+    is the classifier plus one load; the fast class has no figures for it and refuses."""
+    import types
+
+    slow = cost.CALIBRATION_SLOW
+    base, unit, fixed = slow["ovs-afxdp-xconnect"]
+    assert cost.units_for("ovs-afxdp-xconnect", 10, slow) == round((0.10 * base - fixed) / unit) > 10
+    assert cost.units_for("ovs-afxdp-xconnect", 5, slow) == 1  # the classifier alone is ~7 %
+    with pytest.raises(ConfigError, match="not calibrated on this host class.*--calibrate-units"):
+        cost.units_for("ovs-afxdp-xconnect", 10, cost.CALIBRATION)
+    with pytest.raises(ConfigError, match="not available for SUT 'ovs-xconnect'"):
+        cost.units_for("ovs-xconnect", 10, slow)
+    calls = []
+    monkeypatch.setattr(cost, "_inject_ingress", lambda ns, ports, n: calls.append((ns, n)))
+    sut = types.SimpleNamespace(
+        name="ovs-afxdp-xconnect", ns="x-sut", tb=types.SimpleNamespace(tg_ns="x-tg"), tg_ports=lambda: []
+    )
+    assert cost.inject_units(sut, 29)["bpf_loads_per_frame"] == 29
+    assert calls == [("x-tg", 29)]
+
+
 def test_cpp_regression_is_a_rise_through_the_throughput_classifier():
     from dpgate.regression.compare import classify_current
 

@@ -26,6 +26,11 @@ faster than the generator no more, its throughput drops:
   PMD thread transmits through the same driver: the work lands in its processing cycles. (DPDK's
   ``noisy`` engine, the lab driver's injection, records no cycles in 22.11 and has no mac
   variant.)
+* OVS AF_XDP: the same, on the generator ports: its PMD thread's XSK transmit (copy mode on
+  veth) is a ``sendto`` that builds an skb and hands it to the peer on the SUT core, so the
+  program runs in the PMD's processing cycles. The skb is linear (the frame is copied out of
+  the UMEM), so a load is an in-line load of a few cycles, as on the kernel SUTs, not
+  testpmd's out-of-line ~100: the classifier itself is most of a "+5 %".
 
 ``N`` for a percentage comes from the calibration table of the host's class
 (:func:`calibration_for`, by the generator core's speed probed at injection, as the
@@ -89,6 +94,10 @@ CALIBRATION: Dict[str, tuple[float, float, float]] = {
 #: Zen 3 host of 2026-11-28 (probe 13-19 M it/s) the fast table's "+10 %" (194 loads) read
 #: +28 to +31 % on linux-xconnect (scaled, 3 runs; +24 to +37 % against its twin) and "+5 %"
 #: (53) +9 to +14 %, where this table's 66 and 20 loads make about +12 and +6 % there.
+#: OVS AF_XDP (2026-11-29, Zen 3 host, probe 13-19 M it/s, 80 kpps, 2 runs x 6-8 pairs at each
+#: N): 1 load +149/+536/+320, 10 loads +528/+570, 200 loads +1,793/+1,777 on 6,480-7,092
+#: cycles a packet: a load is 6.5 cycles (10 -> 200) and the classifier about 480. No fast-class
+#: figures: on that class the injection refuses it until calibrated there.
 CALIBRATION_SLOW: Dict[str, tuple[float, float, float]] = {
     "linux-xconnect": (3900.0, 4.25, 110.0),
     "linux-bridge": (4950.0, 4.4, 290.0),
@@ -96,6 +105,7 @@ CALIBRATION_SLOW: Dict[str, tuple[float, float, float]] = {
     "testpmd-io": (8550.0, 150.0, 255.0),
     "testpmd-mac": (10950.0, 135.0, 410.0),
     "ovsdpdk-xconnect": (8550.0, 150.0, 340.0),
+    "ovs-afxdp-xconnect": (6700.0, 6.5, 480.0),
 }
 #: Host classes by the generator core's probed speed (M it/s, ``dpgate.exec.speedprobe``), the
 #: fastest first: (lowest speed, name, table). The thresholds' fast class starts at 40 too.
@@ -128,6 +138,13 @@ def units_for(sut_name: str, percent: float, table: Optional[Dict] = None) -> in
     if not 0 < percent <= 100:
         raise ConfigError(
             f"injected cost must be a percentage in (0, 100], got {percent!r}", path="inject_cost"
+        )
+    if sut_name not in table and any(sut_name in t for _, _, t in CLASSES):
+        raise ConfigError(
+            f"cost injection for SUT {sut_name!r} is not calibrated on this host class (calibrated "
+            f"here: {', '.join(sorted(table))}); calibrate it with benchmarks/cpp_at_load.py "
+            "--calibrate-units N (docs/embedded.md), or use --sut-cpu-steal",
+            path="inject_cost",
         )
     if sut_name not in table:
         raise ConfigError(
@@ -203,10 +220,10 @@ def inject_transmit(sut, n: int) -> Dict:
 
 
 def inject_units(sut, n: int) -> Dict:
-    """``n`` units of per-packet work in a started SUT (kernel SUT, testpmd or OVS-DPDK)."""
+    """``n`` units of per-packet work in a started SUT (kernel SUT, testpmd, OVS-DPDK or OVS AF_XDP)."""
     if sut.name.startswith("linux-"):
         return inject_kernel(sut, n)
-    if sut.name.startswith("testpmd-") or sut.name == "ovsdpdk-xconnect":
+    if sut.name.startswith("testpmd-") or sut.name in ("ovsdpdk-xconnect", "ovs-afxdp-xconnect"):
         return inject_transmit(sut, n)
     raise ConfigError(f"cost injection is not available for SUT {sut.name!r}", path="inject_cost")
 
