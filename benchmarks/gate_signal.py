@@ -195,8 +195,9 @@ def injected_aim(sut: str, step: float, runs: List[Dict]) -> str:
     if props:
         loads, exp = int(props["injected_cost_loads"]), float(props.get("injected_cost_expected", 0)) * 100
         return f"{loads} loads, {exp:.1f} % by the {props.get('injected_cost_calibration', '?')} class's calibration"
-    n = cost.units_for(sut, step)
-    return f"{n} loads, {cost.expected_percent(sut, n):.1f} % as calibrated"
+    name, table = next((c[1:] for c in cost.CLASSES if sut in c[2]), cost.CLASSES[0][1:])
+    n = cost.units_for(sut, step, table)
+    return f"{n} loads, {cost.expected_percent(sut, n, table):.1f} % by the {name} class's calibration"
 
 
 def main(argv=None) -> int:
@@ -248,9 +249,10 @@ def main(argv=None) -> int:
             healthy.append(res)
         # a SUT without a cost injection (dpgate.testbeds.embedded.suts.cost) has no injected
         # runs: its refused setup would read as a FAIL, i.e. a detection
-        injectable = sut in cost.CALIBRATION
+        calibrated = sorted({name for _, _, table in cost.CLASSES for name in table})
+        injectable = sut in calibrated
         if not injectable:
-            print(f"== {sut}: no cost injection (available: {', '.join(sorted(cost.CALIBRATION))})")
+            print(f"== {sut}: no cost injection (available: {', '.join(calibrated)})")
         injected = {
             s: [
                 run_gate(
