@@ -131,7 +131,8 @@ def calibrate(
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument(
-        "--suts", default="linux-xconnect,linux-bridge,linux-ip4,testpmd-io,testpmd-mac,ovsdpdk-xconnect"
+        "--suts",
+        default="linux-xconnect,linux-bridge,linux-ip4,testpmd-io,testpmd-mac,ovsdpdk-xconnect,ovs-afxdp-xconnect",
     )
     ap.add_argument("--prefix", default="sg1-")
     ap.add_argument("--runs", type=int, default=3)

@@ -2,7 +2,7 @@
 """The gate's signal on this machine: spread, false FAILs, inconclusive verdicts, detection.
 
     sudo .venv/bin/python benchmarks/gate_signal.py --prefix sg0- --k 6 \\
-        [--suts linux-xconnect,linux-bridge,linux-ip4,testpmd-io,testpmd-mac,ovsdpdk-xconnect] [--steps 5,10]
+        [--suts linux-xconnect,linux-bridge,linux-ip4,testpmd-io,testpmd-mac,ovsdpdk-xconnect,ovs-afxdp-xconnect] [--steps 5,10]
         [--outdir /tmp/gate-signal] [--inject-runs 2] [--hogged 3] [--variable CPP_TRIALS:11]
         [--paired] [--report-only]
 
@@ -203,7 +203,8 @@ def injected_aim(sut: str, step: float, runs: List[Dict]) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument(
-        "--suts", default="linux-xconnect,linux-bridge,linux-ip4,testpmd-io,testpmd-mac,ovsdpdk-xconnect"
+        "--suts",
+        default="linux-xconnect,linux-bridge,linux-ip4,testpmd-io,testpmd-mac,ovsdpdk-xconnect,ovs-afxdp-xconnect",
     )
     ap.add_argument("--prefix", default="sg0-")
     ap.add_argument("--k", type=int, default=6, help="healthy runs per SUT (second half with CPU hogs)")
