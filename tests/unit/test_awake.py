@@ -133,6 +133,26 @@ def test_cpp_at_load_leaves_out_the_trials_of_a_slow_phase():
     assert sig["sut_core_speed"] == 30.0
 
 
+def test_cpp_at_load_records_how_much_of_its_load_its_trials_did_not_carry():
+    """64B linux-ip4 on the half-speed host (main22, 2026-11-29): its trials at 167.5 kpps sent
+    265k-327k of 335k frames (the SUT core saturated), so its figure is Hz / throughput there;
+    the record says so. The share is the median over the trials cpp_at_load rests on."""
+
+    class T:
+        def __init__(self, cpp, speed, loss):
+            self.sut_cpu_cycles_per_packet, self.sut_cycles_per_packet = cpp, None
+            self.details, self.loss_ratio = {"sut_core_speed": speed}, loss
+
+    lossy = [T(8011, 27.4, 0.024), T(8300, 28.0, 0.05), T(8100, 29.0, 0.03), T(10160, 16.6, 0.21)]
+    sig = disturbance.case_signal([], [], cpp_trials=lossy, cpp=8100.0, cpp_load=167500.0)
+    assert sig["cpp_at_load_loss"] == 0.03  # the three at full speed, not the slow one
+    clean = [T(3700, 30.0, 0.0), T(3710, 30.0, 0.0), T(3690, 30.0, 0.0)]
+    assert (
+        disturbance.case_signal([], [], cpp_trials=clean, cpp=3700.0, cpp_load=1e5)["cpp_at_load_loss"] == 0.0
+    )
+    assert "cpp_at_load_loss" not in disturbance.case_signal([], [], cpp_trials=clean)  # no cpp_at_load
+
+
 class _SlowThenFast(_Gen):
     """The host runs the SUT core slowly for the first ``slow`` trials (M it/s of the loop)."""
 

@@ -118,7 +118,11 @@ def test_beside_a_polling_sut_both_probes_read_under_one_stop_of_it(tmp_path, mo
         # a kernel SUT: nothing stopped, as before
         gen.sut, gen.speeds, gen.xcore = None, StateSpeeds(p.pid), Placement(p.pid)
         gen.measure(100_000, 0.5)
-        assert gen.speeds.states == ["S", "S"] and gen.xcore.asked == [([], "S"), ([], "S")]
+        # not stopped: sleeping, or runnable when the SIGCONT above has not yet let it back to
+        # its sleep (a loaded CPU: seen in 3 of 40 runs beside a busy loop on each core)
+        assert all(st in ("S", "R") for st in gen.speeds.states) and len(gen.speeds.states) == 2
+        assert [a for a, _ in gen.xcore.asked] == [[], []]
+        assert all(st in ("S", "R") for _, st in gen.xcore.asked)
     finally:
         p.kill()
         p.wait()
