@@ -277,28 +277,30 @@ def test_ovsdpdk_reports_its_pmd_threads_busy_cycles_per_trial(tmp_path):
     assert out == {"cycles_per_packet": pytest.approx(2428064301 / 200000)}
 
 
-def test_ovsdpdk_cost_injection_is_on_the_generator_ports(monkeypatch):
-    """OVS-DPDK transmits through net_af_packet as testpmd does: the work goes on the
+@pytest.mark.parametrize("sut_name", ["testpmd-io", "ovsdpdk-xconnect", "ovs-afxdp-xconnect"])
+def test_polling_sut_cost_injection_is_on_the_generator_ports(monkeypatch, sut_name):
+    """testpmd and OVS-DPDK transmit through net_af_packet, OVS AF_XDP by sendto on its XSK
+    socket: each runs the peer's ingress in its own transmit call, so the work goes on the
     generator ports' ingress (tc itself is the boundary here; the integration test runs it)."""
     import types
 
-    base, unit, fixed = cost.CALIBRATION["ovsdpdk-xconnect"]
-    assert cost.units_for("ovsdpdk-xconnect", 10) == round((0.10 * base - fixed) / unit)
     calls = []
     monkeypatch.setattr(cost, "_inject_ingress", lambda ns, ports, n: calls.append((ns, n)))
     sut = types.SimpleNamespace(
-        name="ovsdpdk-xconnect", ns="x-sut", tb=types.SimpleNamespace(tg_ns="x-tg"), tg_ports=lambda: []
+        name=sut_name, ns="x-sut", tb=types.SimpleNamespace(tg_ns="x-tg"), tg_ports=lambda: []
     )
     assert cost.inject_units(sut, 7)["bpf_loads_per_frame"] == 7
     assert calls == [("x-tg", 7)]
 
 
-def test_ovs_afxdp_injection_is_on_the_generator_ports_and_calibrated_on_the_slow_class_only(monkeypatch):
-    """OVS AF_XDP transmits by sendto from its PMD thread: the work goes where testpmd's does.
-    Its loads are cheap in-line loads (linear skb), so "+10 %" is tens of loads and "+5 %"
-    is the classifier plus one load; the fast class has no figures for it and refuses."""
-    import types
+def test_ovsdpdk_units_follow_its_calibration():
+    base, unit, fixed = cost.CALIBRATION["ovsdpdk-xconnect"]
+    assert cost.units_for("ovsdpdk-xconnect", 10) == round((0.10 * base - fixed) / unit)
 
+
+def test_ovs_afxdp_is_calibrated_on_the_slow_class_only():
+    """OVS AF_XDP's loads are cheap in-line loads (a linear skb), so "+10 %" is tens of loads
+    and "+5 %" the classifier plus one load; the fast class has no figures for it and refuses."""
     slow = cost.CALIBRATION_SLOW
     base, unit, fixed = slow["ovs-afxdp-xconnect"]
     assert cost.units_for("ovs-afxdp-xconnect", 10, slow) == round((0.10 * base - fixed) / unit) > 10
@@ -307,13 +309,6 @@ def test_ovs_afxdp_injection_is_on_the_generator_ports_and_calibrated_on_the_slo
         cost.units_for("ovs-afxdp-xconnect", 10, cost.CALIBRATION)
     with pytest.raises(ConfigError, match="not available for SUT 'ovs-xconnect'"):
         cost.units_for("ovs-xconnect", 10, slow)
-    calls = []
-    monkeypatch.setattr(cost, "_inject_ingress", lambda ns, ports, n: calls.append((ns, n)))
-    sut = types.SimpleNamespace(
-        name="ovs-afxdp-xconnect", ns="x-sut", tb=types.SimpleNamespace(tg_ns="x-tg"), tg_ports=lambda: []
-    )
-    assert cost.inject_units(sut, 29)["bpf_loads_per_frame"] == 29
-    assert calls == [("x-tg", 29)]
 
 
 def test_cpp_regression_is_a_rise_through_the_throughput_classifier():
