@@ -250,7 +250,7 @@ def main(argv=None) -> int:
             healthy.append(res)
         # a SUT without a cost injection (dpgate.testbeds.embedded.suts.cost) has no injected
         # runs: its refused setup would read as a FAIL, i.e. a detection
-        calibrated = sorted({name for _, _, table in cost.CLASSES for name in table})
+        calibrated = cost.calibrated_suts()
         injectable = sut in calibrated
         if not injectable:
             print(f"== {sut}: no cost injection (available: {', '.join(calibrated)})")

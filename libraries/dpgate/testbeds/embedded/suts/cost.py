@@ -124,6 +124,15 @@ def calibration_for(speed: Optional[float]) -> Tuple[str, Dict[str, tuple[float,
     return CLASSES[-1][1], CLASSES[-1][2]
 
 
+def calibrated_suts() -> List[str]:
+    """The SUTs some host class's table calibrates (the others have no cost injection).
+
+    >>> "ovs-afxdp-xconnect" in calibrated_suts(), "ovs-xconnect" in calibrated_suts()
+    (True, False)
+    """
+    return sorted({name for _, _, table in CLASSES for name in table})
+
+
 def units_for(sut_name: str, percent: float, table: Optional[Dict] = None) -> int:
     """Injection units (loads per frame) for ``percent`` more cycles per packet on ``sut_name``
     by the calibration ``table`` (default :data:`CALIBRATION`): the classifier's own cost
@@ -139,7 +148,7 @@ def units_for(sut_name: str, percent: float, table: Optional[Dict] = None) -> in
         raise ConfigError(
             f"injected cost must be a percentage in (0, 100], got {percent!r}", path="inject_cost"
         )
-    if sut_name not in table and any(sut_name in t for _, _, t in CLASSES):
+    if sut_name not in table and sut_name in calibrated_suts():
         raise ConfigError(
             f"cost injection for SUT {sut_name!r} is not calibrated on this host class (calibrated "
             f"here: {', '.join(sorted(table))}); calibrate it with benchmarks/cpp_at_load.py "
