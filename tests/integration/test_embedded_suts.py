@@ -57,6 +57,26 @@ def test_session_is_up(session, sut_name):
     session.sut.check_alive()
 
 
+def test_rx_buffers_raised(session, sut_name):
+    """A SUT reading its ports through af_packet sockets (ovs-xconnect) gets the receive
+    buffer its class asks for, and the kernel shows it on exactly its own sockets."""
+    want = getattr(sut_class(sut_name), "rx_buffer", 0)
+    if not want:
+        pytest.skip(f"{sut_name} reads no af_packet socket of its own")
+    from dpgate.exec.runner import run
+    from dpgate.exec.sockbuf import parse_packet_sockets
+
+    lines = session.sut.rx_buffers
+    assert [line.split(":")[0] for line in lines] == [p.name for p in session.sut.ports()], lines
+    assert all(line.endswith(f" -> {2 * want} bytes") for line in lines), lines
+    out = run(["ss", "-f", "link", "-a", "-m", "-p", "-n"], ns=session.sut.ns).stdout
+    mine = [s for s in parse_packet_sockets(out) if s.pid == session.sut.proc.pid]
+    assert sorted(s.ifname for s in mine) == sorted(p.name for p in session.sut.ports()), out
+    assert all(s.rcvbuf == 2 * want for s in mine), out
+    with open(session.sut.log_path, encoding="utf-8") as fh:
+        assert fh.read().count("dpgate: receive buffer ") == 2
+
+
 def test_low_rate_zero_loss(session, sut_name):
     first = r = session.measure(LOW_PPS, LOW_S)
     if first.loss_packets:
