@@ -4,7 +4,7 @@
     sudo .venv/bin/python benchmarks/gate_signal.py --prefix sg0- --k 6 \\
         [--suts linux-xconnect,linux-bridge,linux-ip4,testpmd-io,testpmd-mac,ovsdpdk-xconnect,ovs-afxdp-xconnect] [--steps 5,10]
         [--outdir /tmp/gate-signal] [--inject-runs 2] [--hogged 3] [--variable CPP_TRIALS:11]
-        [--paired] [--report-only]
+        [--paired] [--report-only] [--keep-healthy]
 
 For each SUT, with its 64B case only (``dpgate gate --include 64B <suite>``):
 
@@ -226,6 +226,11 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--report-only", action="store_true", help="print the table from the runs already in --outdir"
     )
+    ap.add_argument(
+        "--keep-healthy",
+        action="store_true",
+        help="read the healthy runs already in --outdir (their output.xml) instead of running them again",
+    )
     a = ap.parse_args(argv)
     ro = a.report_only
     hog_cpus = [int(c) for c in a.hog_cpus.split(",") if c]
@@ -239,9 +244,11 @@ def main(argv=None) -> int:
         healthy = []
         for i in range(a.k):
             hogged = i >= a.k - n_hog
-            procs = hogs(hog_cpus) if hogged and not ro else []
+            out = os.path.join(base, f"healthy-{i}")
+            kept = ro or (a.keep_healthy and os.path.exists(os.path.join(out, "output.xml")))
+            procs = hogs(hog_cpus) if hogged and not kept else []
             try:
-                res = run_gate(sut, a.prefix, os.path.join(base, f"healthy-{i}"), history, extra, ro)
+                res = run_gate(sut, a.prefix, out, history, extra, kept)
             finally:
                 for p in procs:
                     p.terminate()

@@ -3,8 +3,10 @@ come out of a file written by dpgate's JUnit writer, and the paired line counts 
 
 from __future__ import annotations
 
+import os
 import re
 
+import pytest
 from helpers import load_benchmark
 
 from dpgate.outputs.junit import write_junit
@@ -51,3 +53,32 @@ def test_paired_change_and_verdict_read_back_from_junit(tmp_path):
     # runs without the paired check: no line
     plain = {"verdict": "PASS", "message": "", "props": {"ndr_pps": 1.0}, "gates": {}}
     assert bench.paired_line([plain], {}) is None
+
+
+def test_keep_healthy_reads_finished_runs_and_runs_the_missing(tmp_path, monkeypatch):
+    """--keep-healthy: a healthy run whose output.xml exists is read back, not run again (no
+    hog started for it); one without is run."""
+    bench = load_benchmark("gate_signal")
+    done = tmp_path / "l3fwd-ip4" / "healthy-0"
+    done.mkdir(parents=True)
+    (done / "output.xml").write_text("<robot/>")
+    calls = []
+
+    def fake_run_gate(sut, prefix, outdir, history, extra, report_only=False):
+        calls.append((os.path.basename(outdir), report_only))
+        return {
+            "verdict": "PASS",
+            "message": "",
+            "props": {},
+            "gates": {},
+            "gaps": {"search": [], "paired": []},
+        }
+
+    monkeypatch.setattr(bench, "run_gate", fake_run_gate)
+    monkeypatch.setattr(bench, "hogs", lambda cpus: pytest.fail("no hog: no healthy run is hogged here"))
+    argv = ["--suts", "l3fwd-ip4", "--k", "2", "--hogged", "0", "--steps", "", "--outdir", str(tmp_path)]
+    assert bench.main(argv + ["--keep-healthy"]) == 0
+    assert calls == [("healthy-0", True), ("healthy-1", False)]
+    calls.clear()
+    bench.main(argv)  # without it every healthy run runs again
+    assert calls == [("healthy-0", False), ("healthy-1", False)]
