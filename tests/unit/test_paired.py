@@ -485,3 +485,47 @@ def test_a_decided_paired_verdict_or_more_pairs_0_measures_no_more():
 
     with pytest.raises(ConfigError, match="more_pairs"):
         lib.measure_cycles_against_baseline(result, pairs=4, duration=0.1, more_pairs=-1)
+
+
+class PollingSut:
+    ns = "dpgate-test-no-such-ns"
+    polls = True
+
+
+def test_a_polling_sut_without_a_busy_cycle_report_is_compared_at_saturation(monkeypatch):
+    """l3fwd and OVS on af_packet ports report no busy cycles (no cpp_at_load): the pairs run
+    at 90 % of the generator ceiling and compare the threads' CPU time per forwarded frame."""
+    from types import SimpleNamespace
+
+    from dpgate.testbeds.embedded import twin
+
+    monkeypatch.setattr(twin, "RESUME_SETTLE_S", 0.0)
+    log: list = []
+    lib, _ = paired_keyword(STEADY_SUT, NOISY, log)
+    sut, base = lib._gen("64B"), lib._baseline_twin({}).gen
+    sut.sut = base.sut = PollingSut()  # busy-polls; its trials carry no sut_cycles_per_packet
+    loads: list = []
+    for g in (sut, base):
+        inner = g.measure
+        g.measure = lambda load, duration, inner=inner: loads.append(load) or inner(load, duration)
+    result = SimpleNamespace(
+        frame_size="64B",
+        telemetry={},
+        pdr_pps=121_198.0,
+        mrr_samples=(109_336.0,),
+        generator_max_pps=431_488.0,
+    )
+    est = lib.measure_cycles_against_baseline(result, pairs=4, duration=0.1, max_rise="3%")
+    assert isinstance(est, PairedCpp), est
+    assert est.saturated and est.metrics()["cpp_paired_saturated"] is True
+    assert set(loads) == {388_339.2} and est.load_pps == 388_339.2
+    assert abs(est.change - 0.08) < 0.005 and verdict(est, 0.03)[0] == "FAIL"
+    assert est.describe().startswith("cycles per packet at saturation +8.0 %")
+    # a generator that cannot overload the SUT by 1.5 x: not measured, and why
+    log.clear()
+    lib, _ = paired_keyword(STEADY_SUT, NOISY, log)
+    lib._gen("64B").sut = PollingSut()
+    result.generator_max_pps = 150_000.0
+    why = lib.measure_cycles_against_baseline(result, pairs=4, duration=0.1)
+    assert isinstance(why, str) and "ceiling (150.0 kpps) is not 1.5 x what it forwarded (121.2 kpps)" in why
+    assert log == []

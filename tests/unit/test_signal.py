@@ -277,7 +277,9 @@ def test_ovsdpdk_reports_its_pmd_threads_busy_cycles_per_trial(tmp_path):
     assert out == {"cycles_per_packet": pytest.approx(2428064301 / 200000)}
 
 
-@pytest.mark.parametrize("sut_name", ["testpmd-io", "ovsdpdk-xconnect", "ovs-afxdp-xconnect"])
+@pytest.mark.parametrize(
+    "sut_name", ["testpmd-io", "ovsdpdk-xconnect", "ovs-afxdp-xconnect", "l3fwd-ip4", "ovs-xconnect"]
+)
 def test_polling_sut_cost_injection_is_on_the_generator_ports(monkeypatch, sut_name):
     """testpmd and OVS-DPDK transmit through net_af_packet, OVS AF_XDP by sendto on its XSK
     socket: each runs the peer's ingress in its own transmit call, so the work goes on the
@@ -307,8 +309,23 @@ def test_ovs_afxdp_is_calibrated_on_the_slow_class_only():
     assert cost.units_for("ovs-afxdp-xconnect", 5, slow) == 1  # the classifier alone is ~7 %
     with pytest.raises(ConfigError, match="not calibrated on this host class.*--calibrate-units"):
         cost.units_for("ovs-afxdp-xconnect", 10, cost.CALIBRATION)
-    with pytest.raises(ConfigError, match="not available for SUT 'ovs-xconnect'"):
-        cost.units_for("ovs-xconnect", 10, slow)
+    with pytest.raises(ConfigError, match="not available for SUT 'vpp-l2patch'"):
+        cost.units_for("vpp-l2patch", 10, slow)
+
+
+def test_l3fwd_and_ovs_xconnect_are_calibrated_at_saturation_on_the_slow_class_only():
+    """Neither reports busy cycles: their tables come from the paired check's figure at
+    saturation; l3fwd's loads are testpmd's out-of-line ones (a few per +10 %), OVS's in-line
+    ones (hundreds); the fast class refuses both until calibrated there."""
+    slow = cost.CALIBRATION_SLOW
+    for name in ("l3fwd-ip4", "ovs-xconnect"):
+        base, unit, fixed = slow[name]
+        n = cost.units_for(name, 10, slow)
+        assert n == round((0.10 * base - fixed) / unit)
+        assert abs(cost.expected_percent(name, n, slow) - 10.0) < 100.0 * unit / base
+        with pytest.raises(ConfigError, match="not calibrated on this host class"):
+            cost.units_for(name, 10, cost.CALIBRATION)
+    assert cost.units_for("l3fwd-ip4", 10, slow) < 10 < 100 < cost.units_for("ovs-xconnect", 10, slow)
 
 
 def test_cpp_regression_is_a_rise_through_the_throughput_classifier():

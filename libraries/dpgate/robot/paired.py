@@ -26,7 +26,14 @@ from dpgate.robot.args import count, positive
 from dpgate.robot.base import _current_test, record
 from dpgate.robot.gate_checks import GateChecks
 from dpgate.telemetry.disturbance import DISTURBANCE_MAX
-from dpgate.telemetry.paired import MIN_PAIRS, PairedCpp, judge, verdict
+from dpgate.telemetry.paired import (
+    MIN_PAIRS,
+    SATURATION_OVER,
+    PairedCpp,
+    judge,
+    saturation_load,
+    verdict,
+)
 from dpgate.testbeds.embedded.twin import BaselineTwin, measure_pairs
 from dpgate.traffic.profiles import make_profile
 
@@ -72,6 +79,10 @@ class PairedMeasure:
         once: ``more_pairs`` more pairs (default: ``pairs``; 0: never), judged with the first
         (``cpp_paired_rounds`` 2, ``cpp_paired_first_change``: the first pairs' change).
         Records ``cpp_paired_*`` (change, 99 % CI, pairs, both medians, load, disturbance).
+        A SUT that busy-polls and reports no busy cycles (l3fwd, OVS on af_packet ports: no
+        ``cpp_at_load``) is compared at saturation instead: pairs at 90 % of the generator
+        ceiling (at least 1.5 x what it forwarded), each trial's figure its threads' CPU time
+        per forwarded frame (``cpp_paired_saturated``; ``dpgate.telemetry.paired.SATURATED_FIELD``).
         Returns the :class:`PairedCpp`, or why it was not measured (warned too): no
         ``cpp_at_load`` load, or a twin that would not come up (the SUT under test failing
         during the trials fails the case as in any trial).
@@ -90,12 +101,22 @@ class PairedMeasure:
         if isinstance(more, bool) or not isinstance(more, int) or more < 0:
             raise ConfigError(f"must be a whole number >= 0, got {more_pairs!r}", path="more_pairs")
         dmax = _dmax(disturbance_max)
-        load = result.telemetry.get("cpp_at_load_pps")
+        gen = self._gen(result.frame_size)  # type: ignore[attr-defined]
+        polling = bool(getattr(gen.sut, "polls", False))
+        load, saturated = result.telemetry.get("cpp_at_load_pps"), False
+        if not load and polling:  # no busy-cycle report (l3fwd, OVS on af_packet): at saturation
+            forwarded = max([result.pdr_pps, *result.mrr_samples])
+            load, saturated = saturation_load(result.generator_max_pps or gen.max_pps, forwarded), True
+            if not load:
+                return _not_measured(
+                    f"a SUT without a busy-cycle report is compared at saturation, but the generator "
+                    f"ceiling ({(result.generator_max_pps or 0) / 1e3:.1f} kpps) is not {SATURATION_OVER:g} x "
+                    f"what it forwarded ({forwarded / 1e3:.1f} kpps)"
+                )
         if not load:
             return _not_measured(
                 "this case has no cpp_at_load load (no load below NDR and the generator ceiling)"
             )
-        gen = self._gen(result.frame_size)  # type: ignore[attr-defined]
         try:
             twin = self._baseline_twin(binaries)
         except (SutError, EnvironmentProblem) as err:
@@ -103,9 +124,8 @@ class PairedMeasure:
         size = parse_frame_size(result.frame_size)
         p = twin.session.profile
         base = twin.generator(frame_size_tag(size), make_profile(p.kind, size, p.flows, p.bidirectional))
-        polling = bool(getattr(gen.sut, "polls", False))
         got = measure_pairs(gen, base, float(load), n, length, polling)
-        est = _judge(got, polling, float(load), dmax)
+        est = _judge(got, polling, float(load), dmax, saturated)
         extra: Dict[str, Any] = {}
         first = _undecided(est, rise, dmax)
         if more and first:
@@ -115,7 +135,7 @@ class PairedMeasure:
             if isinstance(est, PairedCpp):
                 extra["cpp_paired_first_change"] = round(est.change, 4)
             got += measure_pairs(gen, base, float(load), more, length, polling)
-            est = _judge(got, polling, float(load), dmax)
+            est = _judge(got, polling, float(load), dmax, saturated)
         if isinstance(est, str):
             return _not_measured(est)
         base_binary = getattr(twin.session.sut, "binary", None)
@@ -149,10 +169,12 @@ class PairedMeasure:
             twin.down()
 
 
-def _judge(got: Any, polling: bool, load: float, dmax: float) -> Union[PairedCpp, str]:
+def _judge(
+    got: Any, polling: bool, load: float, dmax: float, saturated: bool = False
+) -> Union[PairedCpp, str]:
     """:func:`judge` of the measured pairs, or why there is no estimate."""
     try:
-        return judge(got, polling, load, dmax)
+        return judge(got, polling, load, dmax, saturated)
     except ValueError as err:
         return f"{err} with cycles per packet"
 

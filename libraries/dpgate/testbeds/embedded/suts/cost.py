@@ -26,6 +26,10 @@ faster than the generator no more, its throughput drops:
   PMD thread transmits through the same driver: the work lands in its processing cycles. (DPDK's
   ``noisy`` engine, the lab driver's injection, records no cycles in 22.11 and has no mac
   variant.)
+* l3fwd (and OVS on af_packet ports): the same program on the generator ports, run in their
+  transmit call (l3fwd's net_af_packet ``sendto``, OVS's ``sendmmsg``); neither reports
+  busy cycles, so the calibration and the paired check read their threads' CPU time per
+  forwarded frame at saturation (``dpgate.telemetry.paired.SATURATED_FIELD``).
 * OVS AF_XDP: the same, on the generator ports: its PMD thread's XSK transmit (copy mode on
   veth) is a ``sendto`` that builds an skb and hands it to the peer on the SUT core, so the
   program runs in the PMD's processing cycles. The skb is linear (the frame is copied out of
@@ -98,6 +102,16 @@ CALIBRATION: Dict[str, tuple[float, float, float]] = {
 #: N): 1 load +149/+536/+320, 10 loads +528/+570, 200 loads +1,793/+1,777 on 6,480-7,092
 #: cycles a packet: a load is 6.5 cycles (10 -> 200) and the classifier about 480. No fast-class
 #: figures: on that class the injection refuses it until calibrated there.
+#: l3fwd (2026-11-29 late, the same host, probe 14-32 M it/s): it reports no cycles, so its
+#: figure is the paired check's at saturation (its thread's CPU time per forwarded frame at
+#: 350 kpps offered, 1 s trials scaled at the polling exponent; 20 A B B A pairs per step,
+#: program on and off within one bring-up): 1 load +3.9 %, 4 loads +9.1, 6 +10.3, 10 +16.3
+#: (each +-1.7 to 3.2 standard error) on ~20,300 cycles a packet: a least-squares line of
+#: 272 cycles a load and 580 for the classifier.
+#: OVS on af_packet ports (the same way, 380 kpps offered; its ports' 4 MiB receive buffers):
+#: 200 loads +7.9 %, 1000 loads +33.6 % (20 pairs each, the pairs' log ratios scattered 0.15)
+#: on ~30,700 cycles a packet: 9.9 cycles a load (OVS sends from a linear buffer, so a load is
+#: in line, as on OVS AF_XDP) and about 450 for the classifier.
 CALIBRATION_SLOW: Dict[str, tuple[float, float, float]] = {
     "linux-xconnect": (3900.0, 4.25, 110.0),
     "linux-bridge": (4950.0, 4.4, 290.0),
@@ -106,6 +120,8 @@ CALIBRATION_SLOW: Dict[str, tuple[float, float, float]] = {
     "testpmd-mac": (10950.0, 135.0, 410.0),
     "ovsdpdk-xconnect": (8550.0, 150.0, 340.0),
     "ovs-afxdp-xconnect": (6700.0, 6.5, 480.0),
+    "l3fwd-ip4": (20300.0, 272.0, 580.0),
+    "ovs-xconnect": (30700.0, 9.9, 450.0),
 }
 #: Host classes by the generator core's probed speed (M it/s, ``dpgate.exec.speedprobe``), the
 #: fastest first: (lowest speed, name, table). The thresholds' fast class starts at 40 too.
@@ -127,8 +143,8 @@ def calibration_for(speed: Optional[float]) -> Tuple[str, Dict[str, tuple[float,
 def calibrated_suts() -> List[str]:
     """The SUTs some host class's table calibrates (the others have no cost injection).
 
-    >>> "ovs-afxdp-xconnect" in calibrated_suts(), "ovs-xconnect" in calibrated_suts()
-    (True, False)
+    >>> "ovs-afxdp-xconnect" in calibrated_suts(), "linux-xconnect" in calibrated_suts()
+    (True, True)
     """
     return sorted({name for _, _, table in CLASSES for name in table})
 
@@ -228,11 +244,15 @@ def inject_transmit(sut, n: int) -> Dict:
     }
 
 
+#: Polling SUTs whose injection is on the generator ports' ingress (run in their transmit call).
+TRANSMIT_SUTS = ("ovsdpdk-xconnect", "ovs-afxdp-xconnect", "l3fwd-ip4", "ovs-xconnect")
+
+
 def inject_units(sut, n: int) -> Dict:
-    """``n`` units of per-packet work in a started SUT (kernel SUT, testpmd, OVS-DPDK or OVS AF_XDP)."""
+    """``n`` units of per-packet work in a started SUT (kernel SUT, testpmd, l3fwd, any OVS)."""
     if sut.name.startswith("linux-"):
         return inject_kernel(sut, n)
-    if sut.name.startswith("testpmd-") or sut.name in ("ovsdpdk-xconnect", "ovs-afxdp-xconnect"):
+    if sut.name in TRANSMIT_SUTS or sut.name.startswith("testpmd-"):
         return inject_transmit(sut, n)
     raise ConfigError(f"cost injection is not available for SUT {sut.name!r}", path="inject_cost")
 
