@@ -130,3 +130,30 @@ def test_sut_and_twin_run_the_builds_given(topology_path, leftovers, tmp_path):
     assert builds["patched"] in versions[0] and builds["parent"] in versions[1], versions
     skip_if_the_host_moved_the_cores(paired, "not recorded")
     assert paired.pairs == 4 or paired.pairs + paired.dropped == 8, paired
+
+
+def test_paired_check_at_saturation_sees_injected_cost_in_l3fwd(topology_path, leftovers):
+    """l3fwd reports no busy cycles, so the paired check compares it with its twin at
+    saturation (90 % of the generator ceiling): its thread's CPU time per forwarded frame. 30
+    injected loads on the SUT's generator ports (~8,000 cycles a frame on ~20,300 in a slow
+    phase, 2026-11-29; about half that share where the host runs at full speed) must read well
+    above +8 % on 4 pairs of 1 s trials (the pairs scatter ~10 %)."""
+    from dpgate.testbeds.embedded.suts.cost import inject_units
+
+    lib = EmbeddedTestbed(topology_path, prefix=PREFIX, telemetry=False)
+    left, left_twin = leftovers(PREFIX), leftovers(twin_prefix(PREFIX))
+    lib.bring_up_embedded_testbed("l3fwd-ip4", "64B")
+    try:
+        inject_units(lib._s.sut, 30)  # on this testbed's generator ports only; the twin has its own
+        result = ndrpdr_result(120_000.0, telemetry={}, max_pps=400_000.0)
+        paired = measured_twice(
+            lambda: lib.measure_cycles_against_baseline(result, pairs=4, duration=1.0, more_pairs=0)
+        )
+    finally:
+        lib.tear_down_embedded_testbed()
+    left.assert_clean()
+    left_twin.assert_clean()
+    skip_if_the_host_moved_the_cores(paired, "l3fwd: no per-trial record kept here")
+    assert paired.saturated and paired.metrics()["cpp_paired_saturated"] is True, paired
+    assert paired.load_pps == 360_000.0, paired
+    assert paired.change > 0.08, paired.describe()

@@ -282,6 +282,53 @@ def test_polling_sut_cost_injection_lands_in_its_own_busy_cycles(topology_path, 
     assert rise > least, f"cycles/frame without -> with: {pairs}"
 
 
+#: (SUT, loads, least median rise in cycles a frame at saturation). l3fwd's loads are
+#: testpmd's out-of-line ones (272 cycles each in a slow phase, 2026-11-29): 20 add ~6,000 on
+#: ~20,300; OVS's in-line ones 9.9: 2,000 add ~20,000 on ~30,700. A third must show (the
+#: pairs scatter 10-15 % of the figure).
+SATURATED_INJECTION = [("l3fwd-ip4", 20, 0.3 * 272 * 20), ("ovs-xconnect", 2000, 0.3 * 9.9 * 2000)]
+
+
+@pytest.mark.parametrize("sut,units,least", SATURATED_INJECTION)
+def test_cost_injection_shows_at_saturation_in_a_sut_without_a_cycle_report(
+    topology_path, leftovers, sut, units, least
+):
+    """l3fwd and OVS on af_packet ports busy-poll and count no cycles: the paired check reads
+    their threads' CPU time per forwarded frame at an overload (``SATURATED_FIELD``), and the
+    injected work (on the generator ports' ingress, run in their transmit call) must raise it."""
+    import statistics
+
+    from dpgate.telemetry.paired import SATURATED_FIELD
+    from dpgate.testbeds.embedded.suts.cost import inject_units, remove_injection
+
+    load = 350_000
+    s = EmbeddedSession(topology_path, sut=sut, prefix=PREFIX + "s", calibrate=False)
+    left = leftovers(PREFIX + "s")
+    s.up()
+    rounds = []
+    try:
+
+        def cpp():
+            r = s.measure(load, 1.0)
+            assert r.rx_packets > 0 and r.loss_packets > 0, r  # forwarding, and saturated
+            return getattr(r, SATURATED_FIELD)
+
+        for _ in range(3):
+            base = cpp()
+            inject_units(s.sut, units)
+            try:
+                hit = cpp()
+            finally:
+                remove_injection(s.sut)
+            rounds.append((base, hit))
+    finally:
+        s.down()
+    left.assert_clean()
+    rise = statistics.median(hit - base for base, hit in rounds)
+    pairs = ", ".join(f"{b:.0f} -> {h:.0f}" for b, h in rounds)
+    assert rise > least, f"cycles/frame at saturation without -> with: {pairs}"
+
+
 def test_teardown_leaves_nothing(topology_path, leftovers):
     s = EmbeddedSession(topology_path, sut="linux-bridge", prefix=PREFIX + "x", calibrate=False)
     left = leftovers(PREFIX + "x")

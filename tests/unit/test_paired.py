@@ -501,13 +501,20 @@ def test_a_polling_sut_without_a_busy_cycle_report_is_compared_at_saturation(mon
 
     monkeypatch.setattr(twin, "RESUME_SETTLE_S", 0.0)
     log: list = []
-    lib, _ = paired_keyword(STEADY_SUT, NOISY, log)
+    lib, _ = paired_keyword(STEADY_SUT * 2, NOISY * 2, log)
     sut, base = lib._gen("64B"), lib._baseline_twin({}).gen
     sut.sut = base.sut = PollingSut()  # busy-polls; its trials carry no sut_cycles_per_packet
     loads: list = []
-    for g in (sut, base):
+    for g, speed in ((sut, 30.0), (base, 15.0)):  # the probe beside each side's poller read unlike
         inner = g.measure
-        g.measure = lambda load, duration, inner=inner: loads.append(load) or inner(load, duration)
+
+        def measure(load, duration, inner=inner, speed=speed):
+            loads.append(load)
+            t = inner(load, duration)
+            t.details["sut_core_speed"] = speed
+            return t
+
+        g.measure = measure
     result = SimpleNamespace(
         frame_size="64B",
         telemetry={},
@@ -519,6 +526,8 @@ def test_a_polling_sut_without_a_busy_cycle_report_is_compared_at_saturation(mon
     assert isinstance(est, PairedCpp), est
     assert est.saturated and est.metrics()["cpp_paired_saturated"] is True
     assert set(loads) == {388_339.2} and est.load_pps == 388_339.2
+    assert est.pairs == 8 and len(loads) == 16  # twice the pairs asked for: the figure scatters more
+    assert est.exponent is None  # as measured: beside a poller the probed speeds differ by side
     assert abs(est.change - 0.08) < 0.005 and verdict(est, 0.03)[0] == "FAIL"
     assert est.describe().startswith("cycles per packet at saturation +8.0 %")
     # a generator that cannot overload the SUT by 1.5 x: not measured, and why

@@ -29,6 +29,7 @@ from dpgate.telemetry.disturbance import DISTURBANCE_MAX
 from dpgate.telemetry.paired import (
     MIN_PAIRS,
     SATURATION_OVER,
+    SATURATION_PAIRS,
     PairedCpp,
     judge,
     saturation_load,
@@ -82,7 +83,9 @@ class PairedMeasure:
         A SUT that busy-polls and reports no busy cycles (l3fwd, OVS on af_packet ports: no
         ``cpp_at_load``) is compared at saturation instead: pairs at 90 % of the generator
         ceiling (at least 1.5 x what it forwarded), each trial's figure its threads' CPU time
-        per forwarded frame (``cpp_paired_saturated``; ``dpgate.telemetry.paired.SATURATED_FIELD``).
+        per forwarded frame (``cpp_paired_saturated``; ``dpgate.telemetry.paired.SATURATED_FIELD``),
+        not scaled to a core speed, in twice the pairs (and more pairs) asked for: that figure
+        scatters more.
         Returns the :class:`PairedCpp`, or why it was not measured (warned too): no
         ``cpp_at_load`` load, or a twin that would not come up (the SUT under test failing
         during the trials fails the case as in any trial).
@@ -107,6 +110,7 @@ class PairedMeasure:
         if not load and polling:  # no busy-cycle report (l3fwd, OVS on af_packet): at saturation
             forwarded = max([result.pdr_pps, *result.mrr_samples])
             load, saturated = saturation_load(result.generator_max_pps or gen.max_pps, forwarded), True
+            n, more = SATURATION_PAIRS * n, SATURATION_PAIRS * more
             if not load:
                 return _not_measured(
                     f"a SUT without a busy-cycle report is compared at saturation, but the generator "
