@@ -107,7 +107,8 @@ CALIBRATION: Dict[str, tuple[float, float, float]] = {
 #: 350 kpps offered, 1 s trials scaled at the polling exponent; 20 A B B A pairs per step,
 #: program on and off within one bring-up): 1 load +3.9 %, 4 loads +9.1, 6 +10.3, 10 +16.3
 #: (each +-1.7 to 3.2 standard error) on ~20,300 cycles a packet: a least-squares line of
-#: 272 cycles a load and 580 for the classifier.
+#: 272 cycles a load and 580 for the classifier. In the gate (gk25, against the twin, not
+#: scaled) its "+5 %" (2 loads) read +6.9 to +9.4 % and "+10 %" (5) +10.8 to +20.7 %.
 #: OVS on af_packet ports (the same way, 380 kpps offered; its ports' 4 MiB receive buffers):
 #: 200 loads +7.9 %, 1000 loads +33.6 % (20 pairs each, the pairs' log ratios scattered 0.15)
 #: on ~30,700 cycles a packet: 9.9 cycles a load (OVS sends from a linear buffer, so a load is
