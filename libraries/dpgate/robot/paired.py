@@ -109,12 +109,13 @@ class PairedMeasure:
         load, saturated = result.telemetry.get("cpp_at_load_pps"), False
         if not load and polling:  # no busy-cycle report (l3fwd, OVS on af_packet): at saturation
             forwarded = max([result.pdr_pps, *result.mrr_samples])
-            load, saturated = saturation_load(result.generator_max_pps or gen.max_pps, forwarded), True
+            ceiling = result.generator_max_pps or gen.max_pps or 0.0
+            load, saturated = saturation_load(ceiling, forwarded), True
             n, more = SATURATION_PAIRS * n, SATURATION_PAIRS * more
             if not load:
                 return _not_measured(
                     f"a SUT without a busy-cycle report is compared at saturation, but the generator "
-                    f"ceiling ({(result.generator_max_pps or 0) / 1e3:.1f} kpps) is not {SATURATION_OVER:g} x "
+                    f"ceiling ({ceiling / 1e3:.1f} kpps) is not {SATURATION_OVER:g} x "
                     f"what it forwarded ({forwarded / 1e3:.1f} kpps)"
                 )
         if not load:
