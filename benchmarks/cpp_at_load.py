@@ -29,6 +29,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "libraries"))
 
 from dpgate.config.units import parse_rate  # noqa: E402
 from dpgate.exec.xcore import placement  # noqa: E402
+from dpgate.telemetry.paired import SATURATED_FIELD  # noqa: E402
 from dpgate.testbeds.embedded.session import EmbeddedSession  # noqa: E402
 
 
@@ -115,7 +116,7 @@ def calibrate(
         # time per forwarded frame is their cycles per packet at saturation)
         field = "sut_cycles_per_packet" if getattr(s.sut, "polls", False) else "sut_cpu_cycles_per_packet"
         if all(getattr(b, field) is None for b, _ in pairs):
-            field = "sut_cpu_cycles_per_packet"
+            field = SATURATED_FIELD
         got = [(getattr(b, field), getattr(h, field), b, h) for b, h in pairs]
         got = [g for g in got if g[0] and g[1]]
         if not got:

@@ -283,11 +283,10 @@ def judge(
     used = judged_pairs(got, disturbance_max)
     trials = [t for pair in used for t in pair]
     field = "sut_cycles_per_packet" if polling else "sut_cpu_cycles_per_packet"
-    if saturated:
-        field = SATURATED_FIELD
     sped = all((t.details or {}).get("sut_core_speed") for t in trials)
     exponent = CPP_SPEED_EXPONENT["polling" if polling else "kernel"] if sped else None
     if saturated:
+        field = SATURATED_FIELD
         # Not scaled: beside a poller the core's speed is probed while the poll loop runs, and
         # the readings differ between the two sides: in gk24's l3fwd A/A runs the twin's trials
         # read 14-15 M it/s and the SUT's 16-18, and scaling turned +4.9 % into +9.2 % (a
