@@ -28,6 +28,7 @@ from dpgate.telemetry.paired import (
     pair_cycles,
     same_placement,
     t995,
+    trimmed,
     verdict,
 )
 from dpgate.testbeds.embedded.twin import measure_pairs
@@ -61,6 +62,38 @@ def test_the_interval_widens_with_scatter_and_few_pairs():
     assert t995(2) > t995(7) > t995(40)
     with pytest.raises(ValueError):
         t995(0)
+
+
+def heavy_tailed_pairs(ratio: float, n: int = 20, seed: int = 3):
+    """Pairs at ``ratio`` with 4 % noise, and every fifth pair split by a host phase: +-35 %
+    (as gk27's OVS saturation pairs: sd 0.13-0.22 over all, 0.07-0.11 over the middle 80 %)."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        jump = (0.35 if (i // 5) % 2 else -0.30) if i % 5 == 4 else 0.0
+        b = 12000.0 * (1 + rng.gauss(0, 0.04))
+        out.append((b, b * ratio * math.exp(jump + rng.gauss(0, 0.04))))
+    return out
+
+
+def test_trimmed_pairs_a_phase_split_pair_no_longer_decides():
+    step = heavy_tailed_pairs(1.10)
+    plain, trim = estimate(step), estimate(step, trim=0.2)
+    assert trim.trim == 0.2 and "cpp_paired_trim" not in plain.metrics()
+    assert trim.metrics()["cpp_paired_trim"] == 0.2 and "20% trimmed at each end" in trim.describe()
+    assert abs(trim.change - 0.10) < 0.03  # the tails left out; the step stays
+    assert (trim.high - trim.low) < 0.6 * (plain.high - plain.low)
+    assert verdict(plain, 0.05)[0] == "SKIP" and verdict(trim, 0.05)[0] == "FAIL"
+    healthy = estimate(heavy_tailed_pairs(1.0, seed=4), trim=0.2)
+    assert healthy.low < 0 < healthy.high and verdict(healthy, 0.05)[0] == "PASS"
+
+
+def test_trimming_needs_pairs_to_trim_and_is_the_mean_without():
+    assert trimmed([0.1, 0.2, 0.3], 0.2) == trimmed([0.1, 0.2, 0.3])  # int(0.6): nothing to leave out
+    assert estimate([(100.0, 110.0), (100.0, 111.0), (100.0, 109.0)], trim=0.2).trim == 0.0
+    values = [0.0] * 6 + [0.1, -0.1, 1.0, -1.0]
+    centre, half = trimmed(values, 0.1)
+    assert centre == 0.0 and 0 < half < trimmed(values)[1] / 4  # the ends winsorized, not dropped
 
 
 def test_pairs_without_a_cycles_figure_are_left_out_and_counted():
@@ -528,6 +561,7 @@ def test_a_polling_sut_without_a_busy_cycle_report_is_compared_at_saturation(mon
     assert set(loads) == {388_339.2} and est.load_pps == 388_339.2
     assert est.pairs == 8 and len(loads) == 16  # twice the pairs asked for: the figure scatters more
     assert est.exponent is None  # as measured: beside a poller the probed speeds differ by side
+    assert est.trim == 0.2 and est.metrics()["cpp_paired_trim"] == 0.2  # a phase split pair is a tail
     assert abs(est.change - 0.08) < 0.005 and verdict(est, 0.03)[0] == "FAIL"
     assert est.describe().startswith("cycles per packet at saturation +8.0 %")
     # a generator that cannot overload the SUT by 1.5 x: not measured, and why

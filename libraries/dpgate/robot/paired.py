@@ -84,8 +84,9 @@ class PairedMeasure:
         ``cpp_at_load``) is compared at saturation instead: pairs at 90 % of the generator
         ceiling (at least 1.5 x what it forwarded), each trial's figure its threads' CPU time
         per forwarded frame (``cpp_paired_saturated``; ``dpgate.telemetry.paired.SATURATED_FIELD``),
-        not scaled to a core speed, in twice the pairs (and more pairs) asked for: that figure
-        scatters more.
+        not scaled to a core speed, in twice the pairs (and more pairs) asked for, judged on the
+        middle 60 % of their ratios (``cpp_paired_trim`` 0.2,
+        ``dpgate.telemetry.paired.trimmed``): that figure scatters more, with heavy tails.
         Returns the :class:`PairedCpp`, or why it was not measured (warned too): no
         ``cpp_at_load`` load, or a twin that would not come up (the SUT under test failing
         during the trials fails the case as in any trial).
