@@ -109,6 +109,9 @@ CALIBRATION: Dict[str, tuple[float, float, float]] = {
 #: (each +-1.7 to 3.2 standard error) on ~20,300 cycles a packet: a least-squares line of
 #: 272 cycles a load and 580 for the classifier. In the gate (gk25, against the twin, not
 #: scaled) its "+5 %" (2 loads) read +6.9 to +9.4 % and "+10 %" (5) +10.8 to +20.7 %.
+#: An Intel Xeon VM of the same class by speed (2026-11-30) charged less a load: 5 loads +2.9 %,
+#: 10 +11.9 %, 12 +8.5 % on ~9,000 cycles at 780 kpps, and the gate read 5 as +6.0 / +6.8 %
+#: (gk29); the class is picked by speed alone, so this table holds for the Zen 3 host only.
 #: OVS on af_packet ports (the same way, 380 kpps offered; its ports' 4 MiB receive buffers):
 #: 200 loads +7.9 %, 1000 loads +33.6 % (20 pairs each, the pairs' log ratios scattered 0.15)
 #: on ~30,700 cycles a packet: 9.9 cycles a load (OVS sends from a linear buffer, so a load is
