@@ -282,11 +282,12 @@ def test_polling_sut_cost_injection_lands_in_its_own_busy_cycles(topology_path, 
     assert rise > least, f"cycles/frame without -> with: {pairs}"
 
 
-#: (SUT, loads, least median rise in cycles a frame at saturation). l3fwd's loads are
-#: testpmd's out-of-line ones (272 cycles each in a slow phase, 2026-11-29): 20 add ~6,000 on
-#: ~20,300; OVS's in-line ones 9.9: 2,000 add ~20,000 on ~30,700. A third must show (the
-#: pairs scatter 10-15 % of the figure).
-SATURATED_INJECTION = [("l3fwd-ip4", 20, 0.3 * 272 * 20), ("ovs-xconnect", 2000, 0.3 * 9.9 * 2000)]
+#: (SUT, loads, least median rise of the cycles a frame at saturation, as a share). l3fwd's
+#: loads are testpmd's out-of-line ones: on the Zen 3 host 272 cycles each on ~20,300
+#: (2026-11-29), on the Xeon one 50-110 on ~9,000 (2026-11-30), so 40 add 24-55 %; OVS's
+#: in-line ones 9.9 on ~30,700: 2,000 add ~65 %. 10 % must show (a trial's figure scatters
+#: 10-15 %, the median of three rounds less). A rise in cycles would hold one host's table.
+SATURATED_INJECTION = [("l3fwd-ip4", 40, 0.10), ("ovs-xconnect", 2000, 0.10)]
 
 
 @pytest.mark.parametrize("sut,units,least", SATURATED_INJECTION)
@@ -324,7 +325,7 @@ def test_cost_injection_shows_at_saturation_in_a_sut_without_a_cycle_report(
     finally:
         s.down()
     left.assert_clean()
-    rise = statistics.median(hit - base for base, hit in rounds)
+    rise = statistics.median(hit / base - 1 for base, hit in rounds)
     pairs = ", ".join(f"{b:.0f} -> {h:.0f}" for b, h in rounds)
     assert rise > least, f"cycles/frame at saturation without -> with: {pairs}"
 
