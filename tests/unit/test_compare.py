@@ -291,3 +291,28 @@ def test_slow_host_runs_build_the_cpp_history_but_are_no_throughput_reference(tm
     assert v["ndr_pps"].verdict == "normal" and v["ndr_pps"].history_len == 4
     # cpp_at_load against all eight (its trials were timed at full speed): +12 % is a regression
     assert v["cpp_at_load"].verdict == "regression" and v["cpp_at_load"].history_len == 8
+
+
+def test_a_run_is_compared_with_the_runs_of_its_cpu_model_only(tmp_path):
+    """testpmd-mac forwarded at ~11,000 cycles a packet on the Zen 3 host and ~4,500 on the Xeon
+    one (both the slow class by speed): a pool that changes hosts is not a SUT that changed."""
+    store = str(tmp_path / "history")
+
+    def run(name, ndr, model):
+        metrics = {"ndr_pps": ndr, "pdr_pps": ndr, "host_cpu_model": model}
+        return write_run(tmp_path, name, {k: v for k, v in metrics.items() if v is not None}, "PASS")
+
+    for i in range(6):
+        add_to_history(run(f"zen{i}", 5.0e5 * (1 + 0.004 * (-1) ** i), "AMD EPYC 7B13"), store)
+        add_to_history(run(f"xeon{i}", 3.0e5 * (1 + 0.004 * (-1) ** i), "Intel(R) Xeon(R) Processor"), store)
+    h = read_history(store, "embedded", "S.64B-1c-x-ndrpdr")
+    assert {e["host_cpu_model"] for e in h} == {"AMD EPYC 7B13", "Intel(R) Xeon(R) Processor"}
+    same = compare(run("x", 3.0e5, "Intel(R) Xeon(R) Processor"), store)
+    assert [v.verdict for v in same] == ["normal", "normal"]
+    assert all(v.history_len == 6 and "6 run(s) of other CPU models left out" in v.line() for v in same)
+    drop = compare(run("y", 2.6e5, "Intel(R) Xeon(R) Processor"), store)
+    assert [v.verdict for v in drop] == ["regression", "regression"]
+    new = compare(run("z", 3.0e5, "Intel(R) Xeon(R) Gold 6248"), store)
+    assert [v.verdict for v in new] == ["no history"] * 2 and "12 run(s) of other" in new[0].line()
+    # a run that names no model (a lab testbed) keeps the whole history, as before
+    assert {v.history_len for v in compare(run("w", 4.0e5, None), store)} == {12}

@@ -44,7 +44,7 @@ import jumpavg
 
 from dpgate.outputs.results import load_records
 from dpgate.regression import speed as speed_mod
-from dpgate.regression.history import METRICS, RunValue, read_history, run_value, slow_host
+from dpgate.regression.history import METRICS, RunValue, read_history, run_value, same_host, slow_host
 from dpgate.telemetry.disturbance import CPP_SPEED_EXPONENT, SLOW_SHARE
 from dpgate.telemetry.placement import CPP_KEY, SCALED_KEY, alike, rests_where
 
@@ -74,7 +74,8 @@ class Verdict:
 
     def line(self) -> str:
         if self.baseline is None:
-            return f"{self.test} {self.metric}: {self.verdict} (current {self._show(self.current)})"
+            note = f": {self.note}" if self.note else ""
+            return f"{self.test} {self.metric}: {self.verdict} (current {self._show(self.current)}){note}"
         allow = (
             f", allowance {self.allowance_pct:.1f} % from {self.noise_source}"
             if self.allowance_pct is not None
@@ -218,6 +219,25 @@ def verdicts_for(
     if rec.get("started") is not None:
         # the gate adds a run to the history as it ends: never compare a run with itself
         hist = [h for h in hist if h.get("time") != rec["started"]]
+    hist, others = same_host(hist, m.get("host_cpu_model"))
+    noises = (noise, mrr_noise, cpp_noise, scaled_noise)
+    out = _verdicts(rec, hist, min_change, *noises)
+    if not others:
+        return out
+    left = f"{others} run(s) of other CPU models left out"
+    return [replace(v, note="; ".join(filter(None, [v.note, left]))) for v in out]
+
+
+def _verdicts(
+    rec: Dict,
+    hist: List[Dict],
+    min_change: float,
+    noise: Optional[float],
+    mrr_noise: Optional[float],
+    cpp_noise: Optional[float],
+    scaled_noise: Optional[float],
+) -> List[Verdict]:
+    m = rec.get("metrics", {})
     out = []
     for metric in METRICS:
         cur = run_value(rec, metric)

@@ -1,6 +1,8 @@
 """The history store: one JSON line per run and test in ``<store>/<testbed>/<test-id>.jsonl``
 with the commit (``--commit``, else DPGATE_COMMIT / CI_COMMIT_SHA / GIT_COMMIT / GITHUB_SHA),
-time, NDR, PDR, MRR and the run's samples of each (e.g. every MRR trial's rx rate).
+time, NDR, PDR, MRR and the run's samples of each (e.g. every MRR trial's rx rate), and the
+host's CPU model (``host_cpu_model``, embedded runs): a run is compared with runs of its model
+only (:func:`same_host`).
 Runs with injected faults (``injected_sut_cpu_steal``) are never added, nor the
 throughput of tests whose verdict trials a neighbour disturbed (others' CPU time,
 ``disturbance_foreign``, above ``disturbance_max``, default 10 %): its slowdown in the
@@ -63,6 +65,25 @@ def read_history(store: str, testbed: str, longname: str) -> List[Dict]:
                 raise ConfigError(f"line {n} is not a JSON object (corrupted history?)", path)
             out.append(entry)
     return out
+
+
+def same_host(hist: List[Dict], model: Optional[str]) -> Tuple[List[Dict], int]:
+    """The history runs measured on CPU ``model`` (with those that recorded no model: from
+    before dpgate recorded it, or a testbed that cannot tell), and how many runs of other
+    models were left out. The same SUT costs two VMs of one speed class differently (testpmd-mac
+    ~11,000 cycles a packet on the Zen 3 host, ~4,500 on the Xeon one): a CI pool that changes
+    its hosts must not read the change as the SUT's. A run without a model keeps them all.
+
+    >>> h = [{"host_cpu_model": "A"}, {"host_cpu_model": "B"}, {"host_cpu_model": None}]
+    >>> same_host(h, "A")
+    ([{'host_cpu_model': 'A'}, {'host_cpu_model': None}], 1)
+    >>> same_host(h, None)[1]
+    0
+    """
+    if not model:
+        return list(hist), 0
+    kept = [h for h in hist if h.get("host_cpu_model") in (None, "", model)]
+    return kept, len(hist) - len(kept)
 
 
 def run_value(entry: Dict, metric: str) -> Optional[RunValue]:
@@ -159,6 +180,7 @@ def add_to_history(
             "time": rec.get(F.STARTED, time.time()),
             "sut_version": rec.get(F.SUT_VERSION),
             "limited_by": m.get("limited_by"),
+            "host_cpu_model": m.get("host_cpu_model"),
             "mrr_limited_by": m.get("mrr_limited_by"),
             **{k: m[k] for k in keep + CONTEXT if isinstance(m.get(k), (int, float))},
         }

@@ -358,7 +358,7 @@ class EmbeddedTestbed(TestbedKeywords, PairedMeasure):
             speed_ref=after.get("core_speed_ref"), polling=bool(getattr(self._s.sut, "polls", False))
         )
         telemetry.update(case_signal(search_trials, bounds, after["mrr_runs"], cpp_runs, cpp, cpp_load, **kw))
-        return telemetry
+        return {**telemetry, **self._s.facts()}  # the regression check keeps to this CPU model
 
     def _search_setting(self) -> SearchSetting:
         return SearchSetting(
@@ -369,14 +369,11 @@ class EmbeddedTestbed(TestbedKeywords, PairedMeasure):
         )
 
     def _search_record(self, gen, run: SearchRun, out: NdrPdrResult, after: Dict[str, Any]):
-        metrics = dict(out.metrics(), tg=self._s.tg_name)
+        metrics = out.metrics()  # with the session's facts: tg, sut_binary, host_cpu_model
         if self._steal is not None:
             metrics["injected_sut_cpu_steal"] = self._steal.share
-        cost_info = getattr(self, "_cost", None)
-        if cost_info:
+        if cost_info := getattr(self, "_cost", None):
             metrics.update(cost_metrics(cost_info))  # the percentage, loads, calibration
-        if binary := getattr(self._s.sut, "binary", None):
-            metrics["sut_binary"] = binary
         mrr = after["mrr"]
         return metrics, dict(
             latency=None,

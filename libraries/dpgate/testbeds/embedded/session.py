@@ -13,6 +13,7 @@ from typing import Callable, Dict, Optional
 
 from dpgate.config.topology import Topology, load_topology
 from dpgate.exec.cpu import detect_cpu_hz
+from dpgate.exec.hostcpu import cpu_model
 from dpgate.exec.remote import LocalNode
 from dpgate.model.trial import TrialResult
 from dpgate.testbeds.embedded.suts.base import EmbeddedSut, sut_class
@@ -94,6 +95,17 @@ class EmbeddedSession:
     def tg_name(self) -> str:
         """The generator and its version (``dpgen 1.0``, ``tcpreplay 4.4.3``) for ``tg``."""
         return generator_name(self.generator_kind)
+
+    def facts(self) -> Dict[str, str]:
+        """What measured a case, for its record: the generator (``tg``), the SUT's binary when it
+        has one, and the host's CPU model (``host_cpu_model``: the history compares runs of one
+        model, ``dpgate.regression``)."""
+        out = {"tg": self.tg_name}
+        if binary := getattr(self.sut, "binary", None):
+            out["sut_binary"] = binary
+        if model := cpu_model():
+            out["host_cpu_model"] = model
+        return out
 
     def measure(self, load_pps: float, duration_s: float) -> TrialResult:
         assert self.generator is not None, "session is not up"

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
+from dpgate.exec.hostcpu import cpu_model
 from dpgate.exec.runner import run
 from dpgate.model.errors import ConfigError, EnvironmentProblem
 
@@ -109,9 +110,8 @@ CALIBRATION: Dict[str, tuple[float, float, float]] = {
 #: (each +-1.7 to 3.2 standard error) on ~20,300 cycles a packet: a least-squares line of
 #: 272 cycles a load and 580 for the classifier. In the gate (gk25, against the twin, not
 #: scaled) its "+5 %" (2 loads) read +6.9 to +9.4 % and "+10 %" (5) +10.8 to +20.7 %.
-#: An Intel Xeon VM of the same class by speed (2026-11-30) charged less a load: 5 loads +2.9 %,
-#: 10 +11.9 %, 12 +8.5 % on ~9,000 cycles at 780 kpps, and the gate read 5 as +6.0 / +6.8 %
-#: (gk29); the class is picked by speed alone, so this table holds for the Zen 3 host only.
+#: An Intel Xeon VM of the same class by speed (2026-11-30) charges less a load: its own rows
+#: are :data:`CALIBRATION_XEON`.
 #: OVS on af_packet ports (the same way, 380 kpps offered; its ports' 4 MiB receive buffers):
 #: 200 loads +7.9 %, 1000 loads +33.6 % (20 pairs each, the pairs' log ratios scattered 0.15)
 #: on ~30,700 cycles a packet: 9.9 cycles a load (OVS sends from a linear buffer, so a load is
@@ -127,21 +127,62 @@ CALIBRATION_SLOW: Dict[str, tuple[float, float, float]] = {
     "l3fwd-ip4": (20300.0, 272.0, 580.0),
     "ovs-xconnect": (30700.0, 9.9, 450.0),
 }
+#: The Intel Xeon VM of 2026-11-30 (``Intel(R) Xeon(R) Processor``, 2 vCPUs at 2.3 GHz, probe
+#: 14-37 M it/s: the slow class by speed, as the Zen 3 host). The same packet loads cost its
+#: SUTs a different share of their cycles: calibrated there (``benchmarks/cpp_at_load.py
+#: --calibrate-units N --trials 30 --duration 1 --runs 1`` at each SUT's 64B ``cpp_load``, l3fwd at
+#: 780 kpps; two ``N`` per SUT, the mean log ratio of 30 pairs, +-1.6 to 2.9 % standard error):
+#: testpmd-mac 2 loads +5.8 %, 12 +10.9 %; testpmd-io +3.6, +17.0 %; OVS-DPDK +8.3, +13.8 %;
+#: linux-xconnect 20 loads +3.4 %, 300 +35.5 %; linux-bridge +3.7, +31.5 %; linux-ip4 +1.3,
+#: +14.8 %; OVS AF_XDP +5.5, +30.9 %; l3fwd 4 loads +5.4 %, 16 +14.9 % (and the day before 5
+#: +2.9, 10 +11.9, 12 +8.5 %, the gate's pairs 5 as +6.0 / +6.8 %). The rows: the two points'
+#: line in cycles on the two bring-ups' mean base. OVS on af_packet's 265 loads read +9.8 %
+#: there as on the Zen 3 host (20 pairs at 940 kpps on 13,020 cycles): the class's row.
+CALIBRATION_XEON: Dict[str, tuple[float, float, float]] = {
+    "linux-xconnect": (2261.0, 2.59, 25.0),
+    "linux-bridge": (2804.0, 2.78, 48.0),
+    "linux-ip4": (4910.0, 2.37, 16.0),
+    "testpmd-io": (4228.0, 56.7, 39.0),
+    "testpmd-mac": (5454.0, 27.8, 261.0),
+    "ovsdpdk-xconnect": (4510.0, 24.8, 325.0),
+    "ovs-afxdp-xconnect": (3232.0, 2.93, 119.0),
+    "l3fwd-ip4": (9299.0, 73.6, 208.0),
+}
 #: Host classes by the generator core's probed speed (M it/s, ``dpgate.exec.speedprobe``), the
 #: fastest first: (lowest speed, name, table). The thresholds' fast class starts at 40 too.
 CLASSES = ((40.0, "fast", CALIBRATION), (0.0, "slow", CALIBRATION_SLOW))
+#: Rows calibrated on one CPU model, laid over its speed class's table where that model's
+#: figures differ from the class's: (class, CPU model exactly as /proc/cpuinfo names it, short
+#: name, rows). The probed speed cannot tell such hosts apart (the Zen 3 and the Xeon VMs both
+#: probe 13-37 M it/s). A model without rows takes its class's table as it is.
+MODEL_ROWS: Tuple[Tuple[str, str, str, Dict[str, tuple[float, float, float]]], ...] = (
+    ("slow", "Intel(R) Xeon(R) Processor", "xeon", CALIBRATION_XEON),
+)
 
 
-def calibration_for(speed: Optional[float]) -> Tuple[str, Dict[str, tuple[float, float, float]]]:
-    """(name, table) of the host class a probed core ``speed`` is in; None: the fast class's.
+def calibration_for(
+    speed: Optional[float], model: Optional[str] = None
+) -> Tuple[str, Dict[str, tuple[float, float, float]]]:
+    """(name, table) of the host class a probed core ``speed`` is in (None: the fast class's),
+    with the rows calibrated on CPU ``model`` over it where :data:`MODEL_ROWS` has them.
 
     >>> calibration_for(55.2)[0], calibration_for(16.4)[0], calibration_for(None)[0]
     ('fast', 'slow', 'fast')
+    >>> name, table = calibration_for(23.0, "Intel(R) Xeon(R) Processor")
+    >>> name, table["l3fwd-ip4"] == CALIBRATION_XEON["l3fwd-ip4"], table["ovs-xconnect"] == CALIBRATION_SLOW["ovs-xconnect"]
+    ('slow-xeon', True, True)
+    >>> calibration_for(55.2, "Intel(R) Xeon(R) Processor")[0], calibration_for(23.0, "AMD EPYC 7B13")[0]
+    ('fast', 'slow')
     """
-    for lowest, name, table in CLASSES:
+    name, table = CLASSES[-1][1], CLASSES[-1][2]
+    for lowest, cname, ctable in CLASSES:
         if speed is None or speed >= lowest:
-            return name, table
-    return CLASSES[-1][1], CLASSES[-1][2]
+            name, table = cname, ctable
+            break
+    for cls, cpu, short, rows in MODEL_ROWS:
+        if cls == name and model == cpu:
+            return f"{name}-{short}", {**table, **rows}
+    return name, table
 
 
 def calibrated_suts() -> List[str]:
@@ -269,13 +310,16 @@ def remove_injection(sut) -> None:
             run(["tc", "filter", "del", "dev", p.name, "parent", "ffff:", "prio", "1"], ns=ns, check=False)
 
 
-def inject_cost(sut, percent: float, speed: Optional[float] = None) -> Dict:
+def inject_cost(sut, percent: float, speed: Optional[float] = None, model: Optional[str] = None) -> Dict:
     """Inject ``percent`` more per-packet work into a started SUT by the calibration of the
     host's class (``speed``: the generator core's, probed here when not given, about 0.3 s;
-    the SUT core may be busy-polling); returns the setting."""
+    the SUT core may be busy-polling) and CPU ``model`` (read here when not given); returns
+    the setting."""
     if speed is None:
         speed = _probe_tg_core(sut)
-    name, table = calibration_for(speed)
+    if model is None:
+        model = cpu_model()
+    name, table = calibration_for(speed, model)
     n = units_for(sut.name, percent, table)
     out = inject_units(sut, n)
     out["percent"] = float(percent)

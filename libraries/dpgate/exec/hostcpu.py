@@ -1,0 +1,35 @@
+"""The host's CPU model as the kernel names it: which host measured a figure.
+
+Two VMs of one speed class can differ in what the same work costs: on the Zen 3 and the Xeon
+hosts of 2026-11-28 and 11-30 (both 2 vCPUs probing 13-37 M it/s) a packet load cost l3fwd
+1.9 % and 0.6-1.2 % of its cycles, and testpmd-mac forwarded at ~11,000 and ~4,500 cycles a
+packet. So the cost injection's calibration (``testbeds.embedded.suts.cost``) and the
+regression history (``dpgate.regression``) keep figures per CPU model.
+
+>>> cpu_model("processor\\t: 0\\nvendor_id\\t: GenuineIntel\\nmodel name\\t: Intel(R) Xeon(R) Processor\\n")
+'Intel(R) Xeon(R) Processor'
+>>> cpu_model("processor : 0\\nmodel name : \\n") is None, cpu_model("") is None
+(True, True)
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+CPUINFO = "/proc/cpuinfo"
+
+
+def cpu_model(text: Optional[str] = None) -> Optional[str]:
+    """The first ``model name`` of /proc/cpuinfo (or of ``text``); None where it names none
+    (e.g. some ARM kernels) or cannot be read."""
+    if text is None:
+        try:
+            with open(CPUINFO, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+        except OSError:
+            return None
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "model name":
+            return value.strip() or None
+    return None
