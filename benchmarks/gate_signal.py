@@ -208,10 +208,10 @@ def injected_aim(sut: str, step: float, runs: List[Dict]) -> str:
     props = next((r["props"] for r in runs if "injected_cost_loads" in r["props"]), None)
     if props:
         loads, exp = int(props["injected_cost_loads"]), float(props.get("injected_cost_expected", 0)) * 100
-        return f"{loads} loads, {exp:.1f} % by the {props.get('injected_cost_calibration', '?')} class's calibration"
+        return f"{loads} loads, {exp:.1f} % by the {props.get('injected_cost_calibration', '?')} calibration"
     name, table = next((c[1:] for c in cost.CLASSES if sut in c[2]), cost.CLASSES[0][1:])
     n = cost.units_for(sut, step, table)
-    return f"{n} loads, {cost.expected_percent(sut, n, table):.1f} % by the {name} class's calibration"
+    return f"{n} loads, {cost.expected_percent(sut, n, table):.1f} % by the {name} calibration"
 
 
 def main(argv=None) -> int:

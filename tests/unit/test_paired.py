@@ -24,6 +24,7 @@ from dpgate.telemetry.paired import (
     PairedCpp,
     abba_order,
     estimate,
+    judge,
     judged_pairs,
     pair_cycles,
     same_placement,
@@ -31,6 +32,7 @@ from dpgate.telemetry.paired import (
     trimmed,
     verdict,
 )
+from dpgate.telemetry.placement import same_speed
 from dpgate.testbeds.embedded.twin import measure_pairs
 
 
@@ -503,6 +505,31 @@ def test_an_undecided_paired_verdict_is_measured_again_once_and_judged_on_all_pa
     assert est.pairs == 8 and verdict(est, 0.03)[0] == "FAIL", est.describe()
 
 
+def test_the_twins_trials_are_judged_slow_against_the_sut_sides_full_speed():
+    """A new twin's probe has no reference of its own for its first ten readings: without the
+    SUT side's, only the SUT's trials in a slow host phase were measured again (gk31)."""
+    from types import SimpleNamespace
+
+    from dpgate.exec.speedprobe import SpeedProbe
+    from dpgate.robot.paired import share_speed_reference
+
+    log: list = []
+    lib, result = paired_keyword(NOISY, NOISY, log)
+    sut, base = lib._gen("64B"), lib._baseline_twin({}).gen
+    sut.core_speed_ref = 33.5  # the case's core_speed
+    lib.measure_cycles_against_baseline(result, pairs=4, duration=0.1)
+    assert base.core_speed_ref == 33.5
+    probe = SpeedProbe([0])  # not started: only its readings so far
+    probe.seen.extend([20.0] * 5 + [34.0] * 5)
+    seen_only = SimpleNamespace(core_speed_ref=None, speeds=SimpleNamespace(probe=probe))
+    twin = SimpleNamespace(core_speed_ref=None)
+    share_speed_reference(seen_only, twin)
+    assert twin.core_speed_ref == probe.reference() and twin.core_speed_ref > 30
+    fresh = SimpleNamespace(core_speed_ref=None)
+    share_speed_reference(SimpleNamespace(core_speed_ref=None, speeds=None), fresh)
+    assert fresh.core_speed_ref is None  # nothing to share: the twin keeps its own
+
+
 def test_a_decided_paired_verdict_or_more_pairs_0_measures_no_more():
     log: list = []
     lib, result = paired_keyword(STEADY_SUT, NOISY, log)  # +8 %, the pairs agree: FAIL at once
@@ -572,3 +599,48 @@ def test_a_polling_sut_without_a_busy_cycle_report_is_compared_at_saturation(mon
     why = lib.measure_cycles_against_baseline(result, pairs=4, duration=0.1)
     assert isinstance(why, str) and "ceiling (150.0 kpps) is not 1.5 x what it forwarded (121.2 kpps)" in why
     assert log == []
+
+
+class SpedGen(FakeGen):
+    """A side whose trials ran at the SUT core speeds given, in turn."""
+
+    def __init__(self, name, cycles, log, speeds):
+        super().__init__(name, cycles, [], [], log)
+        self.speeds = speeds
+
+    def measure(self, load, duration):
+        t = super().measure(load, duration)
+        t.details["sut_core_speed"] = self.speeds.pop(0)
+        return t
+
+
+def test_a_polling_suts_pair_across_a_change_of_core_speed_is_measured_again_and_left_out():
+    """Xeon host, 2026-11-30: the cores flipped between ~21 and ~35 M it/s from one trial to
+    the next; testpmd-mac's pairs across a flip read 25-40 % off, its pairs at one speed 4 %."""
+    log: list = []
+    # pair 2 (sut first, then base): the base trial ran in a fast phase, the SUT's in a slow one
+    sut = SpedGen("sut", 1100.0, log, [33.0, 21.0, 33.0, 34.0, 33.0])
+    base = SpedGen("base", 1000.0, log, [33.0, 35.0, 34.0, 33.0, 33.0])
+    got = measure_pairs(sut, base, 50_000.0, 4, duration=0.1, speeds_alike=True)
+    assert len(got) == 5 and [same_speed(b, s) for b, s in got] == [True, False, True, True, True]
+    assert len(judged_pairs(got, 0.10, speeds_alike=True)) == 4 and len(judged_pairs(got, 0.10)) == 5
+    # a kernel SUT's or a saturated pair (speeds_alike off): the flip is scaled, not measured again
+    log.clear()
+    sut = SpedGen("sut", 1100.0, log, [33.0, 21.0, 33.0, 34.0])
+    base = SpedGen("base", 1000.0, log, [33.0, 35.0, 34.0, 33.0])
+    assert len(measure_pairs(sut, base, 50_000.0, 4, duration=0.1)) == 4
+
+
+def test_judge_leaves_a_polling_suts_speed_split_pairs_out_but_not_a_kernel_suts():
+    class T:
+        def __init__(self, cpp, speed):
+            self.sut_cycles_per_packet = self.sut_cpu_cycles_per_packet = cpp
+            self.details = {"sut_core_speed": speed, "cpu": {"disturbance": 0.0}}
+
+    steady = [(T(1000.0 + i, 33.0), T(1010.0 + i, 33.0)) for i in range(4)]
+    split = [(T(1000.0, 35.0), T(1400.0, 21.0))] * 2  # +40 % across a flip, 0.25 scaling leaves ~+25 %
+    polling = judge(steady + split, True, 50_000.0, 0.10)
+    kernel = judge(steady + split, False, 50_000.0, 0.10)
+    assert polling.pairs == 4 and polling.dropped == 2 and abs(polling.change) < 0.02
+    assert kernel.pairs == 6 and kernel.dropped == 0  # kept, each trial scaled by speed^-0.5
+    assert kernel.unscaled is not None and kernel.unscaled > 0.1

@@ -71,7 +71,9 @@ class PairedMeasure:
         (``dpgate.telemetry.paired.pair_cycles``; ``cpp_paired_speed_exponent``) when every
         trial read its core's speed; a rise that only the scaled figures show (as measured the
         change is not above 0: ``cpp_paired_change_unscaled``) is inconclusive. Pairs the host
-        ran across a move of the cores, and, while at least three others are left, pairs with a
+        ran across a move of the cores (and a polling SUT's pairs whose trials' core speeds lie
+        more than 15 % apart: ``dpgate.telemetry.placement.same_speed``; both measured again,
+        up to ``pairs`` more), and, while at least three others are left, pairs with a
         trial others took more than ``disturbance_max`` (default 10 %) of a core in, are left
         out (``cpp_paired_dropped``; ``dpgate.telemetry.paired.judged_pairs``).
         With ``max_rise`` (the gate's allowance, default 5 %), a verdict the pairs leave undecided (the
@@ -130,7 +132,9 @@ class PairedMeasure:
         size = parse_frame_size(result.frame_size)
         p = twin.session.profile
         base = twin.generator(frame_size_tag(size), make_profile(p.kind, size, p.flows, p.bidirectional))
-        got = measure_pairs(gen, base, float(load), n, length, polling)
+        share_speed_reference(gen, base)
+        alike = polling and not saturated  # a pair across a change of core speed is measured again
+        got = measure_pairs(gen, base, float(load), n, length, polling, alike)
         est = _judge(got, polling, float(load), dmax, saturated)
         extra: Dict[str, Any] = {}
         first = _undecided(est, rise, dmax)
@@ -140,7 +144,7 @@ class PairedMeasure:
             extra = {"cpp_paired_rounds": 2}
             if isinstance(est, PairedCpp):
                 extra["cpp_paired_first_change"] = round(est.change, 4)
-            got += measure_pairs(gen, base, float(load), more, length, polling)
+            got += measure_pairs(gen, base, float(load), more, length, polling, alike)
             est = _judge(got, polling, float(load), dmax, saturated)
         if isinstance(est, str):
             return _not_measured(est)
@@ -173,6 +177,19 @@ class PairedMeasure:
         twin, self._twin = self._twin, None
         if twin is not None:
             twin.down()
+
+
+def share_speed_reference(gen: Any, base: Any) -> None:
+    """Judge the twin's trials slow against the full speed the SUT's are judged against (the
+    case's ``core_speed``, else what the SUT side's probe has seen): a trial in a slow host
+    phase is measured again on either side alike. A new twin's generator had no reference for
+    its first ten readings: in a slow phase of the Xeon host (gk31, 2026-11-30) the SUT side's
+    trials were measured again (5 in a healthy testpmd-mac run's paired phase), the twin's at
+    the same speeds not, and each pair's SUT trial ran seconds after its baseline one."""
+    speeds = getattr(gen, "speeds", None)
+    ref = getattr(gen, "core_speed_ref", None) or (speeds.probe.reference() if speeds else None)
+    if ref:
+        base.core_speed_ref = ref
 
 
 def _judge(

@@ -28,7 +28,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 from dpgate.telemetry.cpp_scaled import CPP_REF_SPEED, to_ref
 from dpgate.telemetry.disturbance import CPP_SPEED_EXPONENT, foreign_of
-from dpgate.telemetry.placement import placement_of
+from dpgate.telemetry.placement import placement_of, same_speed
 
 #: Two-sided 99 % quantiles of Student's t by degrees of freedom (larger df: the next lower
 #: row's, which errs on the wide side; beyond 30: 2.75).
@@ -283,9 +283,12 @@ def same_placement(base: Any, sut: Any) -> bool:
     return "changed" not in (a, b) and (a is None or b is None or a == b)
 
 
-def judged_pairs(pairs: Sequence[Tuple[Any, Any]], disturbance_max: float) -> List[Tuple[Any, Any]]:
+def judged_pairs(
+    pairs: Sequence[Tuple[Any, Any]], disturbance_max: float, speeds_alike: bool = False
+) -> List[Tuple[Any, Any]]:
     """The (baseline, SUT) trial pairs a verdict rests on: those whose two trials ran in one
-    placement (:func:`same_placement`) and, when at least :data:`MIN_PAIRS` of them are left,
+    placement (:func:`same_placement`; ``speeds_alike``: and at one core speed, :func:`same_speed`,
+    a polling SUT's cycles) and, when at least :data:`MIN_PAIRS` of them are left,
     only those whose trials no neighbour took more than ``disturbance_max`` of a core in (a
     ``cpp_at_load`` trial is already measured again while disturbed; one that stayed so
     inflates one side of its pair). With fewer quiet pairs (a neighbour all through, as
@@ -306,7 +309,7 @@ def judged_pairs(pairs: Sequence[Tuple[Any, Any]], disturbance_max: float) -> Li
     >>> len(judged_pairs([(T(0.4), T(0.5))] * 3 + quiet[:2], 0.10))  # a neighbour all through
     5
     """
-    placed = [(b, s) for b, s in pairs if same_placement(b, s)]
+    placed = [(b, s) for b, s in pairs if same_placement(b, s) and (not speeds_alike or same_speed(b, s))]
     quiet = [(b, s) for b, s in placed if (foreign_of((b, s)) or 0.0) <= disturbance_max]
     return quiet if len(quiet) >= MIN_PAIRS else placed
 
@@ -325,7 +328,7 @@ def judge(
     (:func:`pair_cycles`; never at saturation), the change of the same pairs as measured
     beside it (``unscaled``).
     Raises ValueError with fewer than two pairs with figures."""
-    used = judged_pairs(got, disturbance_max)
+    used = judged_pairs(got, disturbance_max, speeds_alike=polling and not saturated)
     trials = [t for pair in used for t in pair]
     field = "sut_cycles_per_packet" if polling else "sut_cpu_cycles_per_packet"
     sped = all((t.details or {}).get("sut_core_speed") for t in trials)

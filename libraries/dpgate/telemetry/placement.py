@@ -174,3 +174,26 @@ def alike(metrics: dict, history: Sequence[dict], key: str = CPP_KEY) -> Tuple[L
         return same, None
     runs = f"{len(same)} far run{'' if len(same) == 1 else 's'}"
     return same, f"{far_reason(metrics, key)} ({runs} in the history, {FAR_RUNS} wanted)"
+
+
+#: Two trials whose SUT core speeds (``sut_core_speed``) lie further apart than this (max/min
+#: - 1) ran in different phases of the host: a polling SUT's pair across one is left out.
+SPEED_SPLIT = 0.15
+
+
+def same_speed(a: Any, b: Any, split: float = SPEED_SPLIT) -> bool:
+    """Whether two trials ran at about one SUT core speed (within ``split``); unknown counts
+    as alike. On the Xeon host (2026-11-30) the speed flipped between ~21 and ~35 M it/s from
+    one trial to the next; a testpmd-mac pair across a flip read its ratio 25-40 % off (the
+    speed scaling of polling SUTs, speed^-0.25, takes out a fraction of that), while its
+    pairs at one speed scattered 4 % (+3.1 % +-1.2 over 10 A/A pairs).
+
+    >>> class T:
+    ...     def __init__(self, v): self.details = {"sut_core_speed": v}
+    >>> same_speed(T(33.0), T(35.0)), same_speed(T(35.0), T(21.0)), same_speed(T(None), T(21.0))
+    (True, False, True)
+    """
+    va, vb = ((t.details or {}).get("sut_core_speed") for t in (a, b))
+    if not all(isinstance(v, (int, float)) and v > 0 for v in (va, vb)):
+        return True
+    return max(va, vb) / min(va, vb) - 1.0 <= split  # type: ignore[type-var,operator]

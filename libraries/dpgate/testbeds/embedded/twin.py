@@ -26,6 +26,7 @@ from dpgate.model.errors import ConfigError
 from dpgate.telemetry.cppload import cpp_conditions
 from dpgate.telemetry.cpuacct import pids_in_netns
 from dpgate.telemetry.paired import abba_order, same_placement
+from dpgate.telemetry.placement import same_speed
 from dpgate.testbeds.embedded.session import EmbeddedSession
 
 #: After a stopped poll loop resumes: time for it to spin up before traffic starts.
@@ -143,13 +144,16 @@ def measure_pairs(
     pairs: int,
     duration: float = 2.0,
     polling: bool = False,
+    speeds_alike: bool = False,
 ) -> List[Tuple[Any, Any]]:
     """``pairs`` (baseline trial, SUT trial) at ``load`` pps, in :func:`abba_order`, each
     trial under the conditions of a ``cpp_at_load`` trial (:func:`cpp_conditions`: held
     awake, moderated, a disturbed trial measured again). A pair whose two trials the host ran
     with the cores placed differently (or moved them during one: ``same_placement``) is
     measured again, up to ``pairs`` more: all pairs come back, in time order, and the caller
-    leaves those out (on the Zen 3 host, flipping every 1-10 s, one pair in 3-4).
+    leaves those out (on the Zen 3 host, flipping every 1-10 s, one pair in 3-4); with
+    ``speeds_alike`` (a polling SUT's cycles), so is one whose trials ran at different core
+    speeds (``same_speed``).
 
     Both sides' conditions are set once for the whole phase, not per trial: each side's
     moderation is on its own ports, and one awake loop, the SUT's, holds the SUT core for
@@ -179,7 +183,8 @@ def measure_pairs(
                         last = side
                         got[side] = me.measure(load, duration)
                 out.append((got["base"], got["sut"]))
-                kept += same_placement(got["base"], got["sut"])
+                alike = same_placement(got["base"], got["sut"])
+                kept += alike and (not speeds_alike or same_speed(got["base"], got["sut"]))
         finally:
             signal_all(everything, signal.SIGCONT)  # whatever happened, nothing stays stopped
     return out
