@@ -216,14 +216,17 @@ def test_cost_injection_runs_before_the_cross_connect_and_keeps_forwarding(sessi
     assert statistics.median(rises) > 1.0 * n, rises
 
 
-#: (SUT, loads, least median rise in cycles a frame). 20 loads of a frame in page fragments
-#: (testpmd's and OVS-DPDK's net_af_packet) are ~3,000 cycles (2026-11-26, moderated: 135-150
-#: busy cycles a load in a slow phase): a third must show. OVS AF_XDP's frames are linear skbs,
-#: its loads in-line: 6.5 cycles a load in a slow phase (2026-11-29), 1-1.5 where the kernel
-#: SUTs' are at full speed, so 1,000 loads add ~1,500-7,000: 500 must show.
+#: (SUT, loads, least median rise in cycles a frame). A load of a frame in page fragments
+#: (testpmd's and OVS-DPDK's net_af_packet) is 135-150 busy cycles in a slow phase of the Zen 3
+#: host (2026-11-26, moderated) but 25-57 on the Xeon host (2026-11-30), where 20 loads read
+#: +1,317, -2,373, +45 on OVS-DPDK, whose count jumps between two states ~50 % apart: 200
+#: loads, and a third of the Xeon's 25 cycles a load must show. OVS AF_XDP's frames are linear
+#: skbs, its loads in-line: 6.5 cycles a load in a slow phase (2026-11-29), 2.9 on the Xeon
+#: host, 1-1.5 where the kernel SUTs' are at full speed, so 1,000 loads add ~1,500-7,000: 500
+#: must show.
 POLLING_INJECTION = [
-    ("testpmd-io", 20, 0.3 * 150 * 20),
-    ("ovsdpdk-xconnect", 20, 0.3 * 150 * 20),
+    ("testpmd-io", 200, 0.3 * 25 * 200),
+    ("ovsdpdk-xconnect", 200, 0.3 * 25 * 200),
     ("ovs-afxdp-xconnect", 1000, 500.0),
 ]
 

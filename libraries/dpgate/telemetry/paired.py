@@ -142,7 +142,7 @@ class PairedCpp:
         }
         if self.disturbance is not None:
             out["cpp_paired_disturbance"] = round(self.disturbance, 4)
-        if self.dropped:  # pairs without a figure, or across a change of core placement
+        if self.dropped:  # pairs without a figure, across a change of core placement (or speed)
             out["cpp_paired_dropped"] = self.dropped
         if self.exponent is not None:  # the medians are at the reference speed
             out["cpp_paired_speed_exponent"] = self.exponent
