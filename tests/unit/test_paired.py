@@ -317,17 +317,25 @@ def test_cleanup_of_a_prefix_removes_its_twins_scratch_dir_too(tmp_path, monkeyp
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dpgate-zq9x"]
 
 
-class PlacedGen(FakeGen):
-    """A side whose trials ran in the placements given, in turn."""
+class DetailGen(FakeGen):
+    """A side whose trials read the values given for one ``details`` key, in turn."""
 
-    def __init__(self, name, cycles, log, places):
+    key = ""
+
+    def __init__(self, name, cycles, log, values):
         super().__init__(name, cycles, [], [], log)
-        self.places = places
+        self.values = values
 
     def measure(self, load, duration):
         t = super().measure(load, duration)
-        t.details["xcore_placement"] = self.places.pop(0)
+        t.details[self.key] = self.values.pop(0)
         return t
+
+
+class PlacedGen(DetailGen):
+    """A side whose trials ran in the placements given, in turn."""
+
+    key = "xcore_placement"
 
 
 def test_a_pair_across_a_move_of_the_cores_is_measured_again_up_to_twice_the_pairs():
@@ -601,17 +609,10 @@ def test_a_polling_sut_without_a_busy_cycle_report_is_compared_at_saturation(mon
     assert log == []
 
 
-class SpedGen(FakeGen):
+class SpedGen(DetailGen):
     """A side whose trials ran at the SUT core speeds given, in turn."""
 
-    def __init__(self, name, cycles, log, speeds):
-        super().__init__(name, cycles, [], [], log)
-        self.speeds = speeds
-
-    def measure(self, load, duration):
-        t = super().measure(load, duration)
-        t.details["sut_core_speed"] = self.speeds.pop(0)
-        return t
+    key = "sut_core_speed"
 
 
 def test_a_polling_suts_pair_across_a_change_of_core_speed_is_measured_again_and_left_out():
