@@ -391,3 +391,26 @@ def test_without_latency_streams_the_record_says_why(in_test, tmp_path):
     )
     assert rec["latency"] is None and "latency_pps" in rec["latency_note"]
     lab.tear_down_lab_testbed()
+
+
+@pytest.mark.parametrize(
+    "cpuinfo, model",
+    [
+        ((0, "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Platinum 8180 CPU @ 2.50GHz\n", ""), True),
+        ((0, "processor\t: 0\nBogoMIPS\t: 50.00\n", ""), False),  # an ARM kernel names no model
+        ((1, "", "cat: /proc/cpuinfo: Permission denied\n"), False),
+    ],
+)
+def test_the_record_names_the_dut_cpu_model_read_on_the_dut(in_test, tmp_path, cpuinfo, model):
+    lab = FakeLab(node=RecordingDutNode({"/proc/cpuinfo": cpuinfo}), capacity_pps=10e6, telemetry=False)
+    lab.bring_up_lab_testbed("vpp-ip4", "64B", cores=1, ht="off")
+    lab.find_ndr_and_pdr("64B", profile="per-commit")
+    rec = json.load(
+        open(ResultStore(str(tmp_path)).record_path("Lab.Vpp-Ip4.64B-4t2c-ethip4-ip4base-ndrpdr"))
+    )
+    assert ["cat", "/proc/cpuinfo"] in lab.fake_node.calls
+    if model:
+        assert rec["metrics"]["host_cpu_model"] == "Intel(R) Xeon(R) Platinum 8180 CPU @ 2.50GHz"
+    else:
+        assert "host_cpu_model" not in rec["metrics"]
+    lab.tear_down_lab_testbed()

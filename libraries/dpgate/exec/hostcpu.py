@@ -10,11 +10,14 @@ regression history (``dpgate.regression``) keep figures per CPU model.
 'Intel(R) Xeon(R) Processor'
 >>> cpu_model("processor : 0\\nmodel name : \\n") is None, cpu_model("") is None
 (True, True)
+
+A lab DUT's model is read on its node (``node_cpu_model``): a lab testbed's history is then kept
+per DUT CPU model too, so a testbed name moved to other hardware starts a new history.
 """
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 CPUINFO = "/proc/cpuinfo"
 
@@ -33,3 +36,14 @@ def cpu_model(text: Optional[str] = None) -> Optional[str]:
         if key.strip() == "model name":
             return value.strip() or None
     return None
+
+
+def node_cpu_model(node: Any) -> Optional[str]:
+    """The CPU model of a lab node (``dpgate.exec`` Node: local or over SSH) from its
+    /proc/cpuinfo; None where the node names none or the read fails (the record then names no
+    model and its history is compared as before, per testbed)."""
+    try:
+        res = node.run(["cat", CPUINFO], check=False, timeout=15)
+    except Exception:  # an unreachable node fails the next real step with its own error
+        return None
+    return cpu_model(res.stdout) if res.returncode == 0 else None
