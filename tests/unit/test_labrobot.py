@@ -411,6 +411,9 @@ def test_the_record_names_the_dut_cpu_model_read_on_the_dut(in_test, tmp_path, c
     assert ["cat", "/proc/cpuinfo"] in lab.fake_node.calls
     if model:
         assert rec["metrics"]["host_cpu_model"] == "Intel(R) Xeon(R) Platinum 8180 CPU @ 2.50GHz"
+        junit = write_junit(load_records(str(tmp_path)), str(tmp_path / "junit.xml"))
+        props = {p.get("name"): p.get("value") for p in ET.parse(junit).getroot().iter("property")}
+        assert props["host_cpu_model"] == rec["metrics"]["host_cpu_model"]
     else:
         assert "host_cpu_model" not in rec["metrics"]
     lab.tear_down_lab_testbed()

@@ -1,7 +1,7 @@
 """The history store: one JSON line per run and test in ``<store>/<testbed>/<test-id>.jsonl``
 with the commit (``--commit``, else DPGATE_COMMIT / CI_COMMIT_SHA / GIT_COMMIT / GITHUB_SHA),
 time, NDR, PDR, MRR and the run's samples of each (e.g. every MRR trial's rx rate), and the
-host's CPU model (``host_cpu_model``, embedded runs): a run is compared with runs of its model
+CPU model (``host_cpu_model``: the embedded host's, a lab DUT's): a run is compared with runs of its model
 only (:func:`same_host`).
 Runs with injected faults (``injected_sut_cpu_steal``) are never added, nor the
 throughput of tests whose verdict trials a neighbour disturbed (others' CPU time,
