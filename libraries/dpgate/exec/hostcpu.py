@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from dpgate.model.errors import DpgateError
+
 CPUINFO = "/proc/cpuinfo"
 
 
@@ -44,6 +46,6 @@ def node_cpu_model(node: Any) -> Optional[str]:
     model and its history is compared as before, per testbed)."""
     try:
         res = node.run(["cat", CPUINFO], check=False, timeout=15)
-    except Exception:  # an unreachable node fails the next real step with its own error
+    except DpgateError:  # a node that stopped answering fails the next real step with its own error
         return None
     return cpu_model(res.stdout) if res.returncode == 0 else None
