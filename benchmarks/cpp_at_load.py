@@ -3,6 +3,7 @@
 
     sudo .venv/bin/python benchmarks/cpp_at_load.py --prefix sg1- [--suts linux-xconnect,ovs-xconnect]
         [--runs 3] [--trials 3] [--load 60kpps] [--duration 2] [--inject-cost 0]
+        [--gap 0] [--one-bringup] [--jsonl trials.jsonl]
 
 Each run brings the testbed up from scratch (as a gate run does), starts the SUT and
 measures ``--trials`` trials at the fixed ``--load``; the run's ``cpp_at_load`` is the median
@@ -13,22 +14,29 @@ trial scaled to the reference speed). Kernel SUTs run as in the gate: core held 
 deferred (``--no-hold``/``--no-moderate`` to compare). Prints per SUT each run's
 value, the spread (max/min - 1), the SUT-reported cycles where the SUT has them, and the
 largest disturbance (foreign share of a core) seen, so a spread on a busy machine can be
-told from a spread on a quiet one.
+told from a spread on a quiet one, and how much of the runs' spread their trials' own scatter
+explains (the rest lies between bring-ups; with ``--one-bringup`` the runs are blocks of
+trials in one bring-up, so what is left is the host's drift over time).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
+import math
 import os
 import statistics
 import sys
-from typing import List, Optional
+import time
+from typing import Iterator, List, Optional, Tuple
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "libraries"))
 
 from dpgate.config.units import parse_rate  # noqa: E402
+from dpgate.exec.hostcpu import cpu_model  # noqa: E402
 from dpgate.exec.xcore import placement  # noqa: E402
+from dpgate.telemetry.disturbance import speed_exponent  # noqa: E402
 from dpgate.telemetry.paired import SATURATED_FIELD  # noqa: E402
 from dpgate.testbeds.embedded.session import EmbeddedSession  # noqa: E402
 
@@ -62,30 +70,105 @@ def held(s: EmbeddedSession, hold: bool, load: float = 0.0):
 MODERATE = True
 
 
-def one_run(sut: str, prefix: str, load: float, trials: int, duration: float, inject: float, hold=True):
+@contextlib.contextmanager
+def up(sut: str, prefix: str, inject: float) -> Iterator[EmbeddedSession]:
+    """The testbed brought up from scratch, as a gate run does, with ``inject`` % cost."""
     with EmbeddedSession("topologies/embedded.yaml", sut, frame_size=64, prefix=prefix, calibrate=False) as s:
         if inject:
             from dpgate.testbeds.embedded.suts.cost import inject_cost
 
             inject_cost(s.sut, inject)
-        with held(s, hold, load):
-            res = [s.measure(load, duration) for _ in range(trials)]
+        yield s
+
+
+def bring_ups(sut: str, a, load: float) -> Iterator[Tuple[bool, list]]:
+    """(polling, trials) per run: each run a new bring-up, or with ``--one-bringup`` every run
+    a block of trials in the same bring-up (what is left of the runs' spread then is the
+    host's drift over time, not the bring-up)."""
+
+    def block(s: EmbeddedSession) -> Tuple[bool, list]:
+        res = []
+        with held(s, not a.no_hold, load):
+            for i in range(a.trials):
+                if i and a.gap:
+                    time.sleep(a.gap)
+                res.append(s.measure(load, a.duration))
+        return bool(getattr(s.sut, "polls", False)), res
+
+    if a.one_bringup:
+        with up(sut, a.prefix, a.inject_cost) as s:
+            for _ in range(a.runs):
+                yield block(s)
+        return
+    for _ in range(a.runs):
+        with up(sut, a.prefix, a.inject_cost) as s:
+            got = block(s)
+        yield got
+
+
+def one_run(polling: bool, res: list):
     own = [r.sut_cpu_cycles_per_packet for r in res if r.sut_cpu_cycles_per_packet]
     rep = [r.sut_cycles_per_packet for r in res if r.sut_cycles_per_packet]
     from dpgate.telemetry.cpp_scaled import cpp_at_ref_speed
-    from dpgate.telemetry.disturbance import CPP_SPEED_EXPONENT, cpp_at_load
+    from dpgate.telemetry.disturbance import cpp_at_load
     from dpgate.telemetry.placement import xcore_signal
 
-    polling = getattr(s.sut, "polls", False)  # testpmd: its busy cycles
     return (
         cpp_at_load(res, polling=polling) if own or polling else None,
         statistics.median(rep) if rep else None,
         max((r.disturbance or 0.0) for r in res),
         sum(r.loss_packets for r in res),
         statistics.median([r.details.get("sut_core_speed") or 0.0 for r in res]),
-        None if polling else cpp_at_ref_speed(res, CPP_SPEED_EXPONENT["kernel"]),
+        None if polling else cpp_at_ref_speed(res, speed_exponent(False, cpu_model())),
         xcore_signal(res).get("xcore_rtt_ns"),
     )
+
+
+def components(groups: List[List[float]]) -> Optional[Tuple[float, float, float, float]]:
+    """Where a spread between runs comes from, on log values (so shares of the level): (a
+    trial's sd within its run, the sd of the runs' means, the part of that the trials' own
+    scatter explains (within / sqrt(n)), the rest: sd between runs beyond the trials' scatter).
+    None with fewer than two runs of three values.
+
+    >>> [round(x, 3) for x in components([[100.0, 110.0, 90.0], [100.0, 110.0, 90.0]])]
+    [0.1, 0.0, 0.058, 0.0]
+    >>> round(components([[100.0, 101.0, 99.0], [120.0, 121.0, 119.0]])[3], 2)
+    0.13
+    """
+    logs = [[math.log(v) for v in g if v and v > 0] for g in groups]
+    logs = [g for g in logs if len(g) >= 3]
+    if len(logs) < 2:
+        return None
+    within = statistics.mean(statistics.variance(g) for g in logs)
+    n = statistics.mean(len(g) for g in logs)
+    between = statistics.variance([statistics.mean(g) for g in logs])
+    return (
+        math.sqrt(within),
+        math.sqrt(between),
+        math.sqrt(within / n),
+        math.sqrt(max(0.0, between - within / n)),
+    )
+
+
+def dump(path: str, sut: str, run: int, polling: bool, res: list) -> None:
+    """One JSON line per trial: what the run's figures rest on."""
+    with open(path, "a") as f:
+        for i, r in enumerate(res):
+            d = r.details or {}
+            row = {
+                "sut": sut,
+                "run": run,
+                "trial": i,
+                "polling": polling,
+                "own": r.sut_cpu_cycles_per_packet,
+                "rep": r.sut_cycles_per_packet,
+                "speed": d.get("sut_core_speed"),
+                "core_speeds": d.get("core_speeds"),
+                "xcore_rtt_ns": d.get("xcore_rtt_ns"),
+                "disturbance": r.disturbance,
+                "loss": r.loss_packets,
+            }
+            f.write(json.dumps(row) + "\n")
 
 
 def calibrate(
@@ -157,6 +240,13 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--no-moderate", action="store_true", help="no NAPI deferral on the SUT ports (the gate defers)"
     )
+    ap.add_argument("--gap", type=float, default=0.0, help="seconds between a run's trials")
+    ap.add_argument(
+        "--one-bringup",
+        action="store_true",
+        help="every run a block of trials in one bring-up (the host's drift without the bring-up's)",
+    )
+    ap.add_argument("--jsonl", default="", help="append every trial to this file, one JSON line each")
     a = ap.parse_args(argv)
     global MODERATE
     MODERATE = not a.no_moderate
@@ -170,10 +260,13 @@ def main(argv=None) -> int:
         + (f", injected +{a.inject_cost:g} %" if a.inject_cost else "")
     )
     for sut in a.suts.split(","):
-        rows = [
-            one_run(sut, a.prefix, load, a.trials, a.duration, a.inject_cost, not a.no_hold)
-            for _ in range(a.runs)
-        ]
+        rows, groups = [], []
+        for i, (polling, res) in enumerate(bring_ups(sut, a, load)):
+            rows.append(one_run(polling, res))
+            field = "sut_cycles_per_packet" if polling else "sut_cpu_cycles_per_packet"
+            groups.append([getattr(r, field) for r in res])
+            if a.jsonl:
+                dump(a.jsonl, sut, i, polling, res)
         own = [r[0] for r in rows]
         rep = [r[1] for r in rows]
         sp = spread([v for v in own if v])
@@ -208,11 +301,18 @@ def main(argv=None) -> int:
             + "  loss "
             + " ".join(str(r[3]) for r in rows)
         )
+        comp = components(groups)
+        if comp:  # is the runs' spread more than their trials' own scatter explains?
+            w, m, e, x = (v * 100 for v in comp)
+            print(
+                f"{'':16s} a trial's sd {w:.1f} %, the runs' means' sd {m:.1f} % (the trials' scatter "
+                f"explains {e:.1f} %): between {'blocks' if a.one_bringup else 'bring-ups'} beyond it {x:.1f} %"
+            )
         scaled = [r[5] for r in rows]
         if any(scaled):  # kernel SUTs: every trial scaled to the reference speed (cpp_at_load_scaled)
             ss = spread([v for v in scaled if v])
             print(
-                f"{'':16s} scaled to 30 M it/s "
+                f"{'':16s} scaled to 30 M it/s by speed^-{speed_exponent(False, cpu_model()):g} "
                 + " ".join(f"{v:7.0f}" if v else "    n/a" for v in scaled)
                 + (f"  spread {ss * 100:5.1f} %" if ss is not None else "")
             )

@@ -194,7 +194,8 @@ def report(rows: List[dict], lags: Sequence[int] = (1, 2, 4, 8)) -> List[str]:
 
 
 def measure_block(block: Block, trials: int, duration: float, prefix: str, rnd: int, sink) -> None:
-    from dpgate.telemetry.disturbance import CPP_SPEED_EXPONENT
+    from dpgate.exec.hostcpu import cpu_model
+    from dpgate.telemetry.disturbance import speed_exponent
     from dpgate.testbeds.embedded.session import EmbeddedSession
     from dpgate.testbeds.embedded.suts.cost import inject_cost
 
@@ -203,7 +204,7 @@ def measure_block(block: Block, trials: int, duration: float, prefix: str, rnd: 
         polling = bool(getattr(s.sut, "polls", False))
         if inject:
             inject_cost(s.sut, inject)
-        exponent = CPP_SPEED_EXPONENT["polling" if polling else "kernel"]
+        exponent = speed_exponent(polling, cpu_model())
         with held(s, True, load):
             for i in range(trials):
                 t = s.measure(load, duration)

@@ -8,7 +8,7 @@ from helpers import write_run
 from dpgate.regression.compare import compare
 from dpgate.regression.history import add_to_history, history_path
 from dpgate.telemetry.cpp_scaled import CPP_REF_SPEED, cpp_at_ref_speed
-from dpgate.telemetry.disturbance import CPP_SPEED_EXPONENT, case_signal
+from dpgate.telemetry.disturbance import CPP_SPEED_EXPONENT, case_signal, speed_exponent
 
 KERNEL = CPP_SPEED_EXPONENT["kernel"]
 
@@ -54,9 +54,36 @@ def test_the_gate_records_it_with_each_kind_of_suts_exponent_and_figure():
     )
 
 
+XEON = "Intel(R) Xeon(R) Processor"
+
+
+def test_a_cpu_model_with_its_own_exponent_scales_kernel_suts_by_it_not_pollers():
+    """On the Xeon VM kernel SUTs' cycles followed the core's speed about linearly (fitted
+    0.98-1.26): a trial at 15 M it/s scales by 15/30, not sqrt(15/30)."""
+    trials = [T(5600.0, 15.0), T(3000.0, 30.0), T(5000.0, 20.0)]  # by 1.0: 2,800, 3,000, 3,333
+    kernel = case_signal([], [], cpp_trials=trials, cpp=3000.0, cpp_load=1.0, model=XEON)
+    assert kernel["cpp_speed_exponent"] == speed_exponent(False, XEON) == 1.0
+    assert kernel["cpp_at_load_scaled"] == 3000.0
+    other = case_signal([], [], cpp_trials=trials, cpp=3000.0, cpp_load=1.0, model="AMD EPYC 7B13")
+    assert other["cpp_speed_exponent"] == KERNEL and other["cpp_at_load_scaled"] == 3959.8
+    poller = case_signal([], [], cpp_trials=trials, cpp=3000.0, cpp_load=1.0, polling=True, model=XEON)
+    assert poller["cpp_speed_exponent"] == CPP_SPEED_EXPONENT["polling"]
+
+
+def test_figures_scaled_by_another_exponent_are_not_its_history(tmp_path):
+    """A history written while the kernel exponent was 0.5 on this model is not held against a
+    run scaled by 1.0 (the same cost reads different figures): the speed-matched rule judges."""
+    store = mixed_history(tmp_path)  # six runs scaled by 0.5
+    v = cpp_verdict(tmp_path, store, "e1", 29.8, 4480.0, cpp_speed_exponent=1.0)
+    assert v.metric == "cpp_at_load", v.line()
+    # by their own exponent they are its history
+    v = cpp_verdict(tmp_path, store, "e05", 29.8, 4480.0)
+    assert v.metric == "cpp_at_load_scaled" and v.history_len == 6, v.line()
+
+
 def record(tmp_path, name, speed, scaled=None, ref=CPP_REF_SPEED, **declared):
     metrics = {"ndr_pps": 5e5, "cpp_at_load": cost_at(scaled or 4000.0, speed), "sut_core_speed": speed}
-    metrics.update(cpp_speed_exponent=KERNEL, **declared)
+    metrics.update({"cpp_speed_exponent": KERNEL, **declared})
     if scaled is not None:
         metrics.update(cpp_at_load_scaled=scaled, cpp_scaled_speed=ref)
     return write_run(tmp_path, name, metrics)

@@ -320,7 +320,9 @@ def _scaled_verdict(
     """``cpp_at_load_scaled`` (every trial scaled to the reference speed ``cpp_scaled_speed``:
     :mod:`dpgate.telemetry.cpp_scaled`) against the history runs scaled to the same speed;
     None when this run has none or fewer than :data:`SCALED_RUNS` history runs have one. All
-    such runs count, whatever speed they ran at: the scaling took the speed out.
+    such runs count, whatever speed they ran at: the scaling took the speed out; not those
+    scaled by another exponent (``cpp_speed_exponent``: another CPU model's; entries written
+    before the history kept it count).
 
     >>> h = [{"cpp_at_load_scaled": x, "cpp_scaled_speed": 30.0} for x in (4000.0, 4100.0)]
     >>> v = _scaled_verdict({"cpp_at_load_scaled": 4700.0, "cpp_scaled_speed": 30.0}, h, 0.03, 0.1)
@@ -328,14 +330,19 @@ def _scaled_verdict(
     ('regression', 16.0, 'every trial scaled to 30 M it/s by speed^-0.5')
     >>> _scaled_verdict({"cpp_at_load_scaled": 4700.0, "cpp_scaled_speed": 25.0}, h, 0.03, 0.1) is None
     True
+    >>> e1 = {"cpp_at_load_scaled": 4700.0, "cpp_scaled_speed": 30.0, "cpp_speed_exponent": 1.0}
+    >>> _scaled_verdict(e1, [dict(x, cpp_speed_exponent=0.5) for x in h], 0.03, 0.1) is None
+    True
     """
     cur, ref = m.get("cpp_at_load_scaled"), m.get("cpp_scaled_speed")
     if not isinstance(cur, (int, float)) or not isinstance(ref, (int, float)):
         return None
+    exp = m.get("cpp_speed_exponent")  # figures scaled by another exponent are not comparable
     past: List[RunValue] = [
         x
         for h in hist
         if (h.get("metrics") or h).get("cpp_scaled_speed") == ref
+        and (h.get("metrics") or h).get("cpp_speed_exponent", exp) == exp
         and isinstance(x := run_value(h, "cpp_at_load_scaled"), float)
     ]
     if len(past) < SCALED_RUNS:

@@ -43,6 +43,7 @@ CONTEXT = (
     "core_speed_min",
     "cpp_at_load_scaled",
     "cpp_scaled_speed",
+    "cpp_speed_exponent",  # figures scaled by another exponent are not compared (compare.py)
 )
 #: One run's value of a metric: a number, or its samples when the run measured several.
 RunValue = Union[float, List[float]]

@@ -354,11 +354,14 @@ class EmbeddedTestbed(TestbedKeywords, PairedMeasure):
         search_trials = [t[-1] if isinstance(t, tuple) else t for t in getattr(run.res, "trials", ())]
         bounds = [run.ndr, run.pdr, getattr(run.res, "ndr_upper", None), getattr(run.res, "pdr_upper", None)]
         cpp, cpp_load, cpp_runs = after["cpp"]
+        facts = self._s.facts()  # the regression check keeps to this CPU model, its exponent too
         kw: Dict[str, Any] = dict(
-            speed_ref=after.get("core_speed_ref"), polling=bool(getattr(self._s.sut, "polls", False))
+            speed_ref=after.get("core_speed_ref"),
+            polling=bool(getattr(self._s.sut, "polls", False)),
+            model=facts.get("host_cpu_model"),
         )
         telemetry.update(case_signal(search_trials, bounds, after["mrr_runs"], cpp_runs, cpp, cpp_load, **kw))
-        return {**telemetry, **self._s.facts()}  # the regression check keeps to this CPU model
+        return {**telemetry, **facts}
 
     def _search_setting(self) -> SearchSetting:
         return SearchSetting(

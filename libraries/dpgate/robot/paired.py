@@ -19,6 +19,7 @@ from robot.api.deco import keyword
 
 from dpgate.config.binaries import parse_binaries
 from dpgate.config.units import frame_size_tag, parse_frame_size, parse_ratio
+from dpgate.exec.hostcpu import cpu_model
 from dpgate.model.errors import ConfigError, EnvironmentProblem, SutError
 from dpgate.model.ndrpdr import NdrPdrResult
 from dpgate.model.record import gate_entry
@@ -135,7 +136,8 @@ class PairedMeasure:
         share_speed_reference(gen, base)
         alike = polling and not saturated  # a pair across a change of core speed is measured again
         got = measure_pairs(gen, base, float(load), n, length, polling, alike)
-        est = _judge(got, polling, float(load), dmax, saturated)
+        model = cpu_model()  # how cycles follow the core's speed on it (speed_exponent)
+        est = _judge(got, polling, float(load), dmax, saturated, model)
         extra: Dict[str, Any] = {}
         first = _undecided(est, rise, dmax)
         if more and first:
@@ -145,7 +147,7 @@ class PairedMeasure:
             if isinstance(est, PairedCpp):
                 extra["cpp_paired_first_change"] = round(est.change, 4)
             got += measure_pairs(gen, base, float(load), more, length, polling, alike)
-            est = _judge(got, polling, float(load), dmax, saturated)
+            est = _judge(got, polling, float(load), dmax, saturated, model)
         if isinstance(est, str):
             return _not_measured(est)
         base_binary = getattr(twin.session.sut, "binary", None)
@@ -193,11 +195,11 @@ def share_speed_reference(gen: Any, base: Any) -> None:
 
 
 def _judge(
-    got: Any, polling: bool, load: float, dmax: float, saturated: bool = False
+    got: Any, polling: bool, load: float, dmax: float, saturated: bool = False, model: Optional[str] = None
 ) -> Union[PairedCpp, str]:
     """:func:`judge` of the measured pairs, or why there is no estimate."""
     try:
-        return judge(got, polling, load, dmax, saturated)
+        return judge(got, polling, load, dmax, saturated, model)
     except ValueError as err:
         return f"{err} with cycles per packet"
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, List, Optional, Sequence, Tuple
 
 from dpgate.telemetry.cpp_scaled import CPP_REF_SPEED, to_ref
-from dpgate.telemetry.disturbance import CPP_SPEED_EXPONENT, foreign_of
+from dpgate.telemetry.disturbance import foreign_of, speed_exponent
 from dpgate.telemetry.placement import placement_of, same_speed
 
 #: Two-sided 99 % quantiles of Student's t by degrees of freedom (larger df: the next lower
@@ -320,11 +320,12 @@ def judge(
     load_pps: float,
     disturbance_max: float,
     saturated: bool = False,
+    model: Optional[str] = None,
 ) -> PairedCpp:
     """The paired check's estimate from measured (baseline, SUT) trial pairs: the pairs
     :func:`judged_pairs` keeps, each trial's cycles (``sut_cycles_per_packet`` of a SUT that
     busy-polls, else ``sut_cpu_cycles_per_packet``; ``saturated``: :data:`SATURATED_FIELD`) at
-    the reference core speed by the SUT kind's exponent when every kept trial read its speed
+    the reference core speed by the SUT kind's exponent on CPU ``model`` when every kept trial read its speed
     (:func:`pair_cycles`; never at saturation), the change of the same pairs as measured
     beside it (``unscaled``).
     Raises ValueError with fewer than two pairs with figures."""
@@ -332,7 +333,7 @@ def judge(
     trials = [t for pair in used for t in pair]
     field = "sut_cycles_per_packet" if polling else "sut_cpu_cycles_per_packet"
     sped = all((t.details or {}).get("sut_core_speed") for t in trials)
-    exponent = CPP_SPEED_EXPONENT["polling" if polling else "kernel"] if sped else None
+    exponent = speed_exponent(polling, model) if sped else None
     if saturated:
         field = SATURATED_FIELD
         # Not scaled: beside a poller the core's speed is probed while the poll loop runs, and
