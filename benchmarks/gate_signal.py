@@ -24,7 +24,9 @@ is a false FAIL; an injected run whose verdict is FAIL is a detection. With ``--
 run also measures ``cpp_at_load`` against a baseline twin beside the SUT (``dpgate gate
 --paired``): one more line per SUT with each run's ``cpp_paired_change`` and that gate's
 verdict (healthy runs: a false FAIL is an A/A pair that disagreed; injected: a detection). Every number comes
-from the runs' JUnit (``<outdir>/<sut>/<run>/junit.xml``) but the overhead.
+from the runs' JUnit (``<outdir>/<sut>/<run>/junit.xml``) but the overhead. With two or more
+load counts among the injected runs' paired readings, the line through them and the cost row
+it makes (``dpgate.testbeds.embedded.suts.costfit``): a calibration on the gate's own figure.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ import xml.etree.ElementTree as ET
 from typing import Dict, List, Optional
 
 from dpgate.testbeds.embedded.suts import cost
+from dpgate.testbeds.embedded.suts.costfit import StepReading, fit_row
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 METRICS = ("ndr_pps", "pdr_pps", "mrr_pps", "cpp_at_load", "cpp_at_load_scaled")
@@ -186,6 +189,31 @@ def paired_line(healthy: List[Dict], injected: Dict[float, List[Dict]]) -> Optio
     return line
 
 
+def row_line(injected: Dict[float, List[Dict]]) -> Optional[str]:
+    """The injected runs' paired readings against their loads, and the cost row their line
+    makes (``dpgate.testbeds.embedded.suts.costfit``): a calibration on the gate's own figure.
+    None without readings at two load counts."""
+    keys = (
+        "injected_cost_loads",
+        "cpp_paired_change",
+        "cpp_paired_low",
+        "cpp_paired_high",
+        "cpp_paired_baseline",
+    )
+    got = [
+        StepReading(int(p[keys[0]]), p[keys[1]], p[keys[2]], p[keys[3]], p[keys[4]])
+        for p in (r["props"] for rs in injected.values() for r in rs)
+        if all(isinstance(p.get(k), float) for k in keys)
+    ]
+    fit = fit_row(got)
+    if fit is None:
+        return None
+    return (
+        f"  paired readings by loads: {fit.per_load * 100:.4f} % a load (+-{fit.per_load_se * 100:.4f}), "
+        f"{fit.at_zero * 100:+.2f} % at none (+-{fit.at_zero_se * 100:.2f}), {fit.points} runs: row {fit.row}"
+    )
+
+
 def spread(vals: List[float]) -> Optional[float]:
     """max/min - 1 of the positive values, None with fewer than two.
 
@@ -325,9 +353,9 @@ def main(argv=None) -> int:
                 ]
                 line += f" | +{s:g} %: {', '.join(chs)}"
             print(line)
-        paired = paired_line(healthy, injected)
-        if paired:
-            print(paired)
+        for summary in (paired_line(healthy, injected), row_line(injected)):
+            if summary:
+                print(summary)
         for s, runs in injected.items():
             hits = sum(r["verdict"] == "FAIL" for r in runs)
             totals.setdefault(f"detected +{s:g} %", [0, 0])
