@@ -149,10 +149,11 @@ CALIBRATION_SLOW: Dict[str, tuple[float, float, float]] = {
 #: about twice that: its row stays the one the gate's readings were taken with.
 #: The two saturation SUTs' rows from the gate's own pairs (``benchmarks/gate_signal.py
 #: --paired``, its line through the injected runs' readings, ``costfit``): OVS on af_packet's
-#: 1, 110, 265, 575 loads read +3.0, +7.3, +15.8, +25.4 % (means of 2-4 runs, gk28, gk39), a
-#: line of 0.041 % a load and +3.9 % (+-1.2) for the classifier on ~15,700 cycles, where the
-#: class's row made its "+5 %" +9.8 % and "+10 %" +16.2 %; l3fwd's 1, 3, 5, 6, 10 loads read
-#: -0.3, +2.1, +6.4, +7.6, +8.6 % (gk29-gk39): 0.99 % a load, no classifier cost to tell.
+#: 1, 28, 110, 149, 265, 575 loads read +3.0, +1.6, +7.3, +8.2, +15.8, +25.4 % (means of 2-4
+#: runs, gk28, gk39, gk41), a line of 0.044 % a load and +3.0 % (+-1.1) for the classifier on
+#: ~15,400 cycles, where the class's row made its "+5 %" +9.8 % and "+10 %" +16.2 %; l3fwd's
+#: 1, 3, 5, 6, 10 loads read -0.3, +2.1, +5.5, +7.6, +7.7 % (gk29-gk41): 0.87 % a load, no
+#: classifier cost to tell (+0.05 % +-0.8).
 CALIBRATION_XEON: Dict[str, tuple[float, float, float]] = {
     "linux-xconnect": (2188.0, 2.37, 68.0),
     "linux-bridge": (2730.0, 2.41, 153.0),
@@ -161,8 +162,8 @@ CALIBRATION_XEON: Dict[str, tuple[float, float, float]] = {
     "testpmd-mac": (5454.0, 27.8, 261.0),
     "ovsdpdk-xconnect": (4510.0, 24.8, 325.0),
     "ovs-afxdp-xconnect": (3232.0, 2.93, 119.0),
-    "l3fwd-ip4": (8964.0, 88.8, 0.0),
-    "ovs-xconnect": (15700.0, 6.49, 605.0),
+    "l3fwd-ip4": (8964.0, 78.2, 5.0),
+    "ovs-xconnect": (15425.0, 6.72, 461.0),
 }
 #: Host classes by the generator core's probed speed (M it/s, ``dpgate.exec.speedprobe``), the
 #: fastest first: (lowest speed, name, table). The thresholds' fast class starts at 40 too.
