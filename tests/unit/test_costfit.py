@@ -3,8 +3,6 @@ benchmarks/gate_signal.py's line that prints it from the gate's own JUnit."""
 
 from __future__ import annotations
 
-import random
-
 from helpers import load_benchmark
 
 from dpgate.outputs.junit import write_junit
@@ -12,13 +10,14 @@ from dpgate.testbeds.embedded.suts import cost
 from dpgate.testbeds.embedded.suts.costfit import StepReading, fit_row
 
 
-def readings(per_load, at_zero, loads, half=0.02, noise=0.0, seed=1, base=10_000.0):
-    rnd = random.Random(seed)
-    out = []
-    for n in loads:
-        c = at_zero + per_load * n + rnd.gauss(0, noise)
-        out.append(StepReading(n, c, c - half, c + half, base))
-    return out
+def readings(per_load, at_zero, loads, half=0.02, base=10_000.0):
+    """Readings on the line, each +-``half`` (99 %)."""
+    return [
+        StepReading(
+            n, at_zero + per_load * n, at_zero + per_load * n - half, at_zero + per_load * n + half, base
+        )
+        for n in loads
+    ]
 
 
 def test_fit_recovers_the_line_and_its_row():
