@@ -609,6 +609,35 @@ def test_a_polling_sut_without_a_busy_cycle_report_is_compared_at_saturation(mon
     assert log == []
 
 
+class NoisierPollingSut(PollingSut):
+    saturation_pairs = 4
+
+
+def test_a_sut_driver_whose_saturation_pairs_scatter_more_gets_more_of_them(monkeypatch):
+    """OVS on af_packet ports: its saturation pairs scatter ~1.8 x l3fwd's, so its driver asks
+    for four pairs per pair asked for (and as many more in a second round), l3fwd's two."""
+    from types import SimpleNamespace
+
+    from dpgate.telemetry.paired import saturation_pairs
+    from dpgate.testbeds.embedded import twin
+    from dpgate.testbeds.embedded.suts.labnfs import L3fwdIp4
+    from dpgate.testbeds.embedded.suts.ovs import OvsAfxdpXconnect, OvsXconnect
+
+    assert saturation_pairs(OvsXconnect) == 4 and saturation_pairs(L3fwdIp4) == 2
+    assert OvsAfxdpXconnect.polls  # reports busy cycles: never compared at saturation
+    monkeypatch.setattr(twin, "RESUME_SETTLE_S", 0.0)
+    log: list = []
+    lib, _ = paired_keyword(STEADY_SUT * 4, NOISY * 4, log)
+    sut, base = lib._gen("64B"), lib._baseline_twin({}).gen
+    sut.sut = base.sut = NoisierPollingSut()
+    result = SimpleNamespace(
+        frame_size="64B", telemetry={}, pdr_pps=121_198.0, mrr_samples=(), generator_max_pps=431_488.0
+    )
+    est = lib.measure_cycles_against_baseline(result, pairs=4, duration=0.1, max_rise="3%")
+    assert isinstance(est, PairedCpp) and est.saturated, est
+    assert est.pairs == 16 and len(log) == 32 and verdict(est, 0.03)[0] == "FAIL"
+
+
 class SpedGen(DetailGen):
     """A side whose trials ran at the SUT core speeds given, in turn."""
 

@@ -30,10 +30,10 @@ from dpgate.telemetry.disturbance import DISTURBANCE_MAX
 from dpgate.telemetry.paired import (
     MIN_PAIRS,
     SATURATION_OVER,
-    SATURATION_PAIRS,
     PairedCpp,
     judge,
     saturation_load,
+    saturation_pairs,
     verdict,
 )
 from dpgate.testbeds.embedded.twin import BaselineTwin, measure_pairs
@@ -87,7 +87,8 @@ class PairedMeasure:
         ``cpp_at_load``) is compared at saturation instead: pairs at 90 % of the generator
         ceiling (at least 1.5 x what it forwarded), each trial's figure its threads' CPU time
         per forwarded frame (``cpp_paired_saturated``; ``dpgate.telemetry.paired.SATURATED_FIELD``),
-        not scaled to a core speed, in twice the pairs (and more pairs) asked for, judged on the
+        not scaled to a core speed, in twice the pairs (and more pairs) asked for (OVS on
+        af_packet ports: four times, its driver's ``saturation_pairs``), judged on the
         middle 60 % of their ratios (``cpp_paired_trim`` 0.2,
         ``dpgate.telemetry.paired.trimmed``): that figure scatters more, with heavy tails.
         Returns the :class:`PairedCpp`, or why it was not measured (warned too): no
@@ -115,7 +116,8 @@ class PairedMeasure:
             forwarded = max([result.pdr_pps, *result.mrr_samples])
             ceiling = result.generator_max_pps or gen.max_pps or 0.0
             load, saturated = saturation_load(ceiling, forwarded), True
-            n, more = SATURATION_PAIRS * n, SATURATION_PAIRS * more
+            k = saturation_pairs(gen.sut)  # OVS on af_packet: 4, its pairs scatter more
+            n, more = k * n, k * more
             if not load:
                 return _not_measured(
                     f"a SUT without a busy-cycle report is compared at saturation, but the generator "

@@ -29,6 +29,15 @@ from typing import Any, List, Optional, Sequence, Tuple
 from dpgate.telemetry.cpp_scaled import CPP_REF_SPEED, to_ref
 from dpgate.telemetry.disturbance import foreign_of, speed_exponent
 from dpgate.telemetry.placement import placement_of, same_speed
+from dpgate.telemetry.saturation import (  # noqa: F401 (re-exported: the check's public names)
+    SATURATED_FIELD,
+    SATURATION_OVER,
+    SATURATION_PAIRS,
+    SATURATION_SHARE,
+    SATURATION_TRIM,
+    saturation_load,
+    saturation_pairs,
+)
 
 #: Two-sided 99 % quantiles of Student's t by degrees of freedom (larger df: the next lower
 #: row's, which errs on the wide side; beyond 30: 2.75).
@@ -36,44 +45,6 @@ T995 = {1: 63.657, 2: 9.925, 3: 5.841, 4: 4.604, 5: 4.032, 6: 3.707, 7: 3.499, 8
         9: 3.250, 10: 3.169, 12: 3.055, 15: 2.947, 20: 2.845, 30: 2.750}  # fmt: skip
 #: Fewest clean pairs a verdict rests on.
 MIN_PAIRS = 3
-#: What a pair compares for a polling SUT without a busy-cycle report (l3fwd, OVS on af_packet
-#: ports), measured at an overload: its threads' CPU time x Hz per forwarded frame. A busy poll
-#: loop's CPU time is the whole trial at any load; saturated, every cycle of it goes to frames,
-#: so the figure is its cycles per packet at saturation (the seed papers' CPP at the maximum
-#: rate), and more work per frame raises it in full. On the Zen 3 host (2026-11-29, l3fwd-ip4
-#: 64B at 350 kpps offered, 1 s trials): 20 A B B A pairs per step, the pairs' log ratios
-#: scattered 0.10-0.11 (sd; 0.098-0.101 scaled at the polling exponent), as testpmd's own
-#: cycles do (0.100).
-SATURATED_FIELD = "sut_cpu_cycles_per_packet"
-#: Saturation pairs per pair asked for: their figure scatters more than the polling SUTs' own
-#: cycles do in the gate (the pairs' log ratios 0.10-0.15 in gk24's l3fwd runs, not scaled).
-SATURATION_PAIRS = 2
-#: A saturation pair's offered load: this share of the generator ceiling, and at least
-#: :data:`SATURATION_OVER` x what the SUT forwarded at most in the search (else it may not be saturated).
-SATURATION_SHARE = 0.9
-SATURATION_OVER = 1.5
-#: Share of the saturation pairs' log ratios left out at each end (:func:`trimmed`): the pairs
-#: of OVS on af_packet ports scatter with heavy tails, a host phase that changed within a
-#: pair. gk27 (Xeon VM, 2026-11-30, 19-40 pairs per run): sd 0.13-0.22 over all pairs, 0.07-0.11
-#: over the middle 80 %; re-judged trimmed, the 99 % intervals of two healthy runs went from
-#: -5.9..+12.3 % and -8.7..+16.6 % to -3.6..+5.6 % and -8.7..+14.4 %, of two "+10 %" runs
-#: from +4.6..+26.6 % and +0.8..+23.6 % to +7.7..+21.6 % and +5.3..+19.2 %.
-SATURATION_TRIM = 0.2
-
-
-def saturation_load(
-    generator_max_pps: Optional[float], forwarded_max_pps: Optional[float]
-) -> Optional[float]:
-    """The offered load of saturation pairs, or None when the generator cannot overload the
-    SUT by :data:`SATURATION_OVER` (the SUT would not be the bottleneck).
-
-    >>> saturation_load(431488.0, 121198.0), saturation_load(150000.0, 121198.0), saturation_load(None, 1.0)
-    (388339.2, None, None)
-    """
-    if not generator_max_pps or not forwarded_max_pps:
-        return None
-    load = round(SATURATION_SHARE * generator_max_pps, 1)
-    return load if load >= SATURATION_OVER * forwarded_max_pps else None
 
 
 def t995(df: int) -> float:

@@ -87,6 +87,11 @@ class OvsXconnect(EmbeddedSut):
     #: with af_packet ports the userspace datapath's main thread busy-polls them: measured
     #: CPU time per packet was exactly Hz / load (128k cycles at 20 kpps), not a cost
     polls = True
+    #: its paired check's saturation pairs per pair asked for (``dpgate.telemetry.saturation``):
+    #: its pairs' log ratios scatter about 1.8 x l3fwd's (sd from the gate's 99 % intervals on
+    #: the Xeon host, gk27-gk42: median 0.145 over 32 runs, l3fwd 0.080 over 24), and at twice
+    #: the pairs a true +10 % read +8.3 % undecided (-0.5..+17.8 %); at four times 2 of 2 FAILED
+    saturation_pairs = 4
     bridge = "dpgbr0"
     #: SO_RCVBUFFORCE for the af_packet ports' sockets (the kernel doubles it: 4 MiB, ~60 ms
     #: of 1518B frames at 25 kpps); 0 leaves ``net.core.rmem_default``. Measured (1518B, 25 kpps,
