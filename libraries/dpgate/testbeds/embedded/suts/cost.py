@@ -146,7 +146,9 @@ CALIBRATION_SLOW: Dict[str, tuple[float, float, float]] = {
 #: 6.8 %). linux-bridge's classifier alone is 5.6 %: its "+5 %" is one load. OVS AF_XDP's
 #: points (1: -0.8 and +3.3 %, 100: +13.4 %, 300: +32.6 %) fit 2.77 a load and 59 for the
 #: classifier, yet the gate's pairs read its 15 and 70 loads as +8.6 to +18.3 % (gk35, gk37),
-#: about twice that: its row stays the one the gate's readings were taken with.
+#: about twice that. Its row is the line through the gate's readings (``costfit``, 8 runs:
+#: 1, 15, 70, 147 loads read +6.0, +9.2, +17.3, +20.7 % on average, gk35, gk37, gk44): 0.11 %
+#: a load, +7.4 % (+-1.3) for the classifier, so its "+5 %" is one load (about 7 %).
 #: The two saturation SUTs' rows from the gate's own pairs (``benchmarks/gate_signal.py
 #: --paired``, its line through the injected runs' readings, ``costfit``): OVS on af_packet's
 #: 1, 28, 110, 149, 265, 575 loads read +3.0, +1.6, +7.3, +8.2, +15.8, +25.4 % (means of 2-4
@@ -161,7 +163,7 @@ CALIBRATION_XEON: Dict[str, tuple[float, float, float]] = {
     "testpmd-io": (4228.0, 56.7, 39.0),
     "testpmd-mac": (5454.0, 27.8, 261.0),
     "ovsdpdk-xconnect": (4510.0, 24.8, 325.0),
-    "ovs-afxdp-xconnect": (3232.0, 2.93, 119.0),
+    "ovs-afxdp-xconnect": (2624.0, 2.90, 193.0),
     "l3fwd-ip4": (8964.0, 78.2, 5.0),
     "ovs-xconnect": (15425.0, 6.72, 461.0),
 }
