@@ -37,7 +37,7 @@ def saturation_pairs(sut: Any) -> int:
 #: :data:`SATURATION_OVER` x what the SUT forwarded at most in the search (else it may not be saturated).
 SATURATION_SHARE = 0.9
 SATURATION_OVER = 1.5
-#: Share of the saturation pairs' log ratios left out at each end (:func:`trimmed`): the pairs
+#: Share of the saturation pairs' log ratios left out at each end (``paired.trimmed``): the pairs
 #: of OVS on af_packet ports scatter with heavy tails, a host phase that changed within a
 #: pair. gk27 (Xeon VM, 2026-11-30, 19-40 pairs per run): sd 0.13-0.22 over all pairs, 0.07-0.11
 #: over the middle 80 %; re-judged trimmed, the 99 % intervals of two healthy runs went from
