@@ -236,6 +236,18 @@ def test_frames_still_on_the_sut_napi_ring_are_waited_for_not_counted_lost(tmp_p
     assert r.details["settle_ms"] is not None and r.details["settle_ms"] > 5 * 1.0
 
 
+def test_frames_back_after_the_settle_gave_up_are_counted_in_the_next_trial(tmp_path):
+    """A too short quiet time loses late frames: they reach the TG's rx port between trials
+    (in the counters, not in either trial's loss) and the next trial says how many."""
+    gen, fake = make(tmp_path, lost=30)
+    first = gen.measure(20_000, 0.2)
+    assert first.loss_packets == 30 and first.details["late_after_last_settle"] is None
+    rx_port = next(p for p, c in gen.tb.c[gen.tb.tg_ns].items() if c["rx_packets"])
+    gen.tb.c[gen.tb.tg_ns][rx_port]["rx_packets"] += 12  # 12 of the 30 were only late
+    assert gen.measure(20_000, 0.2).details["late_after_last_settle"] == 12
+    assert gen.measure(20_000, 0.2).details["late_after_last_settle"] == 0
+
+
 def test_claimed_frames_that_never_show_are_bounded_and_counted(tmp_path):
     gen, fake = make(tmp_path, late=(47, 10**9))
     r = gen.measure(20_000, 0.2)

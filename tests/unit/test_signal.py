@@ -61,6 +61,23 @@ def test_account_quiet_core_is_not_disturbed():
     assert r["disturbance"] == 0.0 and r["sut_own_s"] == pytest.approx(0.4)
 
 
+def test_account_sut_kernel_threads_are_the_sut_s_and_told_apart():
+    # the SUT's process 0.5 s, its NAPI thread 0.3 s, both waited: all the SUT's own time
+    a = CpuSnapshot(
+        {1: [0] * 8}, {("sut", 1): 1.0, ("sut_kernel", 1): 2.0}, 0.0, 0.0, {"sut": 0.0, "sut_kernel": 0.1}
+    )
+    b = CpuSnapshot(
+        {1: [50, 0, 30, 20, 0, 0, 0, 0]},
+        {("sut", 1): 1.5, ("sut_kernel", 1): 2.3},
+        0.0,
+        0.0,
+        {"sut": 0.2, "sut_kernel": 0.2},
+    )
+    r = account(a, b, tg_cpus=[], sut_cpus=[1], hz_user=100)
+    assert r["sut_own_s"] == pytest.approx(0.8) and r["sut_kernel_s"] == pytest.approx(0.3)
+    assert r["sut_wait_share"] == pytest.approx(0.3) and r["disturbance"] == 0.0
+
+
 def test_account_hog_and_steal_are_foreign():
     a = _snap({1: [0] * 8})
     b = _snap({1: [50, 20, 10, 10, 0, 0, 0, 10]}, {("sut", 1): 0.3})

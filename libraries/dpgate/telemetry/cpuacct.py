@@ -23,7 +23,8 @@ foreign (over-reports by that little, never hides a neighbour).
 
 ``sut_wait_share`` is how long the SUT's threads waited, runnable, for a CPU (``run_delay``)
 per second of window. ``sut_own_s`` is the SUT's own run time on the SUT cores (SUT processes, NAPI threads,
-``ksoftirqd``), the basis of ``cpp_at_load``:
+``ksoftirqd``), the basis of ``cpp_at_load``; ``sut_kernel_s`` the kernel threads' part of it
+(a polling SUT's share of its core is what they leave it):
 
 >>> a = CpuSnapshot({1: [100, 0, 0, 0, 0, 0, 0, 0]}, {("sut", 1): 0.0}, 0.0, 0.0)
 >>> b = CpuSnapshot({1: [150, 0, 10, 40, 0, 0, 0, 0]}, {("sut", 1): 0.2}, 0.0, 0.0)
@@ -44,6 +45,9 @@ from dpgate.exec.cpu import cpu_times as cpu_ticks
 #: Ticks per second of /proc/stat (USER_HZ).
 HZ_USER = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 IDLE, IOWAIT, STEAL = 3, 4, 7
+#: Roles whose run time is the SUT's: its processes (and injected stealers), and the kernel
+#: threads that work for it on its cores (its ports' NAPI threads, ``ksoftirqd``).
+SUT_ROLES = ("sut", "sut_kernel")
 
 
 def task_runtime_s(pid: int) -> Dict[int, Tuple[float, Tuple[int, ...]]]:
@@ -135,6 +139,10 @@ def snapshot(cpus: Iterable[int], pids_by_role: Mapping[str, Iterable[int]]) -> 
     return CpuSnapshot(cpu_ticks(cpus), own, ch.ru_utime + ch.ru_stime, me.ru_utime + me.ru_stime, wait)
 
 
+def _waited(s: CpuSnapshot) -> float:
+    return sum((s.wait or {}).get(r, 0.0) for r in SUT_ROLES)
+
+
 def account(
     a: CpuSnapshot, b: CpuSnapshot, tg_cpus: Sequence[int], sut_cpus: Sequence[int], hz_user: int = HZ_USER
 ) -> Dict:
@@ -171,9 +179,10 @@ def account(
         loose -= take
     foreign = {c: unexplained[c] + steal[c] for c in busy}
     share = {c: round(min(1.0, foreign[c] / total[c]), 4) if total[c] > 0 else 0.0 for c in busy}
-    sut_own = sum(v for (role, cpu), v in own.items() if role == "sut")
+    sut_own = sum(v for (role, cpu), v in own.items() if role in SUT_ROLES)
+    sut_kernel = sum(v for (role, cpu), v in own.items() if role == "sut_kernel")
     window = max(total.values()) if total else 0.0
-    sut_wait = max(0.0, (b.wait or {}).get("sut", 0.0) - (a.wait or {}).get("sut", 0.0))
+    sut_wait = max(0.0, _waited(b) - _waited(a))
     return {
         "sut_wait_share": round(sut_wait / window, 4) if window else None,
         "foreign_share": share,
@@ -181,6 +190,7 @@ def account(
         "busy_share": {c: round(busy[c] / total[c], 4) if total[c] > 0 else 0.0 for c in busy},
         "disturbance": max(share.values()) if share else None,
         "sut_own_s": round(sut_own, 6),
+        "sut_kernel_s": round(sut_kernel, 6),
         "window_s": round(max(total.values()), 4) if total else None,
     }
 
@@ -215,11 +225,10 @@ class CpuAccount:
                 "sut": kthread_pids([f"ksoftirqd/{c}" for c in self.tb.sut_cpus]),
                 "tg": kthread_pids([f"ksoftirqd/{c}" for c in self.tb.tg_cpus if c not in self.tb.sut_cpus]),
             }
-        sut = list(self._sut_pids) + list(getattr(self.tb, "napi_pids", [])) + self._k_pids["sut"]
-        if self.extra:
-            sut += list(self.extra())
+        sut = list(self._sut_pids) + (list(self.extra()) if self.extra else [])
+        kernel = list(getattr(self.tb, "napi_pids", [])) + self._k_pids["sut"]
         tg = list(self._k_pids["tg"]) + (list(self.extra_tg()) if self.extra_tg else [])
-        return {"sut": sut, "tg": tg, "own": list(self.own()) if self.own else []}
+        return {"sut": sut, "sut_kernel": kernel, "tg": tg, "own": list(self.own()) if self.own else []}
 
     def begin(self, key: object = None) -> None:
         """Snapshot before traffic; ``key`` identifies the SUT (a new key rescans its pids)."""

@@ -12,6 +12,11 @@ from dpgate.exec.runner import tail
 from dpgate.model.errors import TrialError
 
 
+def delta(before, after, names, key: str) -> int:
+    """How much counter ``key`` of ports ``names`` moved from one ``ns_stats`` read to another."""
+    return sum(after[n][key] - before[n][key] for n in names)
+
+
 class TrialSteps:
     # provided by the generator this is mixed into
     tb: Any
@@ -144,7 +149,19 @@ class TrialSteps:
             now_c = read()
             if now_c != seen:
                 last_change, seen = time.monotonic(), now_c
+        self._settled_rx = (tuple(rx_ports), sum(now_c[0][p]["rx_packets"] for p in rx_ports))
         return (round((last_change - t_stop) * 1e3, 2) if last_change else None), now_c
+
+    def _late_after_settle(self, tg0, rx_ports: List[str]) -> Optional[int]:
+        """Frames that reached the TG's rx ports after the last trial's settle gave them up for
+        lost and before this trial began (None for a first trial or other ports): what a too
+        short ``settle_s`` loses, counted rather than assumed. (Our namespaces send nothing of
+        their own between trials; anything else there would show here too, never hide.)"""
+        last = getattr(self, "_settled_rx", None)
+        if not last or last[0] != tuple(rx_ports):
+            return None
+        late = sum(tg0[p]["rx_packets"] for p in rx_ports) - last[1]
+        return late if late >= 0 else None
 
 
 class Phases:

@@ -17,12 +17,12 @@ Trial discipline:
 1. read port counters (TG tx, TG rx) and SUT drop counters;
 2. send, pinned to the TG cpus; a generator that falls behind is cut at the deadline
    (it shows as shortfall and never stretches the trial);
-3. wait for late packets: poll the rx counters until they stop moving (settle), so
-   nothing still in flight is counted as lost (no phantom loss);
+3. wait for late packets: poll the rx counters until they stop moving (settle), so nothing
+   in flight is counted as lost (frames later still: the next trial's ``late_after_last_settle``);
 4. loss = intended - received; ``tg_shortfall`` = intended - sent; when the shortfall
    happens at a load at or above the calibrated generator ceiling, ``limited_by`` is
-   ``"generator"``. A lossy trial whose cores were disturbed (others' CPU time, or a slow
-   host phase read by ``dpgate.exec.speedprobe`` around it) is measured again.
+   ``"generator"``. A lossy trial whose cores were disturbed (others' CPU time, or a slow host
+   phase read by ``dpgate.exec.speedprobe`` around it) is measured again.
 
 >>> TrialPlan(per_dir_pps=50e3, count=50_000, duration_s=1.0, directions=2).intended
 100000
@@ -46,7 +46,7 @@ from dpgate.telemetry.cpuacct import CpuAccount, pids_in_netns
 
 from .pcap import frames, write_pcap
 from .profiles import Profile, directions_for
-from .steps import Phases, TrialSteps
+from .steps import Phases, TrialSteps, delta
 from .sutcore import MODERATION_FRAMES, SutCore  # noqa: F401 (MODERATION_FRAMES: re-exported)
 
 #: Quiet time (s) after which late packets are given up for lost (see ``_settle``): late
@@ -277,6 +277,7 @@ class EmbeddedGenerator(TrialSteps, SutCore):
         intended = plan.intended
         sut_ports = [s.name for _, s in self.tb.topology.pairs()]
         tg0, sut0 = self.tb.ns_stats(self.tb.tg_ns), self.tb.ns_stats(self.tb.sut_ns)
+        late_before = self._late_after_settle(tg0, rx_ports)
         sockets = self.socket_drops and self.sut is not None and getattr(self.sut, "has_process", False)
         if sockets and self._sock_drops is None:
             self._sock_drops = self.tb.packet_socket_drops()
@@ -312,9 +313,6 @@ class EmbeddedGenerator(TrialSteps, SutCore):
         )
         acct["slow_share"] = slow
         clock.mark("placement_after")
-
-        def delta(before, after, names, key):
-            return sum(after[n][key] - before[n][key] for n in names)
 
         tx = delta(tg0, tg1, tx_ports, "tx_packets")
         rx = delta(tg0, tg1, rx_ports, "rx_packets")
@@ -362,6 +360,7 @@ class EmbeddedGenerator(TrialSteps, SutCore):
             "sut_counters": per_trial,
             "cpu": acct,
             "settle_ms": settle_ms,
+            "late_after_last_settle": late_before,
             "phases_ms": clock.ms,
         }
         # how fast the cores ran: the probe between trials (M it/s per TG/SUT core) and the
