@@ -248,6 +248,31 @@ def test_frames_back_after_the_settle_gave_up_are_counted_in_the_next_trial(tmp_
     assert gen.measure(20_000, 0.2).details["late_after_last_settle"] == 0
 
 
+class QuietSut:
+    """A SUT driver at the generator's boundary, with its own settle quiet time."""
+
+    has_process, polls, settle_s = False, False, 0.004
+
+    def check_alive(self):
+        pass
+
+    def trial_begin(self):
+        pass
+
+    def trial_end(self, rx):
+        return {}
+
+
+def test_a_sut_s_own_quiet_time_replaces_the_generator_s_and_is_recorded(tmp_path):
+    gen, fake = make(tmp_path, lost=30)
+    assert gen.measure(20_000, 0.2).details["settle_quiet_ms"] == 1.0  # the generator's 1 ms
+    gen.sut = sut = QuietSut()
+    r = gen.measure(20_000, 0.2)
+    assert r.details["settle_quiet_ms"] == 4.0 and r.details["phases_ms"]["settle"] >= 4.0
+    sut.settle_s = None  # a driver without one: the generator's
+    assert gen.measure(20_000, 0.2).details["settle_quiet_ms"] == 1.0
+
+
 def test_claimed_frames_that_never_show_are_bounded_and_counted(tmp_path):
     gen, fake = make(tmp_path, late=(47, 10**9))
     r = gen.measure(20_000, 0.2)

@@ -108,8 +108,8 @@ class TrialSteps:
     ) -> tuple[Optional[float], tuple]:
         """Wait for late packets after the generator stopped: done at once when every sent
         frame is back (rx == tx on the TG ports), else when no counter of either namespace
-        moved for ``settle_s`` (bounded by ``max(1 s, 20 x settle_s)``), so nothing in
-        flight is counted as lost. Returns (ms from stop to the last counter change, or None
+        moved for the quiet time (:meth:`quiet_s`; bounded by ``max(1 s, 20 x`` it), so
+        nothing in flight is counted as lost. Returns (ms from stop to the last counter change, or None
         when nothing moved after the stop; the final (TG, SUT) counters).
 
         ``claimed``: frames the generator says the kernel took. A TG port whose peer runs
@@ -120,6 +120,7 @@ class TrialSteps:
         dropped (ring full: ``tx_dropped``) were refused to the generator, which sent them
         again, so they are not part of ``claimed``."""
         t_stop = time.monotonic()
+        settle_s = self.quiet_s()
         last_change: Optional[float] = None
         tg_ns, sut_ns = self.tb.tg_ns, self.tb.sut_ns
 
@@ -139,10 +140,10 @@ class TrialSteps:
 
         now_c = read()
         seen = now_c
-        end = t_stop + max(1.0, self.settle_s * 20)
+        end = t_stop + max(1.0, settle_s * 20)
         while not sent_back(now_c[0]):
             now = time.monotonic()
-            quiet = now - (last_change or t_stop) >= self.settle_s
+            quiet = now - (last_change or t_stop) >= settle_s
             if (quiet and not in_flight(now_c[0])) or now > end:
                 break
             time.sleep(0.001)
@@ -151,6 +152,12 @@ class TrialSteps:
                 last_change, seen = time.monotonic(), now_c
         self._settled_rx = (tuple(rx_ports), sum(now_c[0][p]["rx_packets"] for p in rx_ports))
         return (round((last_change - t_stop) * 1e3, 2) if last_change else None), now_c
+
+    def quiet_s(self) -> float:
+        """The settle's quiet time: the SUT's own (its driver's ``settle_s``) where it has one,
+        else the generator's."""
+        own = getattr(getattr(self, "sut", None), "settle_s", None)
+        return own if isinstance(own, float) and own > 0 else self.settle_s
 
     def _late_after_settle(self, tg0, rx_ports: List[str]) -> Optional[int]:
         """Frames that reached the TG's rx ports after the last trial's settle gave them up for

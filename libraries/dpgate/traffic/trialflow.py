@@ -360,6 +360,7 @@ class EmbeddedGenerator(TrialSteps, SutCore):
             "sut_counters": per_trial,
             "cpu": acct,
             "settle_ms": settle_ms,
+            "settle_quiet_ms": round(self.quiet_s() * 1e3, 1),
             "late_after_last_settle": late_before,
             "phases_ms": clock.ms,
         }

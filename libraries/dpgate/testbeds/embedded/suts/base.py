@@ -28,6 +28,12 @@ class EmbeddedSut:
     #: True when the SUT busy-polls its core (its CPU time is 100 % at any load, so
     #: cpp_at_load must come from its own busy-cycle counters)
     polls = False
+    #: Quiet time (s) after which a lossy trial's late frames are given up for lost
+    #: (``dpgate.traffic.steps``); None: the generator's (``SETTLE_S``, 20 ms). A SUT sets a
+    #: shorter one only where the last late frame of every recorded trial came well inside it
+    #: (each trial's ``settle_ms``), and the next trial counts any that still came after it
+    #: (``late_after_last_settle``).
+    settle_s: Optional[float] = None
 
     def __init__(self, testbed: NamespaceTestbed, flows: Optional[int] = None):
         self.tb = testbed
