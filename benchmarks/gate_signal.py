@@ -102,13 +102,17 @@ def trial_gaps(trials_jsonl: str) -> Dict[str, List[float]]:
     gate did between them (search arithmetic, counter reads, cpp_at_load holds) counts.
     ``search``: up to the paired check's first trial (its baseline's, marked
     ``details.paired_side``); ``paired``: from there (the twin's bring-up, the switches between
-    the sides, a polling side's spin-up wait)."""
-    out: Dict[str, List[float]] = {"search": [], "paired": []}
+    the sides, a polling side's spin-up wait). ``late``: the trials' ``late_after_last_settle``
+    (frames that came back after a settle gave them up)."""
+    out: Dict[str, List[float]] = {"search": [], "paired": [], "late": []}
     if not os.path.exists(trials_jsonl):
         return out
     with open(trials_jsonl) as fh:
         rows = [json.loads(line) for line in fh if line.strip()]
     first = next((i for i, t in enumerate(rows) if (t.get("details") or {}).get("paired_side")), len(rows))
+    out["late"] = [
+        late for t in rows if (late := (t.get("details") or {}).get("late_after_last_settle")) is not None
+    ]
     for i in range(1, len(rows)):
         gap = rows[i]["time"] - rows[i - 1]["time"] - rows[i]["intended_duration_s"]
         out["search" if i < first else "paired"].append(gap)
@@ -129,6 +133,8 @@ def overhead_line(runs: List[Dict]) -> str:
 
     >>> overhead_line([{"gaps": {"search": [0.010, 0.030, 0.020], "paired": [0.3, 0.04]}}])
     'overhead between search trials median 20 ms, p90 20 ms (3 gaps); paired trials median 170 ms, p90 40 ms (2)'
+    >>> overhead_line([{"gaps": {"search": [0.01], "paired": [], "late": [0, 3, 0]}}])
+    'overhead between search trials median 10 ms, p90 10 ms (1 gaps); frames back after their settle 3 (in 1 of 3 trials)'
     """
 
     def stats(gaps: List[float]) -> str:
@@ -140,7 +146,13 @@ def overhead_line(runs: List[Dict]) -> str:
     text = (
         f"overhead between search trials {stats(search)} ({len(search)} gaps)" if search else "overhead n/a"
     )
-    return text + (f"; paired trials {stats(paired)} ({len(paired)})" if paired else "")
+    late = [n for r in runs for n in r["gaps"].get("late", [])]
+    text += f"; paired trials {stats(paired)} ({len(paired)})" if paired else ""
+    return text + (
+        f"; frames back after their settle {sum(late)} (in {sum(n > 0 for n in late)} of {len(late)} trials)"
+        if late
+        else ""
+    )
 
 
 def run_gate(sut: str, prefix: str, outdir: str, history: str, extra: List[str], report_only=False) -> Dict:

@@ -84,3 +84,27 @@ def test_gate_signal_prints_the_row_from_the_runs_junit(tmp_path):
     assert "0.0400 % a load" in line and "+3.96 % at none" in line and "2 runs" in line, line
     assert "row (13500.0, 5.4, 535.0)" in line, line
     assert bench.row_line({10.0: injected[10.0]}) is None  # one load count: no line
+
+
+def test_gate_signal_counts_frames_back_after_their_settle(tmp_path):
+    """The overhead line also says what the settle gave up on that came back after all (the
+    trials' ``late_after_last_settle``): a quiet time too short for a SUT shows there."""
+    import json
+
+    bench = load_benchmark("gate_signal")
+    rows = [
+        {"time": 1.0, "intended_duration_s": 1.0, "details": {}},
+        {"time": 2.03, "intended_duration_s": 1.0, "details": {"late_after_last_settle": 0}},
+        {"time": 3.05, "intended_duration_s": 1.0, "details": {"late_after_last_settle": 7}},
+        {
+            "time": 4.1,
+            "intended_duration_s": 1.0,
+            "details": {"paired_side": "baseline", "late_after_last_settle": 0},
+        },
+    ]
+    path = tmp_path / "trials.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    gaps = bench.trial_gaps(str(path))
+    assert gaps["late"] == [0, 7, 0] and len(gaps["search"]) == 2 and len(gaps["paired"]) == 1
+    line = bench.overhead_line([{"gaps": gaps}])
+    assert line.endswith("frames back after their settle 7 (in 1 of 3 trials)"), line

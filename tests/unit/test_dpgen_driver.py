@@ -246,6 +246,12 @@ def test_frames_back_after_the_settle_gave_up_are_counted_in_the_next_trial(tmp_
     gen.tb.c[gen.tb.tg_ns][rx_port]["rx_packets"] += 12  # 12 of the 30 were only late
     assert gen.measure(20_000, 0.2).details["late_after_last_settle"] == 12
     assert gen.measure(20_000, 0.2).details["late_after_last_settle"] == 0
+    # another frame size's generator on the same ports (one per size, all calibrated first):
+    # its frames are the testbed's last trial, not late frames of this generator's last one
+    other = DpgenGenerator(gen.tb, make_profile("l2", 1518), spawn=FakeDpgen(gen.tb), settle_s=0.001)
+    other.cpu, other.speeds = NoCpu(), HostSpeeds()
+    assert other.measure(20_000, 0.2).details["late_after_last_settle"] == 0
+    assert gen.measure(20_000, 0.2).details["late_after_last_settle"] == 0
 
 
 class QuietSut:

@@ -150,7 +150,7 @@ class TrialSteps:
             now_c = read()
             if now_c != seen:
                 last_change, seen = time.monotonic(), now_c
-        self._settled_rx = (tuple(rx_ports), sum(now_c[0][p]["rx_packets"] for p in rx_ports))
+        self.tb.settled_rx = (tuple(rx_ports), sum(now_c[0][p]["rx_packets"] for p in rx_ports))
         return (round((last_change - t_stop) * 1e3, 2) if last_change else None), now_c
 
     def quiet_s(self) -> float:
@@ -161,10 +161,11 @@ class TrialSteps:
 
     def _late_after_settle(self, tg0, rx_ports: List[str]) -> Optional[int]:
         """Frames that reached the TG's rx ports after the last trial's settle gave them up for
-        lost and before this trial began (None for a first trial or other ports): what a too
-        short ``settle_s`` loses, counted rather than assumed. (Our namespaces send nothing of
-        their own between trials; anything else there would show here too, never hide.)"""
-        last = getattr(self, "_settled_rx", None)
+        lost and before this trial began (None for a testbed's first trial or other ports): what
+        a too short quiet time loses, counted rather than assumed. The last trial is the
+        testbed's, whichever of its generators ran it. (Our namespaces send nothing of their
+        own between trials; anything else there would show here too, never hide.)"""
+        last = getattr(self.tb, "settled_rx", None)
         if not last or last[0] != tuple(rx_ports):
             return None
         late = sum(tg0[p]["rx_packets"] for p in rx_ports) - last[1]

@@ -116,6 +116,9 @@ class NamespaceTestbed:
         self.workdir = run_dir(topology.prefix)
         #: The SUT ports' threaded-NAPI kernel threads (their CPU time is the SUT's own).
         self.napi_pids: List[int] = []
+        #: (TG rx ports, their rx count) when the last trial on these ports settled, whichever
+        #: generator ran it (one per frame size share the ports): ``late_after_last_settle``
+        self.settled_rx: Optional[tuple] = None
         self._lock: Optional[FileLock] = None
 
     # -- names -------------------------------------------------------------
