@@ -277,6 +277,10 @@ def test_a_sut_s_own_quiet_time_replaces_the_generator_s_and_is_recorded(tmp_pat
     assert r.details["settle_quiet_ms"] == 4.0 and r.details["phases_ms"]["settle"] >= 4.0
     sut.settle_s = None  # a driver without one: the generator's
     assert gen.measure(20_000, 0.2).details["settle_quiet_ms"] == 1.0
+    sut.settle_s = 1  # whole seconds are a quiet time too, a flag is not
+    assert gen.quiet_s() == 1.0
+    sut.settle_s = True
+    assert gen.quiet_s() == 0.001
 
 
 def test_claimed_frames_that_never_show_are_bounded_and_counted(tmp_path):

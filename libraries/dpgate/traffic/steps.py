@@ -157,7 +157,9 @@ class TrialSteps:
         """The settle's quiet time: the SUT's own (its driver's ``settle_s``) where it has one,
         else the generator's."""
         own = getattr(getattr(self, "sut", None), "settle_s", None)
-        return own if isinstance(own, float) and own > 0 else self.settle_s
+        if isinstance(own, (int, float)) and not isinstance(own, bool) and own > 0:
+            return float(own)
+        return self.settle_s
 
     def _late_after_settle(self, tg0, rx_ports: List[str]) -> Optional[int]:
         """Frames that reached the TG's rx ports after the last trial's settle gave them up for
