@@ -235,25 +235,26 @@ def test_the_injection_takes_the_host_classs_calibration_and_the_record_says_whi
     assert done[-1] == cost.units_for("linux-xconnect", 10, here[1])
 
 
-class _L3fwd:
-    name, tb = "l3fwd-ip4", _Tb()
+class _Mac:
+    name, tb = "testpmd-mac", _Tb()
 
 
 def test_a_cpu_model_with_its_own_rows_gets_them_and_the_record_says_so(monkeypatch):
-    """Zen 3 and Xeon VMs probe alike (13-37 M it/s) but a load costs l3fwd 1.9 % of a packet on
-    the first and 0.6-1.2 % on the second (2026-11-30): the Xeon's rows, over its class's table."""
+    """Zen 3 and Xeon VMs probe alike (13-37 M it/s) but a load costs testpmd-mac 1.2 % of a
+    packet on the first and 0.5 % on the second (2026-11-30): the Xeon's rows, over its class's
+    table."""
     done = []
     monkeypatch.setattr(cost, "inject_units", lambda sut, n: done.append(n) or {"bpf_loads_per_frame": n})
-    xeon = cost.inject_cost(_L3fwd(), 10, speed=23.0, model="Intel(R) Xeon(R) Processor")
-    zen = cost.inject_cost(_L3fwd(), 10, speed=23.0, model="AMD EPYC 7B13")
+    xeon = cost.inject_cost(_Mac(), 10, speed=23.0, model="Intel(R) Xeon(R) Processor")
+    zen = cost.inject_cost(_Mac(), 10, speed=23.0, model="AMD EPYC 7B13")
     fast_xeon = cost.inject_cost(_Sut(), 10, speed=55.0, model="Intel(R) Xeon(R) Processor")
     assert (xeon["calibration"], zen["calibration"], fast_xeon["calibration"]) == (
         "slow-xeon",
         "slow",
         "fast",
     )
-    assert done[0] == cost.units_for("l3fwd-ip4", 10, cost.CALIBRATION_XEON)
-    assert done[1] == cost.units_for("l3fwd-ip4", 10, cost.CALIBRATION_SLOW) and done[0] > done[1]
+    assert done[0] == cost.units_for("testpmd-mac", 10, cost.CALIBRATION_XEON)
+    assert done[1] == cost.units_for("testpmd-mac", 10, cost.CALIBRATION_SLOW) and done[0] > done[1]
     assert abs(xeon["expected_percent"] - 10.0) < 1.0 and abs(zen["expected_percent"] - 10.0) < 2.0
     # a SUT without a Xeon row keeps the class's row on the Xeon (every SUT has one since
     # 2026-11-30 afternoon: take one away)
@@ -331,7 +332,9 @@ def test_polling_sut_cost_injection_is_on_the_generator_ports(monkeypatch, sut_n
     import types
 
     calls = []
-    monkeypatch.setattr(cost, "_inject_ingress", lambda ns, ports, n: calls.append((ns, n)))
+    monkeypatch.setattr(
+        cost, "_inject_ingress", lambda ns, ports, n, offsets=cost.LOAD_OFFSETS: calls.append((ns, n))
+    )
     sut = types.SimpleNamespace(
         name=sut_name, ns="x-sut", tb=types.SimpleNamespace(tg_ns="x-tg"), tg_ports=lambda: []
     )
@@ -359,17 +362,50 @@ def test_ovs_afxdp_is_calibrated_on_the_slow_class_only():
 
 def test_l3fwd_and_ovs_xconnect_are_calibrated_at_saturation_on_the_slow_class_only():
     """Neither reports busy cycles: their tables come from the paired check's figure at
-    saturation; l3fwd's loads are testpmd's out-of-line ones (a few per +10 %), OVS's in-line
-    ones (hundreds); the fast class refuses both until calibrated there."""
-    slow = cost.CALIBRATION_SLOW
-    for name in ("l3fwd-ip4", "ovs-xconnect"):
-        base, unit, fixed = slow[name]
-        n = cost.units_for(name, 10, slow)
-        assert n == round((0.10 * base - fixed) / unit)
-        assert abs(cost.expected_percent(name, n, slow) - 10.0) < 100.0 * unit / base
+    saturation; both inject in-line loads (hundreds per +10 %); l3fwd has a row on the Xeon
+    host only (its Zen 3 row was for out-of-line loads); the fast class refuses both."""
+    xeon = cost.calibration_for(23.0, "Intel(R) Xeon(R) Processor")[1]
+    for name, table in (("l3fwd-ip4", xeon), ("ovs-xconnect", cost.CALIBRATION_SLOW)):
+        base, unit, fixed = table[name]
+        n = cost.units_for(name, 10, table)
+        assert n == round((0.10 * base - fixed) / unit) and n >= 100
+        assert abs(cost.expected_percent(name, n, table) - 10.0) < 100.0 * unit / base
         with pytest.raises(ConfigError, match="not calibrated on this host class"):
             cost.units_for(name, 10, cost.CALIBRATION)
-    assert cost.units_for("l3fwd-ip4", 10, slow) < 10 < 100 < cost.units_for("ovs-xconnect", 10, slow)
+    with pytest.raises(ConfigError, match="not calibrated on this host class.*--calibrate-units"):
+        cost.units_for("l3fwd-ip4", 10, cost.calibration_for(23.0, "AMD EPYC 7B13")[1])
+
+
+def test_l3fwd_loads_the_link_header_the_others_the_headers_beyond_it(monkeypatch):
+    """af_packet's transmit skb holds only the link header in line: l3fwd's loads stay there
+    (bytes 0-11), the other transmit SUTs' go beyond it (bytes 14-45), as calibrated."""
+    ran = []
+    monkeypatch.setattr(cost, "run", lambda argv, ns=None, check=True: ran.append(argv) or _Done())
+
+    class Port:
+        def __init__(self, name):
+            self.name = name
+
+    class Tb:
+        tg_ns = "dpg-tg"
+
+    for name in ("l3fwd-ip4", "testpmd-io"):
+        sut = type("S", (), {"name": name, "tb": Tb(), "tg_ports": lambda self: [Port("tg0")]})()
+        ran.clear()
+        info = cost.inject_units(sut, 5)
+        (prog,) = [a for a in ran if "bytecode" in a]
+        offs = {int(ins.split()[3]) for ins in prog[-1].split(",")[1:-1]}
+        assert info["bpf_loads_per_frame"] == 5
+        if name == "l3fwd-ip4":
+            assert offs == {0, 4, 8} and "in line" in info["method"]
+        else:
+            assert offs and min(offs) >= 14 and "in line" not in info["method"]
+    with pytest.raises(ConfigError, match="load offsets"):
+        cost.work_filters("tg0", 3, (58,))
+
+
+class _Done:
+    returncode, stdout = 0, ""
 
 
 def test_cpp_regression_is_a_rise_through_the_throughput_classifier():

@@ -29,7 +29,9 @@ faster than the generator no more, its throughput drops:
 * l3fwd (and OVS on af_packet ports): the same program on the generator ports, run in their
   transmit call (l3fwd's net_af_packet ``sendto``, OVS's ``sendmmsg``); neither reports
   busy cycles, so the calibration and the paired check read their threads' CPU time per
-  forwarded frame at saturation (``dpgate.telemetry.paired.SATURATED_FIELD``).
+  forwarded frame at saturation (``dpgate.telemetry.paired.SATURATED_FIELD``). l3fwd's loads
+  read the link header's words, in line (:data:`INLINE_SUTS`): beyond it they cost it 1.3-2.8 x
+  as much in a slow phase of the host as in a fast one.
 * OVS AF_XDP: the same, on the generator ports: its PMD thread's XSK transmit (copy mode on
   veth) is a ``sendto`` that builds an skb and hands it to the peer on the SUT core, so the
   program runs in the PMD's processing cycles. The skb is linear (the frame is copied out of
@@ -54,6 +56,13 @@ from typing import Dict, List, Optional, Tuple
 from dpgate.exec.hostcpu import cpu_model
 from dpgate.exec.runner import run
 from dpgate.model.errors import ConfigError, EnvironmentProblem
+from dpgate.testbeds.embedded.suts.costrows import (  # noqa: F401 (re-exported)
+    CALIBRATION,
+    CALIBRATION_SLOW,
+    CALIBRATION_XEON,
+    CLASSES,
+    MODEL_ROWS,
+)
 
 #: Loads per classic BPF program (tc's netlink message holds 16 KiB, 8 bytes an instruction).
 BPF_CHUNK = 1900
@@ -62,121 +71,16 @@ WORK_MAX = 20 * BPF_CHUNK
 #: Offsets of the loaded words: within the headers of the smallest frame (60 bytes without
 #: FCS), as a load past the frame's end would end the program (cBPF answers 0 there).
 LOAD_OFFSETS = tuple(range(14, 46, 4))
-#: Per SUT: (reference cpp_at_load, cycles one unit adds, cycles the classifier itself adds),
-#: all in cycles per packet as the gate measures cpp_at_load, from
-#: ``benchmarks/cpp_at_load.py --calibrate-units N`` (pairs of trials without and with ``N``
-#: loads in one bring-up, the program taken off after each; 2 runs x 6 pairs at each of two
-#: ``N``) at the rows' ``cpp_load``. The figures belong to a host class: their ratios are
-#: what ``units_for`` uses, and they moved between classes (below). Re-run the calibration on
-#: a new CI host class before reading an injected step as its nominal percentage.
-#: This table: 2026-11-27 night, the CI host class of that day (2-vCPU AMD EPYC VM, probe
-#: 52-65 M it/s).
-#: Kernel SUTs (the program on the SUT ports; 200 and 10 loads): 200 loads added +266/+277
-#: (xconnect), +421/+497 (bridge), +343/+252 (ip4); 10 loads +97/+87, +180/+194, +173/+128;
-#: so a load is 0.94, 1.43, 0.78 cycles and the classifier itself 83, 173, 142, on
-#: 2,620-2,680, 3,390-3,500 and 4,960-5,010 cycles a packet.
-#: Polling SUTs (the program on the generator ports' ingress, run in their transmit call;
-#: 10 loads and 1): 10 loads added +1,269/+1,154 (io), +1,232/+1,274 (mac), +1,210/+1,213
-#: (OVS-DPDK), 1 load +430/+427, +458/+412, +394/+410: a load is 87, 91, 90 cycles and the
-#: classifier 341, 344, 312, on 5,280-5,380, 6,740-6,930 and 5,010-5,130 cycles a packet.
-#: The smallest step there is one load, 6-8 %: "+5 %" injects that.
-#: The frames testpmd's net_af_packet sends sit in page fragments, so each load takes the
-#: kernel's out-of-line path (``skb_copy_bits``).
-#: Before 2026-11-26 the work was dependent ``A += 1`` (1.0-1.5 cycles each at full
-#: speed), which the host's slow phases did not slow: see the module's docstring.
-CALIBRATION: Dict[str, tuple[float, float, float]] = {
-    "linux-xconnect": (2650.0, 0.94, 83.0),
-    "linux-bridge": (3450.0, 1.43, 173.0),
-    "linux-ip4": (4975.0, 0.78, 142.0),
-    "testpmd-io": (5320.0, 87.0, 341.0),
-    "testpmd-mac": (6840.0, 91.0, 344.0),
-    "ovsdpdk-xconnect": (5080.0, 90.0, 312.0),
-}
-#: The slow class's table (2026-11-26 night, a 2-vCPU VM in a slow phase all along, probe
-#: 12-18 M it/s; the same calibration, docs/embedded.md): a load cost 4.2-4.6 cycles on the
-#: kernel SUTs, on 3,720-7,350 cycles a packet, and 135-151 on the polling SUTs, on
-#: 8,100-11,300; a load is 3-4x the share of a packet's cost it is on the fast class. On the
-#: Zen 3 host of 2026-11-28 (probe 13-19 M it/s) the fast table's "+10 %" (194 loads) read
-#: +28 to +31 % on linux-xconnect (scaled, 3 runs; +24 to +37 % against its twin) and "+5 %"
-#: (53) +9 to +14 %, where this table's 66 and 20 loads make about +12 and +6 % there.
-#: OVS AF_XDP (2026-11-29, Zen 3 host, probe 13-19 M it/s, 80 kpps, 2 runs x 6-8 pairs at each
-#: N): 1 load +149/+536/+320, 10 loads +528/+570, 200 loads +1,793/+1,777 on 6,480-7,092
-#: cycles a packet: a load is 6.5 cycles (10 -> 200) and the classifier about 480. No fast-class
-#: figures: on that class the injection refuses it until calibrated there.
-#: l3fwd (2026-11-29 late, the same host, probe 14-32 M it/s): it reports no cycles, so its
-#: figure is the paired check's at saturation (its thread's CPU time per forwarded frame at
-#: 350 kpps offered, 1 s trials scaled at the polling exponent; 20 A B B A pairs per step,
-#: program on and off within one bring-up): 1 load +3.9 %, 4 loads +9.1, 6 +10.3, 10 +16.3
-#: (each +-1.7 to 3.2 standard error) on ~20,300 cycles a packet: a least-squares line of
-#: 272 cycles a load and 580 for the classifier. In the gate (gk25, against the twin, not
-#: scaled) its "+5 %" (2 loads) read +6.9 to +9.4 % and "+10 %" (5) +10.8 to +20.7 %.
-#: An Intel Xeon VM of the same class by speed (2026-11-30) charges less a load: its own rows
-#: are :data:`CALIBRATION_XEON`.
-#: OVS on af_packet ports (the same way, 380 kpps offered; its ports' 4 MiB receive buffers):
-#: 200 loads +7.9 %, 1000 loads +33.6 % (20 pairs each, the pairs' log ratios scattered 0.15)
-#: on ~30,700 cycles a packet: 9.9 cycles a load (OVS sends from a linear buffer, so a load is
-#: in line, as on OVS AF_XDP) and about 450 for the classifier.
-CALIBRATION_SLOW: Dict[str, tuple[float, float, float]] = {
-    "linux-xconnect": (3900.0, 4.25, 110.0),
-    "linux-bridge": (4950.0, 4.4, 290.0),
-    "linux-ip4": (7250.0, 4.25, 220.0),
-    "testpmd-io": (8550.0, 150.0, 255.0),
-    "testpmd-mac": (10950.0, 135.0, 410.0),
-    "ovsdpdk-xconnect": (8550.0, 150.0, 340.0),
-    "ovs-afxdp-xconnect": (6700.0, 6.5, 480.0),
-    "l3fwd-ip4": (20300.0, 272.0, 580.0),
-    "ovs-xconnect": (30700.0, 9.9, 450.0),
-}
-#: The Intel Xeon VM of 2026-11-30 (``Intel(R) Xeon(R) Processor``, 2 vCPUs at 2.3 GHz, probe
-#: 14-37 M it/s: the slow class by speed, as the Zen 3 host). The same packet loads cost its
-#: SUTs a different share of their cycles: calibrated there (``benchmarks/cpp_at_load.py
-#: --calibrate-units N --trials 30 --duration 1 --runs 1`` at each SUT's 64B ``cpp_load``, l3fwd at
-#: 780 kpps; two ``N`` per SUT, the mean log ratio of 30 pairs, +-1.6 to 2.9 % standard error):
-#: testpmd-mac 2 loads +5.8 %, 12 +10.9 %; testpmd-io +3.6, +17.0 %; OVS-DPDK +8.3, +13.8 %;
-#: linux-xconnect 20 loads +3.4 %, 300 +35.5 %; linux-bridge +3.7, +31.5 %; linux-ip4 +1.3,
-#: +14.8 %; OVS AF_XDP +5.5, +30.9 %; l3fwd 4 loads +5.4 %, 16 +14.9 % (and the day before 5
-#: +2.9, 10 +11.9, 12 +8.5 %, the gate's pairs 5 as +6.0 / +6.8 %). The rows: the two points'
-#: line in cycles on the two bring-ups' mean base. OVS on af_packet's 265 loads read +9.8 %
-#: there as on the Zen 3 host (20 pairs at 940 kpps on 13,020 cycles): the class's row.
-#: The kernel SUTs' rows again later that day (11:42-12:09): N = 1 (60 pairs, twice), 100 (40)
-#: and 300 (30) besides the two points above, a weighted least-squares line through all of
-#: them: a load 2.37 / 2.41 / 1.86 cycles (xconnect, bridge, ip4), the classifier itself 68 /
-#: 153 / 68 (+-22 to 28): the two-point rows had it at 25 / 48 / 16, and their "+5 %" read
-#: +6.1 to +10.6 % in the gate (gk34), what these rows predict for those loads (6.8, 8.5,
-#: 6.8 %). linux-bridge's classifier alone is 5.6 %: its "+5 %" is one load. OVS AF_XDP's
-#: points (1: -0.8 and +3.3 %, 100: +13.4 %, 300: +32.6 %) fit 2.77 a load and 59 for the
-#: classifier, yet the gate's pairs read its 15 and 70 loads as +8.6 to +18.3 % (gk35, gk37),
-#: about twice that. Its row is the line through the gate's readings (``costfit``, 8 runs:
-#: 1, 15, 70, 147 loads read +6.0, +9.2, +17.3, +20.7 % on average, gk35, gk37, gk44): 0.11 %
-#: a load, +7.4 % (+-1.3) for the classifier, so its "+5 %" is one load (about 7 %).
-#: The two saturation SUTs' rows from the gate's own pairs (``benchmarks/gate_signal.py
-#: --paired``, its line through the injected runs' readings, ``costfit``): OVS on af_packet's
-#: 1, 28, 110, 149, 265, 575 loads read +3.0, +1.6, +7.3, +8.2, +15.8, +25.4 % (means of 2-4
-#: runs, gk28, gk39, gk41), a line of 0.044 % a load and +3.0 % (+-1.1) for the classifier on
-#: ~15,400 cycles, where the class's row made its "+5 %" +9.8 % and "+10 %" +16.2 %; l3fwd's
-#: 1, 3, 5, 6, 10 loads read -0.3, +2.1, +5.5, +7.6, +7.7 % (gk29-gk41): 0.87 % a load, no
-#: classifier cost to tell (+0.05 % +-0.8).
-CALIBRATION_XEON: Dict[str, tuple[float, float, float]] = {
-    "linux-xconnect": (2188.0, 2.37, 68.0),
-    "linux-bridge": (2730.0, 2.41, 153.0),
-    "linux-ip4": (3670.0, 1.86, 68.0),
-    "testpmd-io": (4228.0, 56.7, 39.0),
-    "testpmd-mac": (5454.0, 27.8, 261.0),
-    "ovsdpdk-xconnect": (4510.0, 24.8, 325.0),
-    "ovs-afxdp-xconnect": (2624.0, 2.90, 193.0),
-    "l3fwd-ip4": (8964.0, 78.2, 5.0),
-    "ovs-xconnect": (15425.0, 6.72, 461.0),
-}
-#: Host classes by the generator core's probed speed (M it/s, ``dpgate.exec.speedprobe``), the
-#: fastest first: (lowest speed, name, table). The thresholds' fast class starts at 40 too.
-CLASSES = ((40.0, "fast", CALIBRATION), (0.0, "slow", CALIBRATION_SLOW))
-#: Rows calibrated on one CPU model, laid over its speed class's table where that model's
-#: figures differ from the class's: (class, CPU model exactly as /proc/cpuinfo names it, short
-#: name, rows). The probed speed cannot tell such hosts apart (the Zen 3 and the Xeon VMs both
-#: probe 13-37 M it/s). A model without rows takes its class's table as it is.
-MODEL_ROWS: Tuple[Tuple[str, str, str, Dict[str, tuple[float, float, float]]], ...] = (
-    ("slow", "Intel(R) Xeon(R) Processor", "xeon", CALIBRATION_XEON),
-)
+#: Offsets of in-line loads: the Ethernet header's words, bytes 0-11, the part of the frame an
+#: af_packet transmit skb holds in its linear head (``tpacket_snd`` copies the link header there
+#: and leaves the rest in the ring's pages, where each load beyond it is an ``skb_copy_bits``).
+INLINE_OFFSETS = (0, 4, 8)
+#: SUTs whose injected loads are in line (:data:`INLINE_OFFSETS`). l3fwd's out-of-line loads
+#: cost 68 cycles each in a fast phase of the Xeon host and 189-194 in a slow one an hour apart
+#: (+8.4 and +18.3 % for 11 loads), while l3fwd's own cycles per frame moved 1.3 x: its "+10 %"
+#: read +2.2 to +21.5 % in the gate (gk43, gk46), the small ones in the fast phases. In-line
+#: loads follow the host as its own code does: 4.7-8.0 cycles a load over the same hour.
+INLINE_SUTS = ("l3fwd-ip4",)
 
 
 def calibration_for(
@@ -188,7 +92,7 @@ def calibration_for(
     >>> calibration_for(55.2)[0], calibration_for(16.4)[0], calibration_for(None)[0]
     ('fast', 'slow', 'fast')
     >>> name, table = calibration_for(23.0, "Intel(R) Xeon(R) Processor")
-    >>> name, table["l3fwd-ip4"] == CALIBRATION_XEON["l3fwd-ip4"], calibration_for(23.0, "AMD EPYC 7B13")[1]["l3fwd-ip4"] == CALIBRATION_SLOW["l3fwd-ip4"]
+    >>> name, table["testpmd-mac"] == CALIBRATION_XEON["testpmd-mac"], calibration_for(23.0, "AMD EPYC 7B13")[1]["testpmd-mac"] == CALIBRATION_SLOW["testpmd-mac"]
     ('slow-xeon', True, True)
     >>> calibration_for(55.2, "Intel(R) Xeon(R) Processor")[0], calibration_for(23.0, "AMD EPYC 7B13")[0]
     ('fast', 'slow')
@@ -210,7 +114,8 @@ def calibrated_suts() -> List[str]:
     >>> "ovs-afxdp-xconnect" in calibrated_suts(), "linux-xconnect" in calibrated_suts()
     (True, True)
     """
-    return sorted({name for _, _, table in CLASSES for name in table})
+    tables = [table for _, _, table in CLASSES] + [rows for _, _, _, rows in MODEL_ROWS]
+    return sorted({name for table in tables for name in table})
 
 
 def units_for(sut_name: str, percent: float, table: Optional[Dict] = None) -> int:
@@ -256,18 +161,22 @@ def expected_percent(sut_name: str, units: int, table: Optional[Dict] = None) ->
     return 100.0 * (fixed + unit * int(units)) / base
 
 
-def work_filters(dev: str, n: int) -> List[List[str]]:
-    """argv of tc ingress classifiers on ``dev`` doing ``n`` packet loads per frame, no match:
-    as many programs of at most :data:`BPF_CHUNK` loads as ``n`` needs (one netlink message
-    carries at most 16 KiB of program).
+def work_filters(dev: str, n: int, offsets: Tuple[int, ...] = LOAD_OFFSETS) -> List[List[str]]:
+    """argv of tc ingress classifiers on ``dev`` doing ``n`` packet loads per frame (words at
+    ``offsets`` in turn), no match: as many programs of at most :data:`BPF_CHUNK` loads as
+    ``n`` needs (one netlink message carries at most 16 KiB of program).
 
     >>> argv = work_filters("sut0", 3)[0]
     >>> argv[argv.index("prio") + 1], argv[-1]
     ('1', '4,32 0 0 14,32 0 0 18,32 0 0 22,6 0 0 0')
+    >>> work_filters("tg0", 4, INLINE_OFFSETS)[0][-1]
+    '5,32 0 0 0,32 0 0 4,32 0 0 8,32 0 0 0,6 0 0 0'
     >>> [len(a[-1].split(",")) - 2 for a in work_filters("sut0", 4000)]
     [1900, 1900, 200]
     """
     n = int(n)
+    if not offsets or any(not 0 <= o <= 56 for o in offsets):
+        raise ConfigError(f"load offsets must be words within 60 bytes, got {offsets!r}", path="inject_cost")
     if not 1 <= n <= WORK_MAX:
         raise ConfigError(
             f"injected work must be 1..{WORK_MAX} BPF loads per frame, got {n} (a smaller --inject-cost)",
@@ -277,19 +186,19 @@ def work_filters(dev: str, n: int) -> List[List[str]]:
     for i, start in enumerate(range(0, n, BPF_CHUNK)):
         k = min(BPF_CHUNK, n - start)
         # A = word at offset (BPF_LD|BPF_W|BPF_ABS = 0x20) k times, then return 0: "no match, go on"
-        loads = [f"32 0 0 {LOAD_OFFSETS[j % len(LOAD_OFFSETS)]}" for j in range(k)]
+        loads = [f"32 0 0 {offsets[j % len(offsets)]}" for j in range(k)]
         code = ",".join([str(k + 1)] + loads + ["6 0 0 0"])
         head = ["tc", "filter", "add", "dev", dev, "parent", "ffff:", "protocol", "all", "prio", "1"]
         out.append(head + ["handle", str(i + 1), "bpf", "bytecode", code])
     return out
 
 
-def _inject_ingress(ns: str, ports, n: int) -> None:
+def _inject_ingress(ns: str, ports, n: int, offsets: Tuple[int, ...] = LOAD_OFFSETS) -> None:
     """The ``n``-instruction programs on each port's ingress (an ingress qdisc added if none)."""
     for p in ports:
         if "ingress" not in run(["tc", "qdisc", "show", "dev", p.name], ns=ns, check=False).stdout:
             run(["tc", "qdisc", "add", "dev", p.name, "ingress"], ns=ns)
-        for argv in work_filters(p.name, n):
+        for argv in work_filters(p.name, n, offsets):
             run(argv, ns=ns)
 
 
@@ -301,9 +210,12 @@ def inject_kernel(sut, n: int) -> Dict:
 def inject_transmit(sut, n: int) -> Dict:
     """``n`` loads per frame on the generator ports' ingress: run by the kernel inside
     a polling SUT's transmit call, on the SUT core (see the module's docstring)."""
-    _inject_ingress(sut.tb.tg_ns, sut.tg_ports(), n)
+    inline = sut.name in INLINE_SUTS
+    _inject_ingress(sut.tb.tg_ns, sut.tg_ports(), n, INLINE_OFFSETS if inline else LOAD_OFFSETS)
+    where = "the link header's (in line)" if inline else "the headers'"
     return {
-        "method": "tc ingress classic BPF packet loads on the generator ports, run in the SUT's transmit call",
+        "method": f"tc ingress classic BPF packet loads of {where} words on the generator ports, "
+        "run in the SUT's transmit call",
         "bpf_loads_per_frame": int(n),
     }
 

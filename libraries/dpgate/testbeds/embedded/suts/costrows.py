@@ -1,0 +1,127 @@
+"""Calibration rows of the cost injection (:mod:`dpgate.testbeds.embedded.suts.cost`): per host
+class (and per CPU model over it) and SUT, what one injected load and the classifier itself add
+to the SUT's cycles per packet, with how each row was measured.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Tuple
+
+#: Per SUT: (reference cpp_at_load, cycles one unit adds, cycles the classifier itself adds),
+#: all in cycles per packet as the gate measures cpp_at_load, from
+#: ``benchmarks/cpp_at_load.py --calibrate-units N`` (pairs of trials without and with ``N``
+#: loads in one bring-up, the program taken off after each; 2 runs x 6 pairs at each of two
+#: ``N``) at the rows' ``cpp_load``. The figures belong to a host class: their ratios are
+#: what ``units_for`` uses, and they moved between classes (below). Re-run the calibration on
+#: a new CI host class before reading an injected step as its nominal percentage.
+#: This table: 2026-11-27 night, the CI host class of that day (2-vCPU AMD EPYC VM, probe
+#: 52-65 M it/s).
+#: Kernel SUTs (the program on the SUT ports; 200 and 10 loads): 200 loads added +266/+277
+#: (xconnect), +421/+497 (bridge), +343/+252 (ip4); 10 loads +97/+87, +180/+194, +173/+128;
+#: so a load is 0.94, 1.43, 0.78 cycles and the classifier itself 83, 173, 142, on
+#: 2,620-2,680, 3,390-3,500 and 4,960-5,010 cycles a packet.
+#: Polling SUTs (the program on the generator ports' ingress, run in their transmit call;
+#: 10 loads and 1): 10 loads added +1,269/+1,154 (io), +1,232/+1,274 (mac), +1,210/+1,213
+#: (OVS-DPDK), 1 load +430/+427, +458/+412, +394/+410: a load is 87, 91, 90 cycles and the
+#: classifier 341, 344, 312, on 5,280-5,380, 6,740-6,930 and 5,010-5,130 cycles a packet.
+#: The smallest step there is one load, 6-8 %: "+5 %" injects that.
+#: The frames testpmd's net_af_packet sends sit in page fragments, so each load takes the
+#: kernel's out-of-line path (``skb_copy_bits``).
+#: Before 2026-11-26 the work was dependent ``A += 1`` (1.0-1.5 cycles each at full
+#: speed), which the host's slow phases did not slow: see the module's docstring.
+CALIBRATION: Dict[str, tuple[float, float, float]] = {
+    "linux-xconnect": (2650.0, 0.94, 83.0),
+    "linux-bridge": (3450.0, 1.43, 173.0),
+    "linux-ip4": (4975.0, 0.78, 142.0),
+    "testpmd-io": (5320.0, 87.0, 341.0),
+    "testpmd-mac": (6840.0, 91.0, 344.0),
+    "ovsdpdk-xconnect": (5080.0, 90.0, 312.0),
+}
+#: The slow class's table (2026-11-26 night, a 2-vCPU VM in a slow phase all along, probe
+#: 12-18 M it/s; the same calibration, docs/embedded.md): a load cost 4.2-4.6 cycles on the
+#: kernel SUTs, on 3,720-7,350 cycles a packet, and 135-151 on the polling SUTs, on
+#: 8,100-11,300; a load is 3-4x the share of a packet's cost it is on the fast class. On the
+#: Zen 3 host of 2026-11-28 (probe 13-19 M it/s) the fast table's "+10 %" (194 loads) read
+#: +28 to +31 % on linux-xconnect (scaled, 3 runs; +24 to +37 % against its twin) and "+5 %"
+#: (53) +9 to +14 %, where this table's 66 and 20 loads make about +12 and +6 % there.
+#: OVS AF_XDP (2026-11-29, Zen 3 host, probe 13-19 M it/s, 80 kpps, 2 runs x 6-8 pairs at each
+#: N): 1 load +149/+536/+320, 10 loads +528/+570, 200 loads +1,793/+1,777 on 6,480-7,092
+#: cycles a packet: a load is 6.5 cycles (10 -> 200) and the classifier about 480. No fast-class
+#: figures: on that class the injection refuses it until calibrated there.
+#: l3fwd (2026-11-29 late, the same host, probe 14-32 M it/s): it reports no cycles, so its
+#: figure is the paired check's at saturation (its thread's CPU time per forwarded frame at
+#: 350 kpps offered, 1 s trials scaled at the polling exponent; 20 A B B A pairs per step,
+#: program on and off within one bring-up): 1 load +3.9 %, 4 loads +9.1, 6 +10.3, 10 +16.3
+#: (each +-1.7 to 3.2 standard error) on ~20,300 cycles a packet: a least-squares line of
+#: 272 cycles a load and 580 for the classifier. In the gate (gk25, against the twin, not
+#: scaled) its "+5 %" (2 loads) read +6.9 to +9.4 % and "+10 %" (5) +10.8 to +20.7 %.
+#: An Intel Xeon VM of the same class by speed (2026-11-30) charges less a load: its own rows
+#: are :data:`CALIBRATION_XEON`. Those were l3fwd's out-of-line loads: its loads are in line since
+#: 2026-11-30 night (``cost.INLINE_SUTS``), so this class has no l3fwd row until calibrated again.
+#: OVS on af_packet ports (the same way, 380 kpps offered; its ports' 4 MiB receive buffers):
+#: 200 loads +7.9 %, 1000 loads +33.6 % (20 pairs each, the pairs' log ratios scattered 0.15)
+#: on ~30,700 cycles a packet: 9.9 cycles a load (OVS sends from a linear buffer, so a load is
+#: in line, as on OVS AF_XDP) and about 450 for the classifier.
+CALIBRATION_SLOW: Dict[str, tuple[float, float, float]] = {
+    "linux-xconnect": (3900.0, 4.25, 110.0),
+    "linux-bridge": (4950.0, 4.4, 290.0),
+    "linux-ip4": (7250.0, 4.25, 220.0),
+    "testpmd-io": (8550.0, 150.0, 255.0),
+    "testpmd-mac": (10950.0, 135.0, 410.0),
+    "ovsdpdk-xconnect": (8550.0, 150.0, 340.0),
+    "ovs-afxdp-xconnect": (6700.0, 6.5, 480.0),
+    "ovs-xconnect": (30700.0, 9.9, 450.0),
+}
+#: The Intel Xeon VM of 2026-11-30 (``Intel(R) Xeon(R) Processor``, 2 vCPUs at 2.3 GHz, probe
+#: 14-37 M it/s: the slow class by speed, as the Zen 3 host). The same packet loads cost its
+#: SUTs a different share of their cycles: calibrated there (``benchmarks/cpp_at_load.py
+#: --calibrate-units N --trials 30 --duration 1 --runs 1`` at each SUT's 64B ``cpp_load``, l3fwd at
+#: 780 kpps; two ``N`` per SUT, the mean log ratio of 30 pairs, +-1.6 to 2.9 % standard error):
+#: testpmd-mac 2 loads +5.8 %, 12 +10.9 %; testpmd-io +3.6, +17.0 %; OVS-DPDK +8.3, +13.8 %;
+#: linux-xconnect 20 loads +3.4 %, 300 +35.5 %; linux-bridge +3.7, +31.5 %; linux-ip4 +1.3,
+#: +14.8 %; OVS AF_XDP +5.5, +30.9 %; l3fwd 4 loads +5.4 %, 16 +14.9 % (and the day before 5
+#: +2.9, 10 +11.9, 12 +8.5 %, the gate's pairs 5 as +6.0 / +6.8 %). The rows: the two points'
+#: line in cycles on the two bring-ups' mean base. OVS on af_packet's 265 loads read +9.8 %
+#: there as on the Zen 3 host (20 pairs at 940 kpps on 13,020 cycles): the class's row.
+#: The kernel SUTs' rows again later that day (11:42-12:09): N = 1 (60 pairs, twice), 100 (40)
+#: and 300 (30) besides the two points above, a weighted least-squares line through all of
+#: them: a load 2.37 / 2.41 / 1.86 cycles (xconnect, bridge, ip4), the classifier itself 68 /
+#: 153 / 68 (+-22 to 28): the two-point rows had it at 25 / 48 / 16, and their "+5 %" read
+#: +6.1 to +10.6 % in the gate (gk34), what these rows predict for those loads (6.8, 8.5,
+#: 6.8 %). linux-bridge's classifier alone is 5.6 %: its "+5 %" is one load. OVS AF_XDP's
+#: points (1: -0.8 and +3.3 %, 100: +13.4 %, 300: +32.6 %) fit 2.77 a load and 59 for the
+#: classifier, yet the gate's pairs read its 15 and 70 loads as +8.6 to +18.3 % (gk35, gk37),
+#: about twice that. Its row is the line through the gate's readings (``costfit``, 8 runs:
+#: 1, 15, 70, 147 loads read +6.0, +9.2, +17.3, +20.7 % on average, gk35, gk37, gk44): 0.11 %
+#: a load, +7.4 % (+-1.3) for the classifier, so its "+5 %" is one load (about 7 %).
+#: The two saturation SUTs' rows from the gate's own pairs (``benchmarks/gate_signal.py
+#: --paired``, its line through the injected runs' readings, ``costfit``): OVS on af_packet's
+#: 1, 28, 110, 149, 265, 575 loads read +3.0, +1.6, +7.3, +8.2, +15.8, +25.4 % (means of 2-4
+#: runs, gk28, gk39, gk41), a line of 0.044 % a load and +3.0 % (+-1.1) for the classifier on
+#: ~15,400 cycles, where the class's row made its "+5 %" +9.8 % and "+10 %" +16.2 %; l3fwd's
+#: 1, 3, 5, 6, 10 loads read -0.3, +2.1, +5.5, +7.6, +7.7 % (gk29-gk41): 0.87 % a load, no
+#: classifier cost to tell (+0.05 % +-0.8). Those were out-of-line loads (bytes 14-45): in line
+#: since 2026-11-30 night, its row is 200 in-line loads' +15.3, +14.2, +9.5 % over three runs of 14
+#: pairs at 780 kpps (``--calibrate-units 200``, 2026-11-30 20:47-20:52, 4.7-8.0 cycles a load on
+#: a base of 9,900-10,500): 5.8 cycles a load on this row's base, the classifier as before.
+CALIBRATION_XEON: Dict[str, tuple[float, float, float]] = {
+    "linux-xconnect": (2188.0, 2.37, 68.0),
+    "linux-bridge": (2730.0, 2.41, 153.0),
+    "linux-ip4": (3670.0, 1.86, 68.0),
+    "testpmd-io": (4228.0, 56.7, 39.0),
+    "testpmd-mac": (5454.0, 27.8, 261.0),
+    "ovsdpdk-xconnect": (4510.0, 24.8, 325.0),
+    "ovs-afxdp-xconnect": (2624.0, 2.90, 193.0),
+    "l3fwd-ip4": (8964.0, 5.8, 5.0),
+    "ovs-xconnect": (15425.0, 6.72, 461.0),
+}
+#: Host classes by the generator core's probed speed (M it/s, ``dpgate.exec.speedprobe``), the
+#: fastest first: (lowest speed, name, table). The thresholds' fast class starts at 40 too.
+CLASSES = ((40.0, "fast", CALIBRATION), (0.0, "slow", CALIBRATION_SLOW))
+#: Rows calibrated on one CPU model, laid over its speed class's table where that model's
+#: figures differ from the class's: (class, CPU model exactly as /proc/cpuinfo names it, short
+#: name, rows). The probed speed cannot tell such hosts apart (the Zen 3 and the Xeon VMs both
+#: probe 13-37 M it/s). A model without rows takes its class's table as it is.
+MODEL_ROWS: Tuple[Tuple[str, str, str, Dict[str, tuple[float, float, float]]], ...] = (
+    ("slow", "Intel(R) Xeon(R) Processor", "xeon", CALIBRATION_XEON),
+)
