@@ -106,9 +106,10 @@ CALIBRATION_SLOW: Dict[str, tuple[float, float, float]] = {
 #: a base of 9,900-10,500): 5.8 cycles a load on this row's base, the classifier as before. The
 #: gate's pairs read those 154 loads ("+10 %") as +5.9, +6.7, +6.3, +5.7, +5.0 % (gk49, 23:21-23:43,
 #: bases 8,160-8,540, every 99 % interval above 0); 128 loads +3.9, +4.6, +11.7 % and 258 loads
-#: +9.7, +6.5, +8.7 % (gk50, 23:43-00:01). The row is ``costfit``'s line through those 11
-#: readings: 0.0167 % a load (+-0.0049) and +2.75 % (+-0.9) for the classifier (the generator
-#: ports had no ingress hook before), on a base of 8,272: "+10 %" is 434 loads, "+5 %" 134.
+#: +9.7, +6.5, +8.7 % (gk50, 23:43-00:01); the line through those 11 readings made "+10 %" 434
+#: loads, which read +14.2, +15.4, +14.4 % (gk51, 00:02-00:13): the readings bend upwards past
+#: 258 loads. The row is ``costfit``'s line through all 14: 0.0281 % a load (+-0.0031) and +0.86 %
+#: (+-0.65) for the classifier, on a base of 8,253: "+10 %" is 325 loads, "+5 %" 147.
 CALIBRATION_XEON: Dict[str, tuple[float, float, float]] = {
     "linux-xconnect": (2188.0, 2.37, 68.0),
     "linux-bridge": (2730.0, 2.41, 153.0),
@@ -117,7 +118,7 @@ CALIBRATION_XEON: Dict[str, tuple[float, float, float]] = {
     "testpmd-mac": (5454.0, 27.8, 261.0),
     "ovsdpdk-xconnect": (4510.0, 24.8, 325.0),
     "ovs-afxdp-xconnect": (2624.0, 2.90, 193.0),
-    "l3fwd-ip4": (8272.0, 1.38, 228.0),
+    "l3fwd-ip4": (8253.0, 2.32, 71.0),
     "ovs-xconnect": (15425.0, 6.72, 461.0),
 }
 #: Host classes by the generator core's probed speed (M it/s, ``dpgate.exec.speedprobe``), the
