@@ -30,8 +30,8 @@ faster than the generator no more, its throughput drops:
   transmit call (l3fwd's net_af_packet ``sendto``, OVS's ``sendmmsg``); neither reports
   busy cycles, so the calibration and the paired check read their threads' CPU time per
   forwarded frame at saturation (``dpgate.telemetry.paired.SATURATED_FIELD``). l3fwd's loads
-  read the link header's words, in line (:data:`INLINE_SUTS`): beyond it they cost it 1.3-2.8 x
-  as much in a slow phase of the host as in a fast one.
+  read the link header's words, in line (:data:`INLINE_SUTS`): beyond it a load cost it up to
+  2.8 x as much in a slow phase of the host as in a fast one, its own code 1.3 x.
 * OVS AF_XDP: the same, on the generator ports: its PMD thread's XSK transmit (copy mode on
   veth) is a ``sendto`` that builds an skb and hands it to the peer on the SUT core, so the
   program runs in the PMD's processing cycles. The skb is linear (the frame is copied out of
