@@ -26,6 +26,7 @@ from dpgate.telemetry.paired import (
     estimate,
     judge,
     judged_pairs,
+    loose_pass,
     pair_cycles,
     same_placement,
     t995,
@@ -511,6 +512,29 @@ def test_an_undecided_paired_verdict_is_measured_again_once_and_judged_on_all_pa
     est = lib.measure_cycles_against_baseline(result, pairs=4, duration=0.1, max_rise="3%")
     assert len(log) == 16 and [s for s, _ in log] == abba_order(4) * 2
     assert est.pairs == 8 and verdict(est, 0.03)[0] == "FAIL", est.describe()
+
+
+# the first 4 pairs read +3.3 %, under a 5 % allowance, on an interval of -17.6 to +29.4 %
+WIDE_SUT = [1000.0, 1150.0, 960.0, 1030.0]
+
+
+def test_a_pass_on_an_interval_reaching_far_above_the_allowance_is_measured_again():
+    """gk54's OVS AF_XDP "+10 %" run passed at +4.2 % on a 99 % interval of -12.6 to +24.2 %."""
+    log: list = []
+    lib, result = paired_keyword(WIDE_SUT + [1200.0, 1201.0, 1199.0, 1200.0], NOISY * 2, log)
+    first = estimate(list(zip(NOISY, WIDE_SUT)))
+    assert verdict(first, 0.05)[0] == "PASS" and first.high > 2 * 0.05
+    assert "99 % CI reaches +29.4 %" in loose_pass(first, 0.05)
+    est = lib.measure_cycles_against_baseline(result, pairs=4, duration=0.1, max_rise="5%")
+    assert len(log) == 16 and est.pairs == 8
+    # the second round's steady +20 % no longer passes: the gate holds it (its first pairs
+    # still scatter) instead of passing a +11 % change at once
+    assert verdict(est, 0.05)[0] == "SKIP" and est.change > 0.1, est.describe()
+    # the same first pairs judged against a 20 % allowance: a sure PASS, nothing more measured
+    log.clear()
+    lib, result = paired_keyword(WIDE_SUT, NOISY, log)
+    assert lib.measure_cycles_against_baseline(result, pairs=4, duration=0.1, max_rise="20%").pairs == 4
+    assert len(log) == 8
 
 
 def test_the_twins_trials_are_judged_slow_against_the_sut_sides_full_speed():

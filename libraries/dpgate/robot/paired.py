@@ -32,6 +32,7 @@ from dpgate.telemetry.paired import (
     SATURATION_OVER,
     PairedCpp,
     judge,
+    loose_pass,
     saturation_load,
     saturation_pairs,
     verdict,
@@ -79,7 +80,8 @@ class PairedMeasure:
         out (``cpp_paired_dropped``; ``dpgate.telemetry.paired.judged_pairs``).
         With ``max_rise`` (the gate's allowance, default 5 %), a verdict the pairs leave undecided (the
         rise above it but its 99 % interval reaching 0, too few clean pairs, ...: what
-        `Cycles Should Not Rise Against Baseline` would hold inconclusive) is measured again
+        `Cycles Should Not Rise Against Baseline` would hold inconclusive), and a PASS whose 99 %
+        interval reaches above twice the allowance (``dpgate.telemetry.paired.loose_pass``), is measured again
         once: ``more_pairs`` more pairs (default: ``pairs``; 0: never), judged with the first
         (``cpp_paired_rounds`` 2, ``cpp_paired_first_change``: the first pairs' change).
         Records ``cpp_paired_*`` (change, 99 % CI, pairs, both medians, load, disturbance).
@@ -207,11 +209,15 @@ def _judge(
 
 
 def _undecided(est: Union[PairedCpp, str], rise: float, dmax: float) -> str:
-    """Why the paired gate at allowance ``rise`` would hold these pairs inconclusive ("": it would not)."""
+    """Why these pairs leave the paired gate at allowance ``rise`` unsure ("": they do not): it
+    would hold them inconclusive, or pass them on an interval reaching far above the allowance
+    (:func:`dpgate.telemetry.paired.loose_pass`)."""
     if isinstance(est, str):
         return est
     status, text = verdict(est, rise, dmax)
-    return text if status == "SKIP" else ""
+    if status == "SKIP":
+        return text
+    return loose_pass(est, rise) if status == "PASS" else ""
 
 
 def _dmax(value: Optional[str]) -> float:
