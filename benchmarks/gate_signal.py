@@ -32,7 +32,9 @@ it makes (``dpgate.testbeds.embedded.suts.costfit``): a calibration on the gate'
 from __future__ import annotations
 
 import argparse
+import collections
 import json
+import math
 import os
 import signal
 import statistics
@@ -103,8 +105,9 @@ def trial_gaps(trials_jsonl: str) -> Dict[str, List[float]]:
     ``search``: up to the paired check's first trial (its baseline's, marked
     ``details.paired_side``); ``paired``: from there (the twin's bring-up, the switches between
     the sides, a polling side's spin-up wait). ``late``: the trials' ``late_after_last_settle``
-    (frames that came back after a settle gave them up)."""
-    out: Dict[str, List[float]] = {"search": [], "paired": [], "late": []}
+    (frames that came back after a settle gave them up). ``generator``: each trial's generator
+    (``details.generator``: tcpreplay starts a process per trial, dpgen does not)."""
+    out: Dict[str, List] = {"search": [], "paired": [], "late": [], "generator": []}
     if not os.path.exists(trials_jsonl):
         return out
     with open(trials_jsonl) as fh:
@@ -113,6 +116,7 @@ def trial_gaps(trials_jsonl: str) -> Dict[str, List[float]]:
     out["late"] = [
         late for t in rows if (late := (t.get("details") or {}).get("late_after_last_settle")) is not None
     ]
+    out["generator"] = [str((t.get("details") or {}).get("generator") or "?") for t in rows]
     for i in range(1, len(rows)):
         gap = rows[i]["time"] - rows[i - 1]["time"] - rows[i]["intended_duration_s"]
         out["search" if i < first else "paired"].append(gap)
@@ -132,14 +136,15 @@ def overhead_line(runs: List[Dict]) -> str:
     """Median and p90 of the overhead between trials, the search's and the paired check's apart.
 
     >>> overhead_line([{"gaps": {"search": [0.010, 0.030, 0.020], "paired": [0.3, 0.04]}}])
-    'overhead between search trials median 20 ms, p90 20 ms (3 gaps); paired trials median 170 ms, p90 40 ms (2)'
-    >>> overhead_line([{"gaps": {"search": [0.01], "paired": [], "late": [0, 3, 0]}}])
-    'overhead between search trials median 10 ms, p90 10 ms (1 gaps); frames back after their settle 3 (in 1 of 3 trials)'
+    'overhead between search trials median 20 ms, p90 30 ms (3 gaps); paired trials median 170 ms, p90 300 ms (2)'
+    >>> overhead_line([{"gaps": {"search": [0.01], "paired": [], "late": [0, 3, 0], "generator": ["tcpreplay"] * 3}}])
+    'overhead between search trials median 10 ms, p90 10 ms (1 gaps); frames back after their settle 3 (in 1 of 3 trials); generator tcpreplay (3 trials)'
     """
 
     def stats(gaps: List[float]) -> str:
         g = sorted(gaps)
-        return f"median {statistics.median(g) * 1e3:.0f} ms, p90 {g[int(0.9 * (len(g) - 1))] * 1e3:.0f} ms"
+        p90 = g[max(0, math.ceil(0.9 * len(g)) - 1)]
+        return f"median {statistics.median(g) * 1e3:.0f} ms, p90 {p90 * 1e3:.0f} ms"
 
     search = [g for r in runs for g in r["gaps"]["search"]]
     paired = [g for r in runs for g in r["gaps"]["paired"]]
@@ -148,11 +153,12 @@ def overhead_line(runs: List[Dict]) -> str:
     )
     late = [n for r in runs for n in r["gaps"].get("late", [])]
     text += f"; paired trials {stats(paired)} ({len(paired)})" if paired else ""
-    return text + (
-        f"; frames back after their settle {sum(late)} (in {sum(n > 0 for n in late)} of {len(late)} trials)"
-        if late
-        else ""
-    )
+    if late:
+        text += f"; frames back after their settle {sum(late)} (in {sum(n > 0 for n in late)} of {len(late)} trials)"
+    gens = collections.Counter(g for r in runs for g in r["gaps"].get("generator", []))
+    if gens:  # tcpreplay starts a process per trial (tens of ms more): say which ran
+        text += "; generator " + ", ".join(f"{g} ({n} trials)" for g, n in gens.most_common())
+    return text
 
 
 def run_gate(sut: str, prefix: str, outdir: str, history: str, extra: List[str], report_only=False) -> Dict:
