@@ -33,6 +33,7 @@ from dpgate.telemetry.paired import (
     PairedCpp,
     judge,
     loose_pass,
+    paired_pairs,
     saturation_load,
     saturation_pairs,
     verdict,
@@ -90,7 +91,8 @@ class PairedMeasure:
         ceiling (at least 1.5 x what it forwarded), each trial's figure its threads' CPU time
         per forwarded frame (``cpp_paired_saturated``; ``dpgate.telemetry.paired.SATURATED_FIELD``),
         not scaled to a core speed, in twice the pairs (and more pairs) asked for (OVS on
-        af_packet ports: four times, its driver's ``saturation_pairs``), judged on the
+        af_packet ports: four times, its driver's ``saturation_pairs``; at the ``cpp_at_load``
+        load a driver's ``paired_pairs`` times, OVS on AF_XDP ports 3), judged on the
         middle 60 % of their ratios (``cpp_paired_trim`` 0.2,
         ``dpgate.telemetry.paired.trimmed``): that figure scatters more, with heavy tails.
         Returns the :class:`PairedCpp`, or why it was not measured (warned too): no
@@ -130,6 +132,9 @@ class PairedMeasure:
             return _not_measured(
                 "this case has no cpp_at_load load (no load below NDR and the generator ceiling)"
             )
+        if not saturated:  # OVS on AF_XDP ports: 3, its pairs scatter more
+            k = paired_pairs(gen.sut)
+            n, more = k * n, k * more
         try:
             twin = self._baseline_twin(binaries)
         except (SutError, EnvironmentProblem) as err:

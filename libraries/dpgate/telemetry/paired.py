@@ -35,6 +35,7 @@ from dpgate.telemetry.saturation import (  # noqa: F401 (re-exported: the check'
     SATURATION_PAIRS,
     SATURATION_SHARE,
     SATURATION_TRIM,
+    paired_pairs,
     saturation_load,
     saturation_pairs,
 )

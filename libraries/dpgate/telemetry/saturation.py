@@ -29,8 +29,23 @@ def saturation_pairs(sut: Any) -> int:
     >>> saturation_pairs(Ovs()), saturation_pairs(object())
     (4, 2)
     """
-    n = getattr(sut, "saturation_pairs", None)
-    return n if isinstance(n, int) and not isinstance(n, bool) and n >= 1 else SATURATION_PAIRS
+    return _factor(sut, "saturation_pairs", SATURATION_PAIRS)
+
+
+def paired_pairs(sut: Any) -> int:
+    """Pairs per pair asked for at the ``cpp_at_load`` load (not at saturation) for this SUT
+    driver: its ``paired_pairs``, else 1 (OVS on AF_XDP ports: 3, its pairs scatter more).
+
+    >>> class Afxdp: paired_pairs = 3
+    >>> paired_pairs(Afxdp()), paired_pairs(object())
+    (3, 1)
+    """
+    return _factor(sut, "paired_pairs", 1)
+
+
+def _factor(sut: Any, name: str, default: int) -> int:
+    n = getattr(sut, name, None)
+    return n if isinstance(n, int) and not isinstance(n, bool) and n >= 1 else default
 
 
 #: A saturation pair's offered load: this share of the generator ceiling, and at least
