@@ -216,13 +216,15 @@ def _judge(
 def _undecided(est: Union[PairedCpp, str], rise: float, dmax: float) -> str:
     """Why these pairs leave the paired gate at allowance ``rise`` unsure ("": they do not): it
     would hold them inconclusive, or pass them on an interval reaching far above the allowance
-    (:func:`dpgate.telemetry.paired.loose_pass`)."""
+    (:func:`dpgate.telemetry.paired.loose_pass`) from trials no neighbour disturbed beyond ``dmax``."""
     if isinstance(est, str):
         return est
     status, text = verdict(est, rise, dmax)
     if status == "SKIP":
         return text
-    return loose_pass(est, rise) if status == "PASS" else ""
+    if status != "PASS" or (est.disturbance or 0.0) > dmax:
+        return ""  # a PASS beside a neighbour all through: more pairs beside it tell no more
+    return loose_pass(est, rise)
 
 
 def _dmax(value: Optional[str]) -> float:
