@@ -105,8 +105,7 @@ def trial_gaps(trials_jsonl: str) -> Dict[str, List[float]]:
     ``search``: up to the paired check's first trial (its baseline's, marked
     ``details.paired_side``); ``paired``: from there (the twin's bring-up, the switches between
     the sides, a polling side's spin-up wait). ``late``: the trials' ``late_after_last_settle``
-    (frames that came back after a settle gave them up). ``generator``: each trial's generator
-    (``details.generator``: tcpreplay starts a process per trial, dpgen does not)."""
+    (frames that came back after a settle gave them up); ``generator``: each trial's."""
     out: Dict[str, List] = {"search": [], "paired": [], "late": [], "generator": []}
     if not os.path.exists(trials_jsonl):
         return out
@@ -146,12 +145,12 @@ def overhead_line(runs: List[Dict]) -> str:
         p90 = g[max(0, math.ceil(0.9 * len(g)) - 1)]
         return f"median {statistics.median(g) * 1e3:.0f} ms, p90 {p90 * 1e3:.0f} ms"
 
-    search = [g for r in runs for g in r["gaps"]["search"]]
-    paired = [g for r in runs for g in r["gaps"]["paired"]]
+    search, paired, late = (
+        [g for r in runs for g in r["gaps"].get(k, [])] for k in ("search", "paired", "late")
+    )
     text = (
         f"overhead between search trials {stats(search)} ({len(search)} gaps)" if search else "overhead n/a"
     )
-    late = [n for r in runs for n in r["gaps"].get("late", [])]
     text += f"; paired trials {stats(paired)} ({len(paired)})" if paired else ""
     if late:
         text += f"; frames back after their settle {sum(late)} (in {sum(n > 0 for n in late)} of {len(late)} trials)"
