@@ -334,7 +334,7 @@ def judge(
 
 def loose_pass(est: Optional[PairedCpp], max_rise: float) -> str:
     """Why a PASS of ``est`` at allowance ``max_rise`` is not sure ("": it is, or it is no PASS):
-    its 99 % interval reaches above :data:`WIDE_PASS` x the allowance (at least 1 %), so the
+    its 99 % interval reaches above :data:`WIDE_PASS` x the allowance (taken as at least 1 %), so the
     pairs leave room for a step twice the size the gate is for. gk54's OVS AF_XDP "+10 %" run
     (2026-12-01) read +4.2 % on 10 pairs with an interval of -12.6 to +24.2 % and passed at
     once, while a reading above the allowance whose interval reaches 0 is measured again.
