@@ -120,8 +120,6 @@ class PairedMeasure:
             forwarded = max([result.pdr_pps, *result.mrr_samples])
             ceiling = result.generator_max_pps or gen.max_pps or 0.0
             load, saturated = saturation_load(ceiling, forwarded), True
-            k = saturation_pairs(gen.sut)  # OVS on af_packet: 4, its pairs scatter more
-            n, more = k * n, k * more
             if not load:
                 return _not_measured(
                     f"a SUT without a busy-cycle report is compared at saturation, but the generator "
@@ -132,9 +130,9 @@ class PairedMeasure:
             return _not_measured(
                 "this case has no cpp_at_load load (no load below NDR and the generator ceiling)"
             )
-        if not saturated:  # OVS on AF_XDP ports: 3, its pairs scatter more
-            k = paired_pairs(gen.sut)
-            n, more = k * n, k * more
+        # pairs per pair asked for, by the SUT driver: OVS on af_packet 4 (saturated), on AF_XDP 3
+        k = saturation_pairs(gen.sut) if saturated else paired_pairs(gen.sut)
+        n, more = k * n, k * more
         try:
             twin = self._baseline_twin(binaries)
         except (SutError, EnvironmentProblem) as err:
