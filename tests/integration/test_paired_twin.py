@@ -104,7 +104,7 @@ def test_sut_and_twin_run_the_builds_given(topology_path, leftovers, tmp_path):
         result = ndrpdr_result(150_000.0, telemetry={"cpp_at_load_pps": 50_000.0})
         # one round (more_pairs=0): what is asserted is the pairs of one round; an undecided
         # verdict's second round (2026-11-29 CI: 8 pairs kept, 3 dropped) is tested in
-        # tests/unit/test_paired.py and measured by benchmarks/gate_signal.py.
+        # tests/unit/test_paired_keyword.py and measured by benchmarks/gate_signal.py.
         # 4 pairs (up to 8 measured): on the Zen 3 host, moving the cores every few seconds,
         # 3 (up to 6) kept fewer than the 2 an estimate needs in 2 of 7 runs on 2026-11-28
         paired = measured_twice(

@@ -82,3 +82,13 @@ def test_keep_healthy_reads_finished_runs_and_runs_the_missing(tmp_path, monkeyp
     calls.clear()
     bench.main(argv)  # without it every healthy run runs again
     assert calls == [("healthy-0", False), ("healthy-1", False)]
+
+
+@pytest.mark.parametrize("name", ["gate_signal", "gate_readings"])
+def test_docstring_examples(name):
+    """The report's lines as the docstrings show them (the overhead line, the paired line)."""
+    import doctest
+
+    bench = load_benchmark(name)
+    result = doctest.testmod(bench)
+    assert result.failed == 0 and result.attempted > 0, result

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import xml.etree.ElementTree as ET
 
 import pytest
 from helpers import ovs_vsctl_set
@@ -118,8 +117,7 @@ class FakeLab(LabTestbed):
         )
 
 
-@pytest.fixture
-def in_test(tmp_path, monkeypatch):
+def enter_lab_test(tmp_path, monkeypatch):
     """Pretend to run inside Robot test 'Lab.Vpp-Ip4.<name>' with output dir tmp_path; any
     local process start of a pcm tool fails the test (telemetry must count on the DUT)."""
     real_popen = subprocess.Popen
@@ -137,6 +135,11 @@ def in_test(tmp_path, monkeypatch):
         f"Lab.Vpp-Ip4.{name['test']}", suite="Lab.Vpp-Ip4", name=name["test"], status="RUNNING"
     )
     return name
+
+
+@pytest.fixture
+def in_test(tmp_path, monkeypatch):
+    return enter_lab_test(tmp_path, monkeypatch)
 
 
 def _no_shell(calls):
@@ -327,93 +330,3 @@ def test_a_sut_that_died_fails_the_search_with_its_log_and_is_restarted_next(in_
     lab.fake_node.dead = False
     lab.bring_up_lab_testbed("vpp-l2patch", "64B", cores=1, ht="off")  # same config, but restarted
     assert sum(1 for c in lab.fake_node.calls if c[0] == "systemd-run") == 2
-
-
-class LatencyCapacityClient(CapacityTrexClient):
-    """FAKE TRex client: capacity-limited forwarding plus TRex-shaped latency stats per pg_id."""
-
-    def get_stats(self):
-        from test_trex_latency import latency_stats
-
-        out = super().get_stats()
-        out["latency"] = latency_stats()
-        return out
-
-
-class LatencyLab(FakeLab):
-    def _make_generator(self, profile):
-        client = LatencyCapacityClient(self.capacity)
-        self.clients.append(client)
-        return TrexGenerator(
-            self._topo(),
-            profile,
-            client=client,
-            api=fake_api(),
-            settle_s=0.0,
-            rx_delay_ms=0,
-            latency_pps=self.latency_pps,
-        )
-
-
-def test_latency_trials_at_fractions_of_pdr_and_telemetry_at_pdr(in_test, tmp_path):
-    lab = LatencyLab(capacity_pps=10e6, latency_pps=1000)
-    lab.bring_up_lab_testbed("vpp-ip4", "64B", cores=2, ht="on")
-    res = lab.find_ndr_and_pdr("64B", profile="per-commit")
-    rec = json.load(
-        open(ResultStore(str(tmp_path)).record_path("Lab.Vpp-Ip4.64B-4t2c-ethip4-ip4base-ndrpdr"))
-    )
-    assert sorted(rec["latency"]) == ["10% PDR", "50% PDR", "90% PDR"]
-    assert rec["latency"]["90% PDR"]["load_pps"] == pytest.approx(0.9 * res.pdr_pps, rel=1e-6)
-    assert rec["latency"]["10% PDR"]["directions"]["1->0"]["p99_us"] == 8  # hdrh decoded per direction
-    assert "5 s trials at 90/50/10 % of PDR" in rec["latency_note"]
-    # JUnit: the generator names itself, latency as latency_<load>_<direction>_<stat>_us properties
-    assert rec["metrics"]["tg"] == "TRex v3.08" and rec["metrics"]["latency_10pdr_1to0_p99_us"] == 8
-    junit = write_junit(load_records(str(tmp_path)), str(tmp_path / "junit.xml"))
-    props = {p.get("name"): p.get("value") for p in ET.parse(junit).getroot().iter("property")}
-    assert props["tg"] == "TRex v3.08" and props["latency_90pdr_0to1_min_us"] == "5"
-    assert {"latency_50pdr_1to0_avg_us", "latency_10pdr_0to1_p999_us", "latency_90pdr_1to0_max_us"} <= set(
-        props
-    )
-    assert rec["profile"] == "per-commit" and len(rec["trials"]) == res.trials
-    # telemetry: a 2 s counting window inside the trial, and PDR captured too (or noted = NDR)
-    perf = [c for c in lab.fake_node.calls if c[:4] == ["env", "LC_ALL=C", "perf", "stat"] and "-C" in c]
-    assert perf[-1][-2:] == ["sleep", "2"]
-    assert "ipc_pdr" in res.telemetry or res.telemetry["telemetry_pdr"].startswith("PDR = NDR")
-    lab.tear_down_lab_testbed()
-
-
-def test_without_latency_streams_the_record_says_why(in_test, tmp_path):
-    lab = FakeLab(capacity_pps=10e6, telemetry=False)
-    lab.bring_up_lab_testbed("vpp-ip4", "64B", cores=1, ht="off")
-    lab.find_ndr_and_pdr("64B", profile="per-commit")
-    rec = json.load(
-        open(ResultStore(str(tmp_path)).record_path("Lab.Vpp-Ip4.64B-4t2c-ethip4-ip4base-ndrpdr"))
-    )
-    assert rec["latency"] is None and "latency_pps" in rec["latency_note"]
-    lab.tear_down_lab_testbed()
-
-
-@pytest.mark.parametrize(
-    "cpuinfo, model",
-    [
-        ((0, "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Platinum 8180 CPU @ 2.50GHz\n", ""), True),
-        ((0, "processor\t: 0\nBogoMIPS\t: 50.00\n", ""), False),  # an ARM kernel names no model
-        ((1, "", "cat: /proc/cpuinfo: Permission denied\n"), False),
-    ],
-)
-def test_the_record_names_the_dut_cpu_model_read_on_the_dut(in_test, tmp_path, cpuinfo, model):
-    lab = FakeLab(node=RecordingDutNode({"/proc/cpuinfo": cpuinfo}), capacity_pps=10e6, telemetry=False)
-    lab.bring_up_lab_testbed("vpp-ip4", "64B", cores=1, ht="off")
-    lab.find_ndr_and_pdr("64B", profile="per-commit")
-    rec = json.load(
-        open(ResultStore(str(tmp_path)).record_path("Lab.Vpp-Ip4.64B-4t2c-ethip4-ip4base-ndrpdr"))
-    )
-    assert ["cat", "/proc/cpuinfo"] in lab.fake_node.calls
-    if model:
-        assert rec["metrics"]["host_cpu_model"] == "Intel(R) Xeon(R) Platinum 8180 CPU @ 2.50GHz"
-        junit = write_junit(load_records(str(tmp_path)), str(tmp_path / "junit.xml"))
-        props = {p.get("name"): p.get("value") for p in ET.parse(junit).getroot().iter("property")}
-        assert props["host_cpu_model"] == rec["metrics"]["host_cpu_model"]
-    else:
-        assert "host_cpu_model" not in rec["metrics"]
-    lab.tear_down_lab_testbed()
