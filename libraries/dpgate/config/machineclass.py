@@ -104,7 +104,10 @@ def resolve_thresholds(
     pick = choose(base, speed)
     if pick is None:
         lowest = min(c.core_speed_min for c in base.machine_classes)
-        return base, f"{name}: cores at {speed:.1f} M it/s ({how}), below every class (>= {lowest:g})"
+        return (
+            base,
+            f"{name}'s own rows: cores at {speed:.1f} M it/s ({how}), under every class listed (>= {lowest:g})",
+        )
     top = files[pick.thresholds]
     why = f"{pick.thresholds}: cores at {speed:.1f} M it/s ({how}) >= {pick.core_speed_min:g}, over {name}"
     return base.overlaid(top), why
