@@ -5,7 +5,7 @@ It runs as root on 127.0.0.1 at a random high port with a temporary host key and
 that user run only /usr/bin/id without a password. Teardown stops sshd by its pid and removes
 the user, the drop-in and the temp files, also after failures. ``HOME`` points at a temporary
 directory, so ``~/.ssh/known_hosts`` is a temp file that starts empty (SshNode refuses unknown
-host keys). Used by tests/integration/test_remote_ssh.py and test_remote_ssh_robot.py.
+host keys). Used by tests/integration/ssh/ (its conftest.py).
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from dpgate.exec.remote import SshNode
 
 SSHD = "/usr/sbin/sshd"
 PW_ENV = "DPGATE_TEST_SSH_PW"
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _free_port() -> int:

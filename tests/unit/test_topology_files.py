@@ -23,12 +23,6 @@ def _no_env_prefix(monkeypatch):
     monkeypatch.delenv("DPGATE_PREFIX", raising=False)
 
 
-@pytest.fixture
-def data():
-    with open(EMBEDDED, encoding="utf-8") as fh:
-        return yaml.safe_load(fh)
-
-
 def test_yaml_syntax_error_names_line(tmp_path):
     p = tmp_path / "broken.yaml"
     p.write_text("name: x\nkind: embedded\nnodes:\n  TG: {type: TG\n  DUT1: [\n")
@@ -57,7 +51,9 @@ def test_file_not_found(tmp_path):
     assert ei.value.source == missing and "file not found" in str(ei.value)
 
 
-def test_error_from_file_names_file_and_path(tmp_path, data):
+def test_error_from_file_names_file_and_path(tmp_path):
+    with open(EMBEDDED, encoding="utf-8") as fh:
+        data = yaml.safe_load(fh)
     data["nodes"]["TG"]["interfaces"]["port0"]["mac"] = "02:00:00:00:00:0g"
     p = tmp_path / "bad.yaml"
     p.write_text(yaml.safe_dump(data))

@@ -1,4 +1,4 @@
-"""The lab keyword library's secrets check over a REAL sshd (tests/real_sshd.py): the password
+"""The lab keyword library's secrets check over a REAL sshd (tests/real_sshd.py, served by this directory's conftest.py): the password
 reaches no Robot output, JUnit or record; the leak scan finds one logged on purpose; a pabot
 pool hands out a lab topology. Nothing here is faked.
 
@@ -11,18 +11,9 @@ import os
 import subprocess
 import sys
 
-import pytest
-from real_sshd import PW_ENV, ROOT, client_env, serving
+from real_sshd import PW_ENV
 
-
-@pytest.fixture(scope="module")
-def sshd(tmp_path_factory):
-    yield from serving(tmp_path_factory)
-
-
-@pytest.fixture
-def env(sshd, monkeypatch):
-    return client_env(sshd, monkeypatch)
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 SUITE = """\

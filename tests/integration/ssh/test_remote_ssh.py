@@ -1,4 +1,4 @@
-"""dpgate.exec.remote.SshNode against a REAL sshd (tests/real_sshd.py): host keys, hostile
+"""dpgate.exec.remote.SshNode against a REAL sshd (tests/real_sshd.py, served by this directory's conftest.py): host keys, hostile
 arguments, stdin, exit codes, timeouts, sudo -n, key files, a wrong password, and the DUT lock
 between two pipelines. Nothing here is faked.
 
@@ -13,21 +13,11 @@ import shutil
 import time
 
 import pytest
-from real_sshd import PW_ENV, client_env, node, serving
+from real_sshd import PW_ENV, node
 
 from dpgate.exec.runner import CommandError
 from dpgate.model.errors import DpgateError, EnvironmentProblem
 from dpgate.testbeds.lab.service import write_file
-
-
-@pytest.fixture(scope="module")
-def sshd(tmp_path_factory):
-    yield from serving(tmp_path_factory)
-
-
-@pytest.fixture
-def env(sshd, monkeypatch):
-    return client_env(sshd, monkeypatch)
 
 
 def test_unknown_host_key_is_refused_then_accepted_once_known(sshd, monkeypatch):
