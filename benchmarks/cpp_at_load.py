@@ -167,6 +167,8 @@ def dump(path: str, sut: str, run: int, polling: bool, res: list) -> None:
                 "xcore_rtt_ns": d.get("xcore_rtt_ns"),
                 "disturbance": r.disturbance,
                 "loss": r.loss_packets,
+                "rx": d.get("sut_rx_packets") or r.rx_packets,
+                "kernel_s": (d.get("cpu") or {}).get("sut_kernel_s"),
             }
             f.write(json.dumps(row) + "\n")
 

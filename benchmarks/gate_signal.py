@@ -47,7 +47,7 @@ from dpgate.testbeds.embedded.suts import cost  # noqa: E402
 from dpgate.testbeds.embedded.suts.costfit import StepReading, fit_row  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-METRICS = ("ndr_pps", "pdr_pps", "mrr_pps", "cpp_at_load", "cpp_at_load_scaled")
+METRICS = ("ndr_pps", "pdr_pps", "mrr_pps", "cpp_at_load", "cpp_at_load_scaled", "cpp_at_load_per_kernel")
 
 
 def _die_with_parent() -> None:
@@ -95,8 +95,8 @@ def run_gate(sut: str, prefix: str, outdir: str, history: str, extra: List[str],
 
 
 def paired_line(healthy: List[Dict], injected: Dict[float, List[Dict]]) -> Optional[str]:
-    """The paired check (``--paired``) in one line: each run's ``cpp_paired_change`` and its
-    gate's verdict (P/F/S), healthy runs first (``h`` marks a hogged one, ``2`` a verdict on
+    """The paired check (``--paired``) in one line: each run's ``cpp_paired_change`` (and the busy
+    cycles' change where it was judged per kernel cycle) and its gate's verdict (P/F/S), healthy runs first (``h`` marks a hogged one, ``2`` a verdict on
     two rounds of pairs: the first left it undecided); None without it."""
 
     def cell(r: Dict) -> str:
@@ -104,7 +104,11 @@ def paired_line(healthy: List[Dict], injected: Dict[float, List[Dict]]) -> Optio
         g = r.get("gates", {}).get("gate.cpp_paired", "")
         mark = {"PASS": "P", "FAIL": "F", "SKIP": "S"}.get(g.split(":", 1)[0], "-")
         rounds = "2" if r["props"].get("cpp_paired_rounds") == 2 else ""
-        return f"{fmt(ch) if isinstance(ch, float) else 'n/a'} {mark}{rounds}" + ("h" if r.get("hog") else "")
+        busy = r["props"].get("cpp_paired_busy_change")  # judged per kernel cycle: the busy cycles' too
+        also = f" (busy {fmt(busy)})" if isinstance(busy, float) else ""
+        return f"{fmt(ch) if isinstance(ch, float) else 'n/a'}{also} {mark}{rounds}" + (
+            "h" if r.get("hog") else ""
+        )
 
     if not any(
         "cpp_paired_change" in r["props"] for r in healthy + [x for rs in injected.values() for x in rs]

@@ -35,6 +35,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from dpgate.exec.speedprobe import SLOW_SHARE as SPEED_SHARE
 from dpgate.telemetry.cpp_scaled import CPP_REF_SPEED, cpp_at_ref_speed
+from dpgate.telemetry.kernel_ref import cpp_per_kernel
 from dpgate.telemetry.placement import prefer_near, xcore_signal
 from dpgate.telemetry.placement import rests_on as placed_on
 
@@ -323,7 +324,9 @@ def case_signal(
     ``cpp_at_load_scaled`` and ``cpp_scaled_speed`` (every trial scaled to that reference
     speed by the SUT kind's exponent: :mod:`dpgate.telemetry.cpp_scaled`; a polling SUT's
     from its own busy-cycle report); ``cpp_at_load_placement`` and ``cpp_scaled_placement``
-    (near/far/mixed: where the host had the TG and SUT cores in the trials each rests on).
+    (near/far/mixed: where the host had the TG and SUT cores in the trials each rests on);
+    ``cpp_at_load_per_kernel`` (a polling SUT's busy cycles per cycle of the kernel's work on the
+    same frames on its core, median over every live trial: :mod:`dpgate.telemetry.kernel_ref`).
 
     >>> class T:
     ...     def __init__(self, load, d): self.intended_load_pps, self.disturbance, self.details = load, d, {}
@@ -373,6 +376,9 @@ def case_signal(
             if speed_ref:
                 out["sut_core_speed_ref"] = round(float(speed_ref), 2)
             out["cpp_speed_exponent"] = exponent
+        per_kernel = cpp_per_kernel(live) if polling else None
+        if per_kernel is not None:  # busy cycles per kernel cycle on the same frames (kernel_ref.py)
+            out["cpp_at_load_per_kernel"] = per_kernel
         if scaled is not None:  # every trial, scaled to the reference speed (cpp_scaled.py)
             out["cpp_at_load_scaled"] = scaled
             out["cpp_scaled_speed"] = CPP_REF_SPEED
