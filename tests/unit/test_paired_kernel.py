@@ -119,3 +119,21 @@ def test_a_polling_case_records_its_busy_cycles_per_kernel_cycle():
     got = case_signal([], [], cpp_trials=trials, cpp=2400.0, cpp_load=0.5, polling=True)
     assert got["cpp_at_load_per_kernel"] == round(2400.0 / 2100.0, 3)
     assert "cpp_at_load_per_kernel" not in case_signal([], [], cpp_trials=trials, cpp=2400.0, cpp_load=0.5)
+
+
+def test_a_pair_across_a_change_of_core_speed_counts_per_kernel_cycle_but_not_in_busy_cycles():
+    # the host flips the SUT core between 35 and 21 M it/s from one trial to the next; both
+    # figures follow the speed, so per kernel cycle the pair still reads the SUT's +10 %
+    rnd = random.Random(3)
+    pairs = []
+    for i in range(20):
+        speeds = (35.0, 21.0) if i % 3 == 0 else (35.0, 35.0)
+        side = []
+        for speed, step in zip(speeds, (1.0, 1.10)):
+            slow = (35.0 / speed) * rnd.lognormvariate(0.0, 0.03)
+            side.append(_Trial(2400.0 * step * slow, 2100.0 * slow, speed=speed))
+        pairs.append(tuple(side))
+    est = judge(pairs, polling=True, load_pps=80000.0, disturbance_max=0.10)
+    assert est.pairs == 20 and est.also is not None and est.also.pairs == 13
+    assert abs(est.change - 0.10) < 0.02 and est.low > 0.07
+    assert verdict(est, 0.04, dmax=0.10)[0] == "FAIL"

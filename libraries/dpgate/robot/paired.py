@@ -73,7 +73,11 @@ class PairedMeasure:
         Each trial's cycles are scaled to the reference core speed by the SUT kind's exponent
         (``dpgate.telemetry.paired.pair_cycles``; ``cpp_paired_speed_exponent``) when every
         trial read its core's speed; a rise that only the scaled figures show (as measured the
-        change is not above 0: ``cpp_paired_change_unscaled``) is inconclusive. Pairs the host
+        change is not above 0: ``cpp_paired_change_unscaled``) is inconclusive. A polling SUT
+        whose frames also cost the kernel work on its core (testpmd, OVS-DPDK, OVS AF_XDP here)
+        is judged per cycle of that work in the same trial instead (``cpp_paired_kernel_cpp``;
+        ``dpgate.telemetry.kernel_ref``), its busy cycles judged beside it
+        (``cpp_paired_busy_change``): either FAILs the gate. Pairs the host
         ran across a move of the cores (and a polling SUT's pairs whose trials' core speeds lie
         more than 15 % apart: ``dpgate.telemetry.placement.same_speed``; both measured again,
         up to ``pairs`` more), and, while at least three others are left, pairs with a

@@ -163,8 +163,11 @@ def judge(
 
     A polling SUT whose every kept trial accounts the kernel's work on its frames on its core
     (:mod:`dpgate.telemetry.kernel_ref`) is judged per kernel cycle instead: each trial's busy
-    cycles x (the pairs' median kernel cycles per frame / its own), ``reference``; the estimate
-    at one core speed goes with it as ``also`` (:func:`verdict` FAILs on either). Re-read from
+    cycles x (the pairs' median kernel cycles per frame / its own), ``reference``, on every
+    placed pair (those across a change of core speed too); the estimate at one core speed goes
+    with it as ``also`` (:func:`verdict` FAILs on either). Over OVS AF_XDP's recorded quiet
+    runs (gk56-gk64) the pairs across a change of speed scattered 0.061 per kernel cycle
+    against 0.053 at one speed (sd about each run's median; in busy cycles 0.190 and 0.122). Re-read from
     the recorded pairs of OVS AF_XDP's 21 gate runs on the Xeon VM (gk56-gk62, 2026-12-01),
     the pairs' log ratios scattered 0.036-0.118 (sd; median 0.050) per kernel cycle in quiet
     runs against 0.068-0.209 (median 0.148) in busy cycles; over all their pairs its "+10 %"
@@ -196,20 +199,32 @@ def judge(
     raw = estimate([pair_cycles(b, s, field, None) for b, s in used]).change
     if exponent is not None:
         est = dataclasses.replace(est, unscaled=raw)
-    ref = referenced(trials, field) if polling and not saturated else None
-    if ref is None:
+    if not polling or saturated:
         return est
     # each trial against the kernel's cycles per frame on its core in that trial (kernel_ref):
-    # the primary estimate; the busy cycles at one core speed judged beside it (``also``)
+    # the primary estimate, on every placed pair (a pair across a change of core speed too: per
+    # kernel cycle its ratio scatters about as one at one speed does); the busy cycles at one
+    # core speed judged beside it (``also``)
+    placed = judged_pairs(got, disturbance_max)
+    on = [t for pair in placed for t in pair]
+    ref = referenced(on, field)
+    if ref is None:
+        return est
     by_kernel = estimate(
-        [(at_reference(b, ref, field), at_reference(s, ref, field)) for b, s in used],
+        [(at_reference(b, ref, field), at_reference(s, ref, field)) for b, s in placed],
         load_pps,
-        foreign_of(trials),
-        dropped=len(got) - len(used),
+        foreign_of(on),
+        dropped=len(got) - len(placed),
     )
-    kern = estimate([(kernel_cpp(b), kernel_cpp(s)) for b, s in used])
+    kern = estimate([(kernel_cpp(b), kernel_cpp(s)) for b, s in placed])
+    as_measured = estimate([pair_cycles(b, s, field, None) for b, s in placed]).change
     return dataclasses.replace(
-        by_kernel, reference=ref, unscaled=raw, also=est, kernel_change=kern.change, kernel_high=kern.high
+        by_kernel,
+        reference=ref,
+        unscaled=as_measured,
+        also=est,
+        kernel_change=kern.change,
+        kernel_high=kern.high,
     )
 
 
