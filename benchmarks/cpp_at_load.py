@@ -12,7 +12,8 @@ its processes' and NAPI threads' CPU time x core Hz / frames; trials of a slow p
 SUT core left out, as the gate does; for kernel SUTs also ``cpp_at_load_scaled``, every
 trial scaled to the reference speed). Kernel SUTs run as in the gate: core held awake, NAPI
 deferred (``--no-hold``/``--no-moderate`` to compare). Prints per SUT each run's
-value, the spread (max/min - 1), the SUT-reported cycles where the SUT has them, and the
+value, the spread (max/min - 1), the SUT-reported cycles where the SUT has them (and for a
+polling SUT its busy cycles per kernel cycle, ``cpp_at_load_per_kernel``), and the
 largest disturbance (foreign share of a core) seen, so a spread on a busy machine can be
 told from a spread on a quiet one, and how much of the runs' spread their trials' own scatter
 explains (the rest lies between bring-ups; with ``--one-bringup`` the runs are blocks of
@@ -37,6 +38,7 @@ from dpgate.config.units import parse_rate  # noqa: E402
 from dpgate.exec.hostcpu import cpu_model  # noqa: E402
 from dpgate.exec.xcore import placement  # noqa: E402
 from dpgate.telemetry.disturbance import speed_exponent  # noqa: E402
+from dpgate.telemetry.kernel_ref import cpp_per_kernel, per_kernel  # noqa: E402
 from dpgate.telemetry.paired import SATURATED_FIELD  # noqa: E402
 from dpgate.testbeds.embedded.session import EmbeddedSession  # noqa: E402
 
@@ -121,6 +123,7 @@ def one_run(polling: bool, res: list):
         statistics.median([r.details.get("sut_core_speed") or 0.0 for r in res]),
         None if polling else cpp_at_ref_speed(res, speed_exponent(False, cpu_model())),
         xcore_signal(res).get("xcore_rtt_ns"),
+        cpp_per_kernel(res) if polling else None,
     )
 
 
@@ -263,8 +266,10 @@ def main(argv=None) -> int:
     )
     for sut in a.suts.split(","):
         rows, groups = [], []
+        kept = []
         for i, (polling, res) in enumerate(bring_ups(sut, a, load)):
             rows.append(one_run(polling, res))
+            kept.append((polling, res))
             field = "sut_cycles_per_packet" if polling else "sut_cpu_cycles_per_packet"
             groups.append([getattr(r, field) for r in res])
             if a.jsonl:
@@ -317,6 +322,17 @@ def main(argv=None) -> int:
                 f"{'':16s} scaled to 30 M it/s by speed^-{speed_exponent(False, cpu_model()):g} "
                 + " ".join(f"{v:7.0f}" if v else "    n/a" for v in scaled)
                 + (f"  spread {ss * 100:5.1f} %" if ss is not None else "")
+            )
+        per_k = [r[7] for r in rows]
+        if any(per_k):  # polling SUTs: busy cycles per kernel cycle (cpp_at_load_per_kernel)
+            sk = spread([v for v in per_k if v])
+            ks = [[per_kernel(r) for r in res] for _, res in kept]
+            comp_k = components([[v for v in g if v] for g in ks])
+            print(
+                f"{'':16s} per kernel cycle "
+                + " ".join(f"{v:7.3f}" if v else "    n/a" for v in per_k)
+                + (f"  spread {sk * 100:5.1f} %" if sk is not None else "")
+                + (f"; a trial's sd {comp_k[0] * 100:.1f} %" if comp_k else "")
             )
         if any(r[4] for r in rows):
             print(f"{'':16s} SUT core speed (awake loop, M it/s) " + " ".join(f"{r[4]:.1f}" for r in rows))

@@ -92,3 +92,17 @@ def test_docstring_examples(name):
     bench = load_benchmark(name)
     result = doctest.testmod(bench)
     assert result.failed == 0 and result.attempted > 0, result
+
+
+def test_a_verdict_per_kernel_cycle_shows_the_busy_cycles_beside_it(tmp_path):
+    """A polling SUT judged per kernel cycle: its JUnit carries the busy cycles' change too,
+    and the paired line prints both (``+9.3 % (busy +6.4 %) F``)."""
+    bench = load_benchmark("gate_signal")
+    rec = record("64B-1c-ovs-afxdp-xconnect-ndrpdr", 1.10, "FAIL")
+    rec["metrics"].update({"cpp_paired_busy_change": 0.064, "cpp_paired_kernel_cpp": 2453.0})
+    path = tmp_path / "inject.xml"
+    write_junit([rec], str(path))
+    run = bench.read_case(str(path))
+    assert run["props"]["cpp_paired_busy_change"] == 0.064
+    line = bench.paired_line([], {10.0: [run]})
+    assert line is not None and re.search(r"\+10\.\d % \(busy \+6\.4 %\) F", line), line
