@@ -137,3 +137,16 @@ def test_a_pair_across_a_change_of_core_speed_counts_per_kernel_cycle_but_not_in
     assert est.pairs == 20 and est.also is not None and est.also.pairs == 13
     assert abs(est.change - 0.10) < 0.02 and est.low > 0.07
     assert verdict(est, 0.04, dmax=0.10)[0] == "FAIL"
+
+
+def test_every_pair_across_a_change_of_speed_is_still_judged_per_kernel_cycle():
+    # no pair at one speed: the busy cycles have no estimate, per kernel cycle there is one
+    pairs = [
+        (_Trial(2400.0, 2100.0, speed=35.0), _Trial(2640.0 * 1.6, 2100.0 * 1.6, speed=21.0)) for _ in range(5)
+    ]
+    est = judge(pairs, polling=True, load_pps=80000.0, disturbance_max=0.10)
+    assert est.also is None and est.pairs == 5 and abs(est.change - 0.10) < 1e-6
+    # without a kernel reference (no kernel time accounted) such pairs make no estimate
+    bare = [(_Trial(2400.0, 0.0, speed=35.0), _Trial(2640.0, 0.0, speed=21.0))] * 5
+    with pytest.raises(ValueError, match="at least 2 pairs at one core speed"):
+        judge(bare, polling=True, load_pps=80000.0, disturbance_max=0.10)

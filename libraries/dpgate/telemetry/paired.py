@@ -167,13 +167,10 @@ def judge(
     placed pair (those across a change of core speed too); the estimate at one core speed goes
     with it as ``also`` (:func:`verdict` FAILs on either). Over OVS AF_XDP's recorded quiet
     runs (gk56-gk64) the pairs across a change of speed scattered 0.061 per kernel cycle
-    against 0.053 at one speed (sd about each run's median; in busy cycles 0.190 and 0.122). Re-read from
-    the recorded pairs of OVS AF_XDP's 21 gate runs on the Xeon VM (gk56-gk62, 2026-12-01),
-    the pairs' log ratios scattered 0.036-0.118 (sd; median 0.050) per kernel cycle in quiet
-    runs against 0.068-0.209 (median 0.148) in busy cycles; over all their pairs its "+10 %"
-    runs read +7.0 to +13.0 % per kernel cycle against +5.5 to +22.7 % in busy cycles, its
-    healthy ones (beside the hog too) -1.2 to +1.2 %.
-    Raises ValueError with fewer than two pairs with figures."""
+    against 0.053 at one speed (sd about each run's median; in busy cycles 0.190 and 0.122).
+    Over its 21 gate runs of gk56-gk62 a pair's log ratio scattered 0.036-0.118 (sd; median
+    0.050) per kernel cycle in quiet runs against 0.068-0.209 (median 0.148) in busy cycles.
+    Raises ValueError with fewer than two pairs with figures (per kernel cycle: placed pairs)."""
     used = judged_pairs(got, disturbance_max, speeds_alike=polling and not saturated)
     trials = [t for pair in used for t in pair]
     field = "sut_cycles_per_packet" if polling else "sut_cpu_cycles_per_packet"
@@ -186,20 +183,27 @@ def judge(
         # read 14-15 M it/s and the SUT's 16-18, and scaling turned +4.9 % into +9.2 % (a
         # false FAIL); as measured, the saturated figure needs no speed to be a change.
         exponent = None
-    est = estimate(
-        [pair_cycles(b, s, field, exponent) for b, s in used],
-        load_pps,
-        foreign_of(trials),
-        dropped=len(got) - len(used),
-        exponent=exponent,
-        trim=SATURATION_TRIM if saturated else 0.0,
-    )
-    est = dataclasses.replace(est, saturated=saturated)
-    # the same pairs as measured: a rise only the scaling shows is not judged (verdict)
-    raw = estimate([pair_cycles(b, s, field, None) for b, s in used]).change
-    if exponent is not None:
-        est = dataclasses.replace(est, unscaled=raw)
+    try:
+        est: Optional[PairedCpp] = estimate(
+            [pair_cycles(b, s, field, exponent) for b, s in used],
+            load_pps,
+            foreign_of(trials),
+            dropped=len(got) - len(used),
+            exponent=exponent,
+            trim=SATURATION_TRIM if saturated else 0.0,
+        )
+    except ValueError:  # too few pairs at one core speed: per kernel cycle they may still do
+        if not polling or saturated:
+            raise
+        est = None
+    if est is not None:
+        est = dataclasses.replace(est, saturated=saturated)
+        # the same pairs as measured: a rise only the scaling shows is not judged (verdict)
+        raw = estimate([pair_cycles(b, s, field, None) for b, s in used]).change
+        if exponent is not None:
+            est = dataclasses.replace(est, unscaled=raw)
     if not polling or saturated:
+        assert est is not None
         return est
     # each trial against the kernel's cycles per frame on its core in that trial (kernel_ref):
     # the primary estimate, on every placed pair (a pair across a change of core speed too: per
@@ -209,6 +213,8 @@ def judge(
     on = [t for pair in placed for t in pair]
     ref = referenced(on, field)
     if ref is None:
+        if est is None:
+            raise ValueError("a paired estimate needs at least 2 pairs at one core speed")
         return est
     by_kernel = estimate(
         [(at_reference(b, ref, field), at_reference(s, ref, field)) for b, s in placed],
