@@ -68,8 +68,9 @@ class PairedCpp:
     #: without a reference (the check FAILs when either does: ``dpgate.telemetry.paired.verdict``)
     also: Optional[PairedCpp] = None
     #: with ``reference``: the kernel's own cycles per frame, SUT side against baseline side,
-    #: and the top of its 99 % interval (a fall of the reference reads as a rise of the SUT)
+    #: and its 99 % interval (a reference that moved is no reference: ``paired.verdict``)
     kernel_change: Optional[float] = None
+    kernel_low: Optional[float] = None
     kernel_high: Optional[float] = None
 
     def metrics(self) -> dict:
