@@ -11,7 +11,10 @@ it (its own namespaces, ports and process, on the same cores), and trials at the
 ratios, with a 99 % confidence interval from their scatter (Student's t). Each trial's
 cycles are first scaled to the reference core speed by the SUT's exponent, as the history's
 ``cpp_at_load_scaled`` is (:func:`pair_cycles`): a slow phase of the host that starts between
-the two trials of a pair is otherwise the pair's ratio.
+the two trials of a pair is otherwise the pair's ratio. A polling SUT whose frames also cost
+the kernel work on its core is read per cycle of that work in the same trial instead, its
+busy cycles at one core speed judged beside it (:func:`judge`, :func:`verdict`,
+:mod:`dpgate.telemetry.kernel_ref`).
 
 >>> est = estimate([(1000.0, 1100.0), (1010.0, 1098.0), (990.0, 1093.0), (1005.0, 1104.0)])
 >>> round(est.change, 3), est.pairs, round(est.low, 3) > 0.05
