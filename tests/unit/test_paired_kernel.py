@@ -56,7 +56,8 @@ def test_a_ten_percent_step_is_read_per_kernel_cycle_where_the_busy_cycles_scatt
     assert est.also.high - est.also.low > 3 * (est.high - est.low)
     m = est.metrics()
     assert m["cpp_paired_kernel_cpp"] == round(est.reference, 1) and "cpp_paired_busy_change" in m
-    assert "speed_exponent" not in str(m) or est.exponent is None
+    # per kernel cycle nothing is scaled by the probed speed; the busy cycles beside it are
+    assert est.exponent is None and "cpp_paired_speed_exponent" not in m and est.also.exponent == 0.25
     assert "kernel cycles/frame" in est.describe()
     assert verdict(est, 0.04, dmax=0.10)[0] == "FAIL"
 
