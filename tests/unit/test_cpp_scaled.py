@@ -1,5 +1,5 @@
 """cpp_at_load_scaled: a SUT's trials scaled to a reference core speed, and the history
-check on it (dpgate.telemetry.cpp_scaled, dpgate.regression.compare._scaled_verdict)."""
+check on it (dpgate.telemetry.cpp_scaled, dpgate.regression.cycles.scaled_verdict)."""
 
 import json
 

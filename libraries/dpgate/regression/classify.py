@@ -1,0 +1,149 @@
+"""The statistics of the regression check: one run's value against its history (jumpavg plus an
+allowance); the rules are :mod:`dpgate.regression.compare`'s docstring."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import List, Optional, Sequence, Tuple
+
+import jumpavg
+
+from dpgate.regression.history import RunValue
+
+NOISE_RUNS = 5
+
+
+@dataclass(frozen=True)
+class Verdict:
+    test: str
+    metric: str
+    verdict: str  # regression | progression | normal | no history | generator-limited | inconclusive
+    current: float
+    baseline: Optional[float]
+    change_pct: Optional[float]
+    history_len: int
+    allowance_pct: Optional[float] = None
+    noise_source: str = ""
+    #: why a verdict is ``inconclusive`` (the measurement, not the SUT, may have moved), or
+    #: what it was held against when not the whole history (cpp_at_load at the run's speed)
+    note: str = ""
+
+    def _show(self, v: float) -> str:
+        return f"{v:.0f} cycles/packet" if self.metric.startswith("cpp_at_load") else f"{v / 1e6:.3f} Mpps"
+
+    def line(self) -> str:
+        if self.baseline is None:
+            note = f": {self.note}" if self.note else ""
+            return f"{self.test} {self.metric}: {self.verdict} (current {self._show(self.current)}){note}"
+        allow = (
+            f", allowance {self.allowance_pct:.1f} % from {self.noise_source}"
+            if self.allowance_pct is not None
+            else ""
+        )
+        return (
+            f"{self.test} {self.metric}: {self.verdict}: {self._show(self.current)} vs "
+            f"{self._show(self.baseline)} ({self.change_pct:+.1f} %, {self.history_len} runs of history{allow})"
+            + (f": {self.note}" if self.note else "")
+        )
+
+
+def _mean(v: RunValue) -> float:
+    return sum(v) / len(v) if isinstance(v, list) else float(v)
+
+
+def allowance(
+    history_means: Sequence[float], min_change: float, declared: Optional[float]
+) -> Tuple[float, str]:
+    """(relative change a regression must exceed, where that number comes from).
+
+    >>> allowance([100.0] * 4 + [101.0] * 4, 0.03, None)
+    (0.03, 'min change')
+    >>> round(allowance([4002.0, 3848.0, 4001.0, 3999.0, 4067.0], 0.03, 0.27)[0], 3)  # MAD 2: sd 82
+    0.061
+    >>> allowance([100.0, 90.0], 0.03, 0.15)
+    (0.15, 'declared noise')
+    >>> round(allowance([100.0, 80.0], 0.03, 0.15)[0], 3), allowance([100.0, 80.0], 0.03, 0.15)[1]
+    (0.25, 'history spread (2 runs)')
+    """
+    n = len(history_means)
+    cands: List[Tuple[float, str]] = [(min_change, "min change")]
+    if n >= NOISE_RUNS:
+        med = statistics.median(history_means)
+        sigma = 1.4826 * statistics.median(abs(x - med) for x in history_means)
+        if n < 2 * NOISE_RUNS:
+            # the MAD of a few runs can be near zero by chance (five runs, three of them alike,
+            # gs14: 3,999-4,002 of 3,848-4,067 made it 0.2 %): the plain deviation floors it
+            sigma = max(sigma, statistics.stdev(history_means))
+        if med > 0:
+            cands.append((3 * sigma / med, f"history noise ({n} runs)"))
+    else:
+        if declared:
+            cands.append((float(declared), "declared noise"))
+        if n >= 2 and min(history_means) > 0:
+            cands.append(
+                ((max(history_means) - min(history_means)) / min(history_means), f"history spread ({n} runs)")
+            )
+    return max(cands, key=lambda c: c[0])
+
+
+def classify_current(
+    history: Sequence[RunValue],
+    current: Sequence[float],
+    min_change: float = 0.03,
+    noise: Optional[float] = None,
+    lower_is_better: bool = False,
+    jump: bool = True,
+) -> Verdict:
+    """Classify ``current`` (one or more samples of this run) against ``history`` (one value
+    or a list of samples per run); ``noise`` is the case's declared run-to-run noise.
+    ``lower_is_better`` (cycles per packet): a rise is the regression, and the allowance is
+    a rise of the metric itself. ``jump=False``: from :data:`NOISE_RUNS` history runs on, the
+    current run is held against the history's last level (jumpavg on the history alone) by
+    the allowance only, without asking jumpavg to start a group with a single run.
+
+    >>> classify_current([10.0] * 20, [10.1]).verdict
+    'normal'
+    >>> classify_current([10.0, 10.1, 9.9] * 7, [8.5, 8.6, 8.4]).verdict
+    'regression'
+    >>> classify_current([3007.0], [3735.0], 0.03, 0.23, lower_is_better=True).verdict
+    'regression'
+    >>> five = [5773.1, 5860.0, 5830.4, 5789.2, 5680.3]  # gs15 linux-ip4: sd 1.2 %, allowance 3.5 %
+    >>> [classify_current(five, [6142.0], lower_is_better=True, jump=j).verdict for j in (True, False)]
+    ['normal', 'regression']
+    """
+    # the verdict for a fall and for a rise of the metric
+    fall, rise = ("progression", "regression") if lower_is_better else ("regression", "progression")
+
+    cur = sum(current) / len(current)
+    if not history:
+        return Verdict("", "", "no history", cur, None, None, 0)
+    hist = [list(map(float, h)) if isinstance(h, list) else float(h) for h in history]
+    means = [_mean(h) for h in hist]
+    allow, source = allowance(means, min_change, noise)
+    if len(hist) < NOISE_RUNS:
+        baseline = sum(means) / len(means)
+        change = (cur - baseline) / baseline if baseline else 0.0
+        verdict = fall if change <= -allow else (rise if change >= allow else "normal")
+        return Verdict("", "", verdict, cur, baseline, change * 100, len(history), allow * 100, source)
+    if not jump:
+        base_vals = means[-len(jumpavg.classify(hist)[-1]) :]
+        baseline = sum(base_vals) / len(base_vals)
+        change = (cur - baseline) / baseline if baseline else 0.0
+        verdict = fall if change <= -allow else (rise if change >= allow else "normal")
+        return Verdict("", "", verdict, cur, baseline, change * 100, len(history), allow * 100, source)
+    values: List = hist + [list(current) if len(current) > 1 else current[0]]
+    groups = jumpavg.classify(values)
+    last = groups[-1]
+    if len(groups) == 1 or len(last) > 1:
+        # the current run joined an existing group: compare with the group without it
+        base_vals = means[-(len(last) - 1) :] if len(last) > 1 else means
+        baseline = sum(base_vals) / len(base_vals)
+        comment = "normal"
+    else:
+        baseline = groups[-2].stats.avg
+        # jumpavg names a lower group average a regression (higher is better)
+        comment = {"regression": fall, "progression": rise}.get(last.comment, last.comment)
+    change = (cur - baseline) / baseline if baseline else 0.0
+    verdict = comment if comment in ("regression", "progression") and abs(change) >= allow else "normal"
+    return Verdict("", "", verdict, cur, baseline, change * 100, len(history), allow * 100, source)

@@ -1,0 +1,136 @@
+"""The regression check of the cycles-per-packet figures at the fixed load: ``cpp_at_load``
+(held against history runs at about this run's core speed), ``cpp_at_load_scaled`` (every trial
+scaled to a reference speed) and a polling SUT's ``cpp_at_load_per_kernel`` (its busy cycles per
+cycle of the kernel's work on the same frames: :func:`per_kernel_verdict`). Lower is better in
+each: a rise is the regression. The metric-independent rules are :mod:`dpgate.regression.compare`'s.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import replace
+from typing import Dict, List, Optional, Sequence
+
+from dpgate.regression import speed as speed_mod
+from dpgate.regression.classify import Verdict, classify_current
+from dpgate.regression.history import RunValue, run_value
+from dpgate.telemetry.disturbance import CPP_SPEED_EXPONENT, SLOW_SHARE
+
+#: The cpp_at_load check uses the speed-scaled figure (``cpp_at_load_scaled``)
+#: once this many history runs have one scaled to the same speed.
+SCALED_RUNS = 2
+
+
+def cpp_verdict(
+    m: Dict,
+    hist: List[Dict],
+    past: List[RunValue],
+    cur: RunValue,
+    min_change: float,
+    cpp_noise: Optional[float],
+) -> Verdict:
+    """cycles per packet: lower is better (a rise is the regression, allowances are rises),
+    no generator ceiling limits it, and the host's speed moves it: held against the history
+    runs at about this run's SUT core speed when there are any (``dpgate.regression.speed``),
+    else against all, a rise on a slower core being inconclusive (:func:`slow_core`). (A
+    run with every trial scaled to a reference speed is held against the history's figures
+    scaled alike first: :func:`scaled_verdict`, when there are enough of them.)"""
+    speed = m.get("sut_core_speed")
+    matched = speed_mod.at_speed(hist, speed, m.get("cpp_speed_exponent"))
+    v = classify_current(
+        [x for _, x in matched] or past,
+        cur if isinstance(cur, list) else [cur],
+        min_change,
+        cpp_noise,
+        lower_is_better=True,
+    )
+    v = replace(v, metric="cpp_at_load")
+    if matched and isinstance(speed, (int, float)):
+        at = sorted(s for s, _ in matched)
+        return replace(
+            v,
+            note=f"history at this SUT core speed: {len(at)} run(s) at {at[0]:.1f}-{at[-1]:.1f} M it/s "
+            f"(this run {speed:.1f}), scaled by speed^-{m['cpp_speed_exponent']:g}",
+        )
+    # the regression's threshold in cycles per packet
+    limit = v.baseline * (1 + (v.allowance_pct or 0.0) / 100) if v.baseline else None
+    slow = slow_core(
+        speed, [(h.get("metrics") or h).get("sut_core_speed") for h in hist], value=v.current, limit=limit
+    )
+    return replace(v, verdict="inconclusive", note=slow) if v.verdict == "regression" and slow else v
+
+
+def scaled_verdict(
+    m: Dict, hist: List[Dict], min_change: float, cpp_noise: Optional[float]
+) -> Optional[Verdict]:
+    """``cpp_at_load_scaled`` (every trial scaled to the reference speed ``cpp_scaled_speed``:
+    :mod:`dpgate.telemetry.cpp_scaled`) against the history runs scaled to the same speed;
+    None when this run has none or fewer than :data:`SCALED_RUNS` history runs have one. All
+    such runs count, whatever speed they ran at: the scaling took the speed out; not those
+    scaled by another exponent (``cpp_speed_exponent``: another CPU model's; entries written
+    before the history kept it count).
+
+    >>> h = [{"cpp_at_load_scaled": x, "cpp_scaled_speed": 30.0} for x in (4000.0, 4100.0)]
+    >>> v = scaled_verdict({"cpp_at_load_scaled": 4700.0, "cpp_scaled_speed": 30.0}, h, 0.03, 0.1)
+    >>> v.verdict, round(v.change_pct, 1), v.note
+    ('regression', 16.0, 'every trial scaled to 30 M it/s by speed^-0.5')
+    >>> scaled_verdict({"cpp_at_load_scaled": 4700.0, "cpp_scaled_speed": 25.0}, h, 0.03, 0.1) is None
+    True
+    >>> e1 = {"cpp_at_load_scaled": 4700.0, "cpp_scaled_speed": 30.0, "cpp_speed_exponent": 1.0}
+    >>> scaled_verdict(e1, [dict(x, cpp_speed_exponent=0.5) for x in h], 0.03, 0.1) is None
+    True
+    """
+    cur, ref = m.get("cpp_at_load_scaled"), m.get("cpp_scaled_speed")
+    if not isinstance(cur, (int, float)) or not isinstance(ref, (int, float)):
+        return None
+    exp = m.get("cpp_speed_exponent")  # figures scaled by another exponent are not comparable
+    past: List[RunValue] = [
+        x
+        for h in hist
+        if (h.get("metrics") or h).get("cpp_scaled_speed") == ref
+        and (h.get("metrics") or h).get("cpp_speed_exponent", exp) == exp
+        and isinstance(x := run_value(h, "cpp_at_load_scaled"), float)
+    ]
+    if len(past) < SCALED_RUNS:
+        return None
+    # the allowance alone decides (jump=False): jumpavg let +6.1 % pass over five runs 1.2 % sd
+    # apart (gs15, linux-ip4 with +5 % injected); it starts a group with one run from +7.8 %
+    verdict = classify_current(past, [float(cur)], min_change, cpp_noise, lower_is_better=True, jump=False)
+    return replace(
+        verdict,
+        metric="cpp_at_load_scaled",
+        note=f"every trial scaled to {ref:g} M it/s by speed^-{m.get('cpp_speed_exponent', CPP_SPEED_EXPONENT['kernel']):g}",
+    )
+
+
+def slow_core(
+    current: Optional[float],
+    history: Sequence[Optional[float]],
+    share: float = SLOW_SHARE,
+    value: Optional[float] = None,
+    limit: Optional[float] = None,
+) -> str:
+    """Why a higher ``cpp_at_load`` may be the host's doing: this run's SUT core ran (awake
+    loop or speed probe, M iterations/s) below ``share`` of the history's median, or slower
+    than it by enough that ``value`` scaled to the history's speed stays within ``limit``
+    (the regression's threshold).
+
+    >>> slow_core(21.0, [30.1, 29.5, None, 30.8])
+    "SUT core ran at 21.0 M it/s, 70 % of the history's 30.1: the host, not the SUT, may be slower"
+    >>> slow_core(29.0, [30.1, 29.5]), slow_core(None, [30.1]), slow_core(21.0, [None])
+    ('', '', '')
+    >>> slow_core(27.4, [30.0], value=6715.0, limit=6500.0)
+    "SUT core ran at 27.4 M it/s, 91 % of the history's 30.0: at its speed about 6133, within 6500"
+    """
+    past = [float(x) for x in history if isinstance(x, (int, float)) and x > 0]
+    if not isinstance(current, (int, float)) or not past:
+        return ""
+    med = statistics.median(past)
+    if current >= med:
+        return ""
+    head = f"SUT core ran at {current:.1f} M it/s, {current / med * 100:.0f} % of the history's {med:.1f}"
+    if current < share * med:
+        return f"{head}: the host, not the SUT, may be slower"
+    if value is not None and limit is not None and value * current / med <= limit:
+        return f"{head}: at its speed about {value * current / med:.0f}, within {limit:.0f}"
+    return ""
