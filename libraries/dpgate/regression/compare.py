@@ -34,6 +34,8 @@ Runs with injected faults (``injected_sut_cpu_steal``) are compared but never ad
 the history.
 """
 
+from __future__ import annotations
+
 from dataclasses import replace
 from typing import Dict, List, Optional
 
