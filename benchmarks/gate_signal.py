@@ -301,7 +301,7 @@ def main(argv=None) -> int:
                 cpp, at = r["props"].get("cpp_at_load"), r["props"].get("sut_core_speed")
                 if isinstance(cpp, float):  # what the cpp_at_load checks said, and at what speed
                     print(f"      cpp_at_load {cpp:.0f} at {fmt(at, pct=False)} M it/s")
-                    for g in ("gate.cpp_at_load_max", "gate.regression_cpp"):
+                    for g in ("gate.cpp_at_load_max", "gate.regression_cpp", "gate.regression_cpp_kernel"):
                         if g in r.get("gates", {}):
                             print(f"      {g}={r['gates'][g][:230]}")
     print(

@@ -18,8 +18,9 @@ seen (max/min - 1, at least ``--min-margin``):
   measured at (the lowest of the runs' ``cpp_at_load_pps``), so later runs measure there;
   ``core_speed`` = the median of the runs' ``sut_core_speed`` (the SUT core's full speed on
   this machine class); a run whose cpp_at_load was measured below 90 % of it is left out;
-* ``noise`` (NDR/PDR), ``mrr_noise``, ``cpp_noise`` (cpp_at_load) and ``cpp_scaled_noise``
-  (``cpp_at_load_scaled``: every run counts, the scaling took the speed out) =
+* ``noise`` (NDR/PDR), ``mrr_noise``, ``cpp_noise`` (cpp_at_load), ``cpp_scaled_noise``
+  (``cpp_at_load_scaled``: every run counts, the scaling took the speed out) and
+  ``cpp_kernel_noise`` (a polling SUT's ``cpp_at_load_per_kernel``: every run counts) =
   s x 1.1, the regression check's allowance while its history is short;
 * a throughput at the generator's ceiling still gets a floor: it catches a collapse, and a
   run that misses it while at the ceiling is inconclusive, not FAIL (the gates say so).
@@ -111,6 +112,9 @@ def derive_case(
     scaled = [v for v in values.get("cpp_at_load_scaled", []) if v and v > 0]
     if scaled:  # every trial scaled to one speed: slow runs count too
         out["cpp_scaled_noise"] = _pct(_spread(scaled, min_margin) * 1.1)
+    per_kernel = [v for v in values.get("cpp_at_load_per_kernel", []) if v and v > 0]
+    if per_kernel:  # a polling SUT's busy cycles per kernel cycle: slow runs count too
+        out["cpp_kernel_noise"] = _pct(_spread(per_kernel, min_margin) * 1.1)
     if noise:
         out["noise"] = _pct(noise * 1.1)
     mrr = [v for v in values.get("mrr_pps", []) if v and v > 0]
@@ -148,6 +152,7 @@ def collect(run_dirs: List[str], disturbance_max: float = DEFAULT_DISTURBANCE_MA
                 "cpp_at_load",
                 "cpp_at_load_pps",
                 "cpp_at_load_scaled",
+                "cpp_at_load_per_kernel",
             ):
                 if isinstance(m.get(k), (int, float)):
                     vals.setdefault(k, []).append(float(m[k]))
@@ -164,6 +169,7 @@ SEEN = (
     ("mrr_pps", "MRR", 1e6, "{:.3f}-{:.3f} Mpps"),
     ("cpp_at_load", "cpp_at_load", 1.0, "{:.0f}-{:.0f}"),
     ("cpp_at_load_scaled", "scaled", 1.0, "{:.0f}-{:.0f}"),
+    ("cpp_at_load_per_kernel", "per kernel", 1.0, "{:.3f}-{:.3f}"),
 )
 
 

@@ -113,6 +113,9 @@ class CaseThresholds:
     #: the same for ``cpp_at_load_scaled`` (kernel SUTs: every trial scaled to a reference
     #: speed, far steadier than the unscaled figure); unset: ``cpp_noise``
     cpp_scaled_noise: Optional[str] = field(default=None, metadata={"check": _ratio_check})
+    #: the same for a polling SUT's ``cpp_at_load_per_kernel`` (its busy cycles per kernel cycle on
+    #: the same frames: steadier than either); unset: ``cpp_noise``
+    cpp_kernel_noise: Optional[str] = field(default=None, metadata={"check": _ratio_check})
     #: largest rise of cpp_at_load against a baseline twin measured beside the SUT (the
     #: paired check, ``dpgate gate --paired``, :mod:`dpgate.telemetry.paired`); unset: 5 %
     cpp_paired_max_rise: Optional[str] = field(default=None, metadata={"check": _ratio_check})

@@ -24,6 +24,10 @@ Verdict per test and metric (NDR, PDR, MRR), with the *allowance* = the largest 
    ``cpp_at_load_scaled`` (kernel and polling SUTs) skips the first condition: its history runs are
    comparable by construction and their scatter is what the allowance measures, while
    jumpavg will not start a group with one run until it is far past that (``dpgate.regression.cycles.scaled_verdict``).
+   A polling SUT's ``cpp_at_load_per_kernel`` (busy cycles per kernel cycle on the same frames)
+   is checked the same way beside ``cpp_at_load``, against every history run with one, from
+   two on, allowance ``cpp_kernel_noise``; inconclusive when the kernel's own cycles per frame
+   fell beyond ``cpp_noise`` (``dpgate.regression.cycles.per_kernel_verdict``).
 3. Otherwise ``normal``; ``no history`` when the test has none. A drop of a result at
    the generator's ceiling (``limited_by=generator``) is ``generator-limited``: the SUT
    kept up with everything the generator could send, so it is not a SUT regression; and
@@ -41,7 +45,13 @@ from typing import Dict, List, Optional
 
 from dpgate.outputs.results import load_records
 from dpgate.regression.classify import NOISE_RUNS, Verdict, allowance, classify_current  # noqa: F401 (re-exported)
-from dpgate.regression.cycles import SCALED_RUNS, cpp_verdict, scaled_verdict, slow_core  # noqa: F401 (re-exported)
+from dpgate.regression.cycles import (  # noqa: F401 (re-exported)
+    SCALED_RUNS,
+    cpp_verdict,
+    per_kernel_verdict,
+    scaled_verdict,
+    slow_core,
+)
 from dpgate.regression.history import METRICS, read_history, run_value, same_host, slow_host
 from dpgate.telemetry.placement import CPP_KEY, SCALED_KEY, alike, rests_where
 
@@ -72,12 +82,15 @@ def verdicts_for(
     scaled_noise = recorded("regression_cpp_scaled_noise")
     if scaled_noise is None:
         scaled_noise = cpp_noise
+    kernel_noise = recorded("regression_cpp_kernel_noise")
+    if kernel_noise is None:
+        kernel_noise = cpp_noise
     hist = read_history(store, rec.get("testbed", ""), rec["longname"])
     if rec.get("started") is not None:
         # the gate adds a run to the history as it ends: never compare a run with itself
         hist = [h for h in hist if h.get("time") != rec["started"]]
     hist, others = same_host(hist, m.get("host_cpu_model"))
-    noises = (noise, mrr_noise, cpp_noise, scaled_noise)
+    noises = (noise, mrr_noise, cpp_noise, scaled_noise, kernel_noise)
     out = _verdicts(rec, hist, min_change, *noises)
     if not others:
         return out
@@ -93,6 +106,7 @@ def _verdicts(
     mrr_noise: Optional[float],
     cpp_noise: Optional[float],
     scaled_noise: Optional[float],
+    kernel_noise: Optional[float] = None,
 ) -> List[Verdict]:
     m = rec.get("metrics", {})
     out = []
@@ -114,6 +128,10 @@ def _verdicts(
             elif rests_where(m, key) == "far":
                 v = replace(v, note="; ".join(filter(None, [f"against {v.history_len} far run(s)", v.note])))
             out.append(replace(v, test=rec.get("name", rec["longname"])))
+            # a polling SUT's busy cycles per kernel cycle: every run counts (cycles.py)
+            pk = per_kernel_verdict(m, hist, min_change, kernel_noise, cpp_noise)
+            if pk is not None:
+                out.append(replace(pk, test=rec.get("name", rec["longname"])))
             continue
         declared = mrr_noise if metric == "mrr_pps" else noise
         # throughput measured in a slow host phase is the host's: not a reference (history.py)

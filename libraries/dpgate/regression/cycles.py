@@ -134,3 +134,61 @@ def slow_core(
     if value is not None and limit is not None and value * current / med <= limit:
         return f"{head}: at its speed about {value * current / med:.0f}, within {limit:.0f}"
     return ""
+
+
+#: The history runs ``cpp_at_load_per_kernel`` needs before it is checked at all: one run is
+#: not a level (a bring-up's figure moved 2-3 % at full core speed, 6-9 % in a slow phase).
+KERNEL_RUNS = 2
+
+
+def per_kernel_verdict(
+    m: Dict, hist: List[Dict], min_change: float, noise: Optional[float], reference_noise: Optional[float]
+) -> Optional[Verdict]:
+    """A polling SUT's ``cpp_at_load_per_kernel`` (its busy cycles per cycle of the kernel's work
+    on the same frames on its core: ``dpgate.telemetry.kernel_ref``) against the history runs
+    that have one; None when this run has none. The ratio takes most of the host's speed out (a
+    slow core slows both), so every history run counts whatever its speed, and the allowance
+    alone decides (``jump=False``, as for the scaled figure): ``noise`` (the case's
+    ``cpp_kernel_noise``) while the history is short, else 3 sd of the history's runs.
+
+    A regression is inconclusive when the reference itself moved: the kernel's cycles per frame
+    (``cpp_at_load_kernel``) fell against the history's median by more than ``reference_noise``
+    (the unscaled ``cpp_at_load``'s noise, which covers the host's speed), so the ratio rose with
+    no more work of the SUT's; or the SUT core ran below :data:`SLOW_SHARE` of the history's
+    speed (the ratio still follows a slow core a little: testpmd-mac 1.201 at 35.7 M it/s, 1.313
+    at 20.2).
+
+    >>> h = [{"cpp_at_load_per_kernel": x, "cpp_at_load_kernel": 2000.0} for x in (1.20, 1.23, 1.21)]
+    >>> v = per_kernel_verdict({"cpp_at_load_per_kernel": 1.34, "cpp_at_load_kernel": 1990.0}, h, 0.03, 0.08, 0.2)
+    >>> v.verdict, round(v.change_pct, 1), v.allowance_pct
+    ('regression', 10.4, 8.0)
+    >>> v = per_kernel_verdict({"cpp_at_load_per_kernel": 1.34, "cpp_at_load_kernel": 1500.0}, h, 0.03, 0.08, 0.2)
+    >>> v.verdict, v.note
+    ('inconclusive', "the kernel's cycles per frame fell 25.0 % (> 20 %): the reference moved, not the SUT's work")
+    >>> per_kernel_verdict({"cpp_at_load_per_kernel": 1.34}, h[:1], 0.03, 0.08, 0.2).verdict
+    'no history'
+    """
+    cur = m.get("cpp_at_load_per_kernel")
+    if not isinstance(cur, (int, float)):
+        return None
+    metric = "cpp_at_load_per_kernel"
+    past = [x for h in hist if isinstance(x := run_value(h, metric), float)]
+    if len(past) < KERNEL_RUNS:
+        note = f"{len(past)} history run(s) with it, {KERNEL_RUNS} needed" if past else ""
+        return Verdict("", metric, "no history", float(cur), None, None, len(past), note=note)
+    v = replace(
+        classify_current(past, [float(cur)], min_change, noise, lower_is_better=True, jump=False),
+        metric=metric,
+    )
+    if v.verdict != "regression":
+        return v
+    kern = m.get("cpp_at_load_kernel")
+    kerns = [x for h in hist if isinstance(x := run_value(h, "cpp_at_load_kernel"), float) and x > 0]
+    if isinstance(kern, (int, float)) and kerns and reference_noise is not None:
+        fell = 1 - float(kern) / statistics.median(kerns)
+        if fell > reference_noise:
+            why = f"the kernel's cycles per frame fell {fell * 100:.1f} % (> {reference_noise * 100:.0f} %)"
+            return replace(v, verdict="inconclusive", note=f"{why}: the reference moved, not the SUT's work")
+    speeds = [(h.get("metrics") or h).get("sut_core_speed") for h in hist]
+    slow = slow_core(m.get("sut_core_speed"), speeds)
+    return replace(v, verdict="inconclusive", note=slow) if slow else v

@@ -44,6 +44,8 @@ CONTEXT = (
     "cpp_at_load_scaled",
     "cpp_scaled_speed",
     "cpp_speed_exponent",  # figures scaled by another exponent are not compared (compare.py)
+    "cpp_at_load_per_kernel",  # a polling SUT's busy cycles per kernel cycle, and the kernel's
+    "cpp_at_load_kernel",  # cycles per frame (dpgate.telemetry.kernel_ref, regression/cycles.py)
 )
 #: One run's value of a metric: a number, or its samples when the run measured several.
 RunValue = Union[float, List[float]]
@@ -193,7 +195,7 @@ def add_to_history(
                 entry.pop(k, None)
             elif where in ("near", "far") and k in entry:
                 entry[key] = where
-        cycles = "cpp_at_load" in entry or "cpp_at_load_scaled" in entry
+        cycles = any(k in entry for k in ("cpp_at_load", "cpp_at_load_scaled", "cpp_at_load_per_kernel"))
         keep = tuple(k for k in keep if k in entry or (k == "cpp_at_load" and cycles))
         if not keep:  # nothing of it left to compare with
             continue

@@ -115,6 +115,7 @@ class Gates(PairedGate):
         mrr_noise: Optional[str] = None,
         cpp_noise: Optional[str] = None,
         cpp_scaled_noise: Optional[str] = None,
+        cpp_kernel_noise: Optional[str] = None,
     ) -> List[str]:
         """Compare this test's NDR, PDR and MRR with the history of the same test on the same
         testbed (``dpgate compare`` rules: jumpavg plus an allowance of at least ``min_change``
@@ -124,8 +125,9 @@ class Gates(PairedGate):
         (which adds each passing run). ``noise`` and ``mrr_noise`` are the case's declared
         run-to-run noise of NDR/PDR and of MRR from the thresholds file; they are recorded
         as ``regression_noise``/``regression_mrr_noise`` so an offline ``dpgate compare``
-        applies the same allowance; ``cpp_noise`` and ``cpp_scaled_noise`` are those of
-        ``cpp_at_load`` and ``cpp_at_load_scaled``.
+        applies the same allowance; ``cpp_noise``, ``cpp_scaled_noise`` and ``cpp_kernel_noise``
+        are those of ``cpp_at_load``, ``cpp_at_load_scaled`` and a polling SUT's
+        ``cpp_at_load_per_kernel`` (gate ``regression_cpp_kernel``).
 
         | ${t}= | `Thresholds For` | testpmd-io | 64B |
         | `Throughput Should Not Regress` | ${result} | results/history | min_change=3% | noise=${t.noise} |
@@ -146,6 +148,7 @@ class Gates(PairedGate):
             ("regression_mrr_noise", mrr_noise),
             ("regression_cpp_noise", cpp_noise),
             ("regression_cpp_scaled_noise", cpp_scaled_noise),
+            ("regression_cpp_kernel_noise", cpp_kernel_noise),
         ):
             if text not in (None, "", "None"):
                 declared[key] = parse_ratio(text, key.replace("regression_", ""), upper_inclusive=True)
@@ -175,7 +178,7 @@ class Gates(PairedGate):
             record(
                 gates=[
                     gate_entry(
-                        f"regression_{v.metric.split('_')[0]}",
+                        _regression_gate(v.metric),
                         v.verdict != "regression" or skipped,
                         v.line() + (f" (inconclusive: {reason})" if skipped and reason else ""),
                         v.current,
@@ -360,3 +363,16 @@ class Gates(PairedGate):
             # With the skip policy an unsupported telemetry gate is skipped alone: the test
             # keeps the verdict of the gates that could be checked.
             logger.warn(f"gate skipped: {text}")
+
+
+def _regression_gate(metric: str) -> str:
+    """The gate a regression verdict on ``metric`` is recorded as.
+
+    >>> _regression_gate("ndr_pps"), _regression_gate("cpp_at_load_scaled"), _regression_gate("cpp_at_load_per_kernel")
+    ('regression_ndr', 'regression_cpp', 'regression_cpp_kernel')
+    """
+    return (
+        "regression_cpp_kernel"
+        if metric == "cpp_at_load_per_kernel"
+        else f"regression_{metric.split('_')[0]}"
+    )

@@ -35,7 +35,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from dpgate.exec.speedprobe import SLOW_SHARE as SPEED_SHARE
 from dpgate.telemetry.cpp_scaled import CPP_REF_SPEED, cpp_at_ref_speed
-from dpgate.telemetry.kernel_ref import cpp_per_kernel
+from dpgate.telemetry.kernel_ref import kernel_signal
 from dpgate.telemetry.placement import prefer_near, xcore_signal
 from dpgate.telemetry.placement import rests_on as placed_on
 
@@ -326,7 +326,8 @@ def case_signal(
     from its own busy-cycle report); ``cpp_at_load_placement`` and ``cpp_scaled_placement``
     (near/far/mixed: where the host had the TG and SUT cores in the trials each rests on);
     ``cpp_at_load_per_kernel`` (a polling SUT's busy cycles per cycle of the kernel's work on the
-    same frames on its core, median over every live trial: :mod:`dpgate.telemetry.kernel_ref`).
+    same frames on its core, median over every live trial, and ``cpp_at_load_kernel``, the kernel's
+    cycles per frame there: :mod:`dpgate.telemetry.kernel_ref`).
 
     >>> class T:
     ...     def __init__(self, load, d): self.intended_load_pps, self.disturbance, self.details = load, d, {}
@@ -376,9 +377,8 @@ def case_signal(
             if speed_ref:
                 out["sut_core_speed_ref"] = round(float(speed_ref), 2)
             out["cpp_speed_exponent"] = exponent
-        per_kernel = cpp_per_kernel(live) if polling else None
-        if per_kernel is not None:  # busy cycles per kernel cycle on the same frames (kernel_ref.py)
-            out["cpp_at_load_per_kernel"] = per_kernel
+        if polling:  # busy cycles per kernel cycle on the same frames, and the kernel's (kernel_ref.py)
+            out.update(kernel_signal(live))
         if scaled is not None:  # every trial, scaled to the reference speed (cpp_scaled.py)
             out["cpp_at_load_scaled"] = scaled
             out["cpp_scaled_speed"] = CPP_REF_SPEED

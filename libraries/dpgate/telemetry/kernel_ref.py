@@ -99,3 +99,23 @@ def at_reference(trial: Any, ref: float, field: str = BUSY_FIELD) -> Optional[fl
     """
     ratio = per_kernel(trial, field)
     return None if ratio is None else round(ratio * float(ref), 1)
+
+
+def kernel_signal(trials: Iterable) -> dict:
+    """The case's figures of this reference over its ``cpp_at_load`` trials (superseded ones
+    left out): ``cpp_at_load_per_kernel`` (:func:`cpp_per_kernel`) and ``cpp_at_load_kernel``
+    (the kernel's cycles per frame, median over the trials that have a reference: the history
+    check asks whether the reference itself moved, ``dpgate.regression.cycles``); empty when
+    the trials have none.
+
+    >>> class T:
+    ...     def __init__(self, k): self.sut_cycles_per_packet, self.sut_cpu_cycles_per_packet, self.details = 2400.0, 28000.0, {"cpu": {"sut_own_s": 1.0, "sut_kernel_s": k}}
+    >>> kernel_signal([T(0.08), T(0.09), T(0.10)]), kernel_signal([T(0.0)])
+    ({'cpp_at_load_per_kernel': 0.952, 'cpp_at_load_kernel': 2520.0}, {})
+    """
+    live = [t for t in trials if not (getattr(t, "details", None) or {}).get("superseded")]
+    ratio = cpp_per_kernel(live)
+    if ratio is None:
+        return {}
+    kern = [float(kernel_cpp(t) or 0.0) for t in live if per_kernel(t) is not None]
+    return {"cpp_at_load_per_kernel": ratio, "cpp_at_load_kernel": round(statistics.median(kern), 1)}
