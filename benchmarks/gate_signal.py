@@ -23,7 +23,9 @@ healthy runs' median; per run the verdict
 is a false FAIL; an injected run whose verdict is FAIL is a detection. With ``--paired`` every
 run also measures ``cpp_at_load`` against a baseline twin beside the SUT (``dpgate gate
 --paired``): one more line per SUT with each run's ``cpp_paired_change`` and that gate's
-verdict (healthy runs: a false FAIL is an A/A pair that disagreed; injected: a detection). Every number comes
+verdict (healthy runs: a false FAIL is an A/A pair that disagreed; injected: a detection). A
+``history`` line gives each run's ``regression_cpp`` and ``regression_cpp_kernel`` (a polling
+SUT's busy cycles per kernel cycle) against the history. Every number comes
 from the runs' JUnit (``<outdir>/<sut>/<run>/junit.xml``) but the overhead. With two or more
 load counts among the injected runs' paired readings, the line through them and the cost row
 it makes (``dpgate.testbeds.embedded.suts.costfit``): a calibration on the gate's own figure.
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -92,6 +95,39 @@ def run_gate(sut: str, prefix: str, outdir: str, history: str, extra: List[str],
     ] + extra
     subprocess.run(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     return read_run(outdir)
+
+
+def history_line(healthy: List[Dict], injected: Dict[float, List[Dict]]) -> Optional[str]:
+    """The history checks of the cycles in one line: each run's ``regression_cpp`` and (a polling
+    SUT) ``regression_cpp_kernel`` gate as its change against the history and P/F/S (``-``: no
+    history yet), healthy runs first (``h``: hogged); None when no run had either gate.
+
+    >>> g = {"gate.regression_cpp": "PASS: t cpp_at_load: normal: 4650 vs 4574 (+1.7 %, 3 runs)",
+    ...      "gate.regression_cpp_kernel": "FAIL: t cpp_at_load_per_kernel: regression: 1.3 vs 1.2 (+9.1 %, 3 runs)"}
+    >>> history_line([{"gates": {}}], {10.0: [{"gates": g}]})
+    '  history      healthy: -/- | +10 %: +1.7 % P/+9.1 % F'
+    """
+
+    def one(r: Dict, gate: str) -> str:
+        text = r.get("gates", {}).get(gate, "")
+        if not text:
+            return "-"
+        ch = re.search(r"\(([+-]\d+\.\d) %", text)
+        mark = {"PASS": "P", "FAIL": "F", "SKIP": "S"}.get(text.split(":", 1)[0], "?")
+        return f"{ch.group(1) + ' % ' if ch else ''}{mark}"
+
+    runs = healthy + [r for rs in injected.values() for r in rs]
+    gates = ("gate.regression_cpp", "gate.regression_cpp_kernel")
+    if not any(g in r.get("gates", {}) for r in runs for g in gates):
+        return None
+
+    def cell(r: Dict) -> str:
+        return "/".join(one(r, g) for g in gates) + ("h" if r.get("hog") else "")
+
+    line = "  history      healthy: " + ", ".join(cell(r) for r in healthy)
+    for s, rs in injected.items():
+        line += f" | +{s:g} %: " + ", ".join(cell(r) for r in rs)
+    return line
 
 
 def paired_line(healthy: List[Dict], injected: Dict[float, List[Dict]]) -> Optional[str]:
@@ -285,7 +321,7 @@ def main(argv=None) -> int:
                 ]
                 line += f" | +{s:g} %: {', '.join(chs)}"
             print(line)
-        for summary in (paired_line(healthy, injected), row_line(injected)):
+        for summary in (history_line(healthy, injected), paired_line(healthy, injected), row_line(injected)):
             if summary:
                 print(summary)
         for s, runs in injected.items():

@@ -106,3 +106,23 @@ def test_a_verdict_per_kernel_cycle_shows_the_busy_cycles_beside_it(tmp_path):
     assert run["props"]["cpp_paired_busy_change"] == 0.064
     line = bench.paired_line([], {10.0: [run]})
     assert line is not None and re.search(r"\+10\.\d % \(busy \+6\.4 %\) F", line), line
+
+
+def test_the_history_line_reads_both_cycle_checks_back_from_junit(tmp_path):
+    """The regression checks' gates as the JUnit writer writes them: the busy cycles' and the
+    per-kernel one's change and verdict per run (``+1.7 % P/+9.1 % F``)."""
+    from dpgate.model.record import gate_entry
+    from dpgate.regression.classify import Verdict
+
+    bench = load_benchmark("gate_signal")
+    busy = Verdict("t", "cpp_at_load", "normal", 4650.0, 4574.0, 1.66, 3, 15.0, "declared noise")
+    pk = Verdict("t", "cpp_at_load_per_kernel", "regression", 1.336, 1.225, 9.06, 3, 7.0, "declared noise")
+    rec = record("64B-1c-testpmd-mac-ndrpdr", 1.0, "FAIL")
+    rec["gates"] = [
+        gate_entry("regression_cpp", True, busy.line(), busy.current, busy.baseline),
+        gate_entry("regression_cpp_kernel", False, pk.line(), pk.current, pk.baseline),
+    ]
+    path = tmp_path / "inject.xml"
+    write_junit([rec], str(path))
+    line = bench.history_line([{"gates": {}, "hog": True}], {10.0: [bench.read_case(str(path))]})
+    assert line == "  history      healthy: -/-h | +10 %: +1.7 % P/+9.1 % F", line
