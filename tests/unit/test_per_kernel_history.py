@@ -1,7 +1,7 @@
 """The history check of a polling SUT's busy cycles per kernel cycle (``cpp_at_load_per_kernel``,
 ``dpgate.regression.cycles.per_kernel_verdict``): kept in the history, held against it where the
-busy cycles alone scatter too much to see +10 %, inconclusive when the reference moved, and
-recorded as its own gate (``regression_cpp_kernel``)."""
+busy cycles alone scatter too much to see +10 %, inconclusive when a slower core explains a
+rise, and recorded as its own gate (``regression_cpp_kernel``)."""
 
 from __future__ import annotations
 
@@ -54,7 +54,6 @@ def test_the_history_keeps_the_ratio_and_the_kernels_cycles(tmp_path):
     store = _history(tmp_path)
     h = read_history(store, "embedded", "S.64B-1c-x-ndrpdr")
     assert [e["cpp_at_load_per_kernel"] for e in h] == [x[0] for x in HEALTHY]
-    assert [e["cpp_at_load_kernel"] for e in h] == [x[2] for x in HEALTHY]
     # a figure resting on a mix of placements leaves cpp_at_load out, not the ratio
     mixed = _run(tmp_path, "mixed", 1.23, 4400.0, 3600.0, cpp_at_load_placement="mixed")
     assert add_to_history(mixed, store) == 1
@@ -80,16 +79,28 @@ def test_a_ten_percent_rise_per_kernel_cycle_is_a_regression_the_busy_cycles_mis
     )
 
 
-def test_a_rise_from_the_kernels_cycles_falling_is_inconclusive(tmp_path):
+def test_a_rise_the_slower_core_explains_is_inconclusive_not_the_kernels_own_scatter(tmp_path):
     store = _history(tmp_path)
-    # the same ratio with the kernel's cycles per frame 25 % under the history's (beyond the
-    # busy cycles' 15 % noise): the reference moved, not the SUT's work
-    pk = _verdicts(tmp_path, store, "moved", 1.336, 3650.0, 2730.0)["cpp_at_load_per_kernel"]
-    assert pk.verdict == "inconclusive" and "kernel's cycles per frame fell 25.2 % (> 15 %)" in pk.note
-    # on a core far slower than the history's the ratio still follows it a little: inconclusive
+    # on a core far slower than the history's the ratio still follows it a little (speed^-0.16):
+    # +9.1 % at 20 M it/s is about +0.2 % at the history's 34: inconclusive, with the figure
     slow = _verdicts(tmp_path, store, "slow", 1.336, 7000.0, 5240.0, sut_core_speed=20.0)
-    assert slow["cpp_at_load_per_kernel"].verdict == "inconclusive"
-    assert "SUT core ran at 20.0 M it/s" in slow["cpp_at_load_per_kernel"].note
+    pk = slow["cpp_at_load_per_kernel"]
+    assert pk.verdict == "inconclusive", pk.line()
+    assert (
+        pk.note
+        == "SUT core ran at 20.0 M it/s, 59 % of the history's 34.0: at its speed about 1.227, within 1.311"
+    )
+    # a little slower, too little to explain +9.1 %: still the regression
+    assert (
+        _verdicts(tmp_path, store, "bit", 1.336, 4650.0, 3480.0, sut_core_speed=31.0)[
+            "cpp_at_load_per_kernel"
+        ].verdict
+        == "regression"
+    )
+    # the kernel's cycles per frame 40 % under the history's (they scatter as the busy cycles do,
+    # 1,855-3,140 over OVS AF_XDP's quiet runs): the ratio decides alone
+    moved = _verdicts(tmp_path, store, "moved", 1.336, 2800.0, 2100.0)["cpp_at_load_per_kernel"]
+    assert moved.verdict == "regression" and moved.note == ""
 
 
 def test_too_little_history_and_no_figure(tmp_path):

@@ -26,8 +26,8 @@ Verdict per test and metric (NDR, PDR, MRR), with the *allowance* = the largest 
    jumpavg will not start a group with one run until it is far past that (``dpgate.regression.cycles.scaled_verdict``).
    A polling SUT's ``cpp_at_load_per_kernel`` (busy cycles per kernel cycle on the same frames)
    is checked the same way beside ``cpp_at_load``, against every history run with one, from
-   two on, allowance ``cpp_kernel_noise``; inconclusive when the kernel's own cycles per frame
-   fell beyond ``cpp_noise`` (``dpgate.regression.cycles.per_kernel_verdict``).
+   two on, allowance ``cpp_kernel_noise``; a rise on a slower core that the speed explains is
+   inconclusive (``dpgate.regression.cycles.per_kernel_verdict``).
 3. Otherwise ``normal``; ``no history`` when the test has none. A drop of a result at
    the generator's ceiling (``limited_by=generator``) is ``generator-limited``: the SUT
    kept up with everything the generator could send, so it is not a SUT regression; and
@@ -129,7 +129,7 @@ def _verdicts(
                 v = replace(v, note="; ".join(filter(None, [f"against {v.history_len} far run(s)", v.note])))
             out.append(replace(v, test=rec.get("name", rec["longname"])))
             # a polling SUT's busy cycles per kernel cycle: every run counts (cycles.py)
-            pk = per_kernel_verdict(m, hist, min_change, kernel_noise, cpp_noise)
+            pk = per_kernel_verdict(m, hist, min_change, kernel_noise)
             if pk is not None:
                 out.append(replace(pk, test=rec.get("name", rec["longname"])))
             continue

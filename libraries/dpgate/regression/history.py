@@ -44,8 +44,7 @@ CONTEXT = (
     "cpp_at_load_scaled",
     "cpp_scaled_speed",
     "cpp_speed_exponent",  # figures scaled by another exponent are not compared (compare.py)
-    "cpp_at_load_per_kernel",  # a polling SUT's busy cycles per kernel cycle, and the kernel's
-    "cpp_at_load_kernel",  # cycles per frame (dpgate.telemetry.kernel_ref, regression/cycles.py)
+    "cpp_at_load_per_kernel",  # a polling SUT's busy cycles per kernel cycle (regression/cycles.py)
 )
 #: One run's value of a metric: a number, or its samples when the run measured several.
 RunValue = Union[float, List[float]]
