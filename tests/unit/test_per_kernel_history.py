@@ -90,9 +90,10 @@ def test_a_rise_the_slower_core_explains_is_inconclusive_not_the_kernels_own_sca
         pk.note
         == "SUT core ran at 20.0 M it/s, 59 % of the history's 34.0: at its speed about 1.285, within 1.311"
     )
-    # a little slower, too little to explain +9.1 %: still the regression
+    # +7.3 % at 91 % of the history's speed (full speed by the gate's measure, though the speed
+    # would take it to 1.306, within 1.311): no excuse, the regression
     assert (
-        _verdicts(tmp_path, store, "bit", 1.336, 4650.0, 3480.0, sut_core_speed=31.0)[
+        _verdicts(tmp_path, store, "bit", 1.315, 4650.0, 3480.0, sut_core_speed=31.0)[
             "cpp_at_load_per_kernel"
         ].verdict
         == "regression"

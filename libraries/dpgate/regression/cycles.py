@@ -157,9 +157,9 @@ def per_kernel_verdict(
     1,855-3,140 at probed speeds of 33.7-36.3 M it/s, the ratio 1.09-1.15), so every history run
     counts whatever its speed, and the allowance alone decides (``jump=False``, as for the
     scaled figure): ``noise`` (the case's ``cpp_kernel_noise``) while the history is short, else
-    3 sd of the history's runs. A rise on a slower SUT core than the history's is inconclusive
-    when, taken to the history's speed by :data:`KERNEL_SPEED_EXPONENT`, it is within the
-    allowance. The kernel's own cycles per frame cannot say whether the reference itself moved
+    3 sd of the history's runs. A rise on a SUT core below :data:`SLOW_SHARE` of the history's
+    speed (a slow phase) is inconclusive when, taken to the history's speed by
+    :data:`KERNEL_SPEED_EXPONENT`, it is within the allowance. The kernel's own cycles per frame cannot say whether the reference itself moved
     (they scatter as the busy cycles do): a change of the kernel's work per frame (a kernel
     upgrade) reads as the SUT's; start a new history then.
 
@@ -198,7 +198,7 @@ def per_kernel_verdict(
     med = statistics.median(speeds)
     at = float(cur) * (float(speed) / med) ** KERNEL_SPEED_EXPONENT
     limit = v.baseline * (1 + (v.allowance_pct or 0.0) / 100)
-    if speed >= med or at > limit:
+    if speed >= SLOW_SHARE * med or at > limit:  # at full speed by the gate's measure: no excuse
         return v
     why = f"SUT core ran at {speed:.1f} M it/s, {speed / med * 100:.0f} % of the history's {med:.1f}"
     return replace(v, verdict="inconclusive", note=f"{why}: at its speed about {at:.3f}, within {limit:.3f}")
