@@ -209,3 +209,25 @@ def load_benchmark(name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def run_robot_quietly(suite: Any, out: Any, variables: List[str], pythonpath: List[str]) -> Any:
+    """Run a Robot suite file for real (no log/report, console captured) with ``tests/`` on the
+    path too (for ``helpers``); returns its first test's result (``status``, ``message``)."""
+    import io
+
+    import robot
+    from robot.api import ExecutionResult
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    robot.run(
+        str(suite),
+        outputdir=str(out),
+        variable=variables,
+        pythonpath=[*map(str, pythonpath), here],
+        log="NONE",
+        report="NONE",
+        stdout=io.StringIO(),
+        stderr=io.StringIO(),
+    )
+    return ExecutionResult(os.path.join(str(out), "output.xml")).suite.tests[0]

@@ -5,12 +5,11 @@ rise, and recorded as its own gate (``regression_cpp_kernel``)."""
 
 from __future__ import annotations
 
-import io
 import json
 import os
 
 import pytest
-from helpers import write_run
+from helpers import run_robot_quietly, write_run
 
 from dpgate.config.rebaseline import derive_case
 from dpgate.config.thresholds import load_thresholds
@@ -158,9 +157,6 @@ def polling_result(pk, dist):
 
 def _robot(tmp_path, pk: float, dist: float):
     """The keyword for real in a Robot run; returns (status, message, gate name -> status)."""
-    import robot
-    from robot.api import ExecutionResult
-
     from dpgate.outputs.results import load_records
     from dpgate.regression.history import history_path
 
@@ -174,19 +170,9 @@ def _robot(tmp_path, pk: float, dist: float):
         for i, (pkh, busy, kern) in enumerate(HEALTHY):
             entry = {"cpp_at_load": busy, "cpp_at_load_per_kernel": pkh, "cpp_at_load_kernel": kern}
             fh.write(json.dumps({"time": i, "ndr_pps": 3.4e5, **entry}) + "\n")
-    here = os.path.dirname(os.path.abspath(__file__))
     out = tmp_path / "out"
-    robot.run(
-        str(tmp_path / "Kern.robot"),
-        outputdir=str(out),
-        variable=[f"HISTORY:{store}", f"PK:{pk}", f"DIST:{dist}"],
-        pythonpath=[str(tmp_path), os.path.dirname(here)],
-        log="NONE",
-        report="NONE",
-        stdout=io.StringIO(),
-        stderr=io.StringIO(),
-    )
-    test = ExecutionResult(str(out / "output.xml")).suite.tests[0]
+    variables = [f"HISTORY:{store}", f"PK:{pk}", f"DIST:{dist}"]
+    test = run_robot_quietly(tmp_path / "Kern.robot", out, variables, [tmp_path])
     gates = {g["name"]: g for rec in load_records(str(out)) for g in rec.get("gates", [])}
     return test.status, test.message, gates
 

@@ -6,7 +6,7 @@ import json
 import os
 
 import pytest
-from helpers import ndrpdr_result
+from helpers import ndrpdr_result, run_robot_quietly
 from robot.api import Failure, SkipExecution
 
 from dpgate.config.thresholds import load_thresholds
@@ -279,11 +279,6 @@ def at_ceiling_result(cpp):
 def _robot_case(tmp_path, cpp: float):
     """Run the one-test suite above for real (Robot, the real keywords) and return the test's
     (status, message)."""
-    import io
-
-    import robot
-    from robot.api import ExecutionResult
-
     from dpgate.regression.history import history_path
 
     tmp_path.mkdir(parents=True, exist_ok=True)
@@ -298,19 +293,8 @@ def _robot_case(tmp_path, cpp: float):
     with open(path, "w") as fh:
         for i, v in enumerate([4000.0, 4040.0, 3960.0]):
             fh.write(json.dumps({"time": i, "metrics": {"ndr_pps": 277_252.0, "cpp_at_load": v}}) + "\n")
-    here = os.path.dirname(os.path.abspath(__file__))
-    out = tmp_path / "out"
-    robot.run(
-        str(suite),
-        outputdir=str(out),
-        variable=[f"THRESHOLDS:{th}", f"HISTORY:{store}", f"CPP:{cpp}"],
-        pythonpath=[str(tmp_path), os.path.dirname(here)],
-        log="NONE",
-        report="NONE",
-        stdout=io.StringIO(),
-        stderr=io.StringIO(),
-    )
-    test = ExecutionResult(str(out / "output.xml")).suite.tests[0]
+    variables = [f"THRESHOLDS:{th}", f"HISTORY:{store}", f"CPP:{cpp}"]
+    test = run_robot_quietly(suite, tmp_path / "out", variables, [tmp_path])
     return test.status, test.message
 
 
