@@ -26,8 +26,9 @@ Verdict per test and metric (NDR, PDR, MRR), with the *allowance* = the largest 
    jumpavg will not start a group with one run until it is far past that (``dpgate.regression.cycles.scaled_verdict``).
    A polling SUT's ``cpp_at_load_per_kernel`` (busy cycles per kernel cycle on the same frames)
    is checked the same way beside ``cpp_at_load``, against every history run with one, from
-   two on, allowance ``cpp_kernel_noise``; a rise on a slower core that the speed explains is
-   inconclusive (``dpgate.regression.cycles.per_kernel_verdict``).
+   two on, allowance ``cpp_kernel_noise``; a rise on a core in a slow phase (under 90 % of the
+   history's speed) that the speed explains is inconclusive
+   (``dpgate.regression.cycles.per_kernel_verdict``).
 3. Otherwise ``normal``; ``no history`` when the test has none. A drop of a result at
    the generator's ceiling (``limited_by=generator``) is ``generator-limited``: the SUT
    kept up with everything the generator could send, so it is not a SUT regression; and
