@@ -167,8 +167,8 @@ def _robot(tmp_path, pk: float, dist: float):
     path = history_path(str(store), "embedded", "Kern.Case")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as fh:
-        for i, (pkh, busy, kern) in enumerate(HEALTHY):
-            entry = {"cpp_at_load": busy, "cpp_at_load_per_kernel": pkh, "cpp_at_load_kernel": kern}
+        for i, (pkh, busy, _kern) in enumerate(HEALTHY):
+            entry = {"cpp_at_load": busy, "cpp_at_load_per_kernel": pkh}
             fh.write(json.dumps({"time": i, "ndr_pps": 3.4e5, **entry}) + "\n")
     out = tmp_path / "out"
     variables = [f"HISTORY:{store}", f"PK:{pk}", f"DIST:{dist}"]
