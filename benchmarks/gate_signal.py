@@ -50,7 +50,15 @@ from dpgate.testbeds.embedded.suts import cost  # noqa: E402
 from dpgate.testbeds.embedded.suts.costfit import StepReading, fit_row  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-METRICS = ("ndr_pps", "pdr_pps", "mrr_pps", "cpp_at_load", "cpp_at_load_scaled", "cpp_at_load_per_kernel")
+METRICS = (
+    "ndr_pps",
+    "pdr_pps",
+    "mrr_pps",
+    "cpp_at_load",
+    "cpp_at_load_scaled",
+    "cpp_at_load_per_kernel",
+    "cpp_at_load_per_kernel_scaled",
+)
 
 
 def _die_with_parent() -> None:

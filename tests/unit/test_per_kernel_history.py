@@ -1,7 +1,9 @@
-"""The history check of a polling SUT's busy cycles per kernel cycle (``cpp_at_load_per_kernel``,
+"""The history check of a polling SUT's busy cycles per kernel cycle (``cpp_at_load_per_kernel``
+and, every trial taken to the reference speed, ``cpp_at_load_per_kernel_scaled``;
 ``dpgate.regression.cycles.per_kernel_verdict``): kept in the history, held against it where the
-busy cycles alone scatter too much to see +10 %, inconclusive when a slower core explains a
-rise, and recorded as its own gate (``regression_cpp_kernel``)."""
+busy cycles alone scatter too much to see +10 %, the scaled figure compared where the history
+has it (a faster core no longer hides a rise), on an older history a rise a slower core
+explains inconclusive, and recorded as its own gate (``regression_cpp_kernel``)."""
 
 from __future__ import annotations
 
@@ -103,6 +105,98 @@ def test_a_rise_the_slower_core_explains_is_inconclusive_not_the_kernels_own_sca
     assert moved.verdict == "regression" and moved.note == ""
 
 
+def _scaled_history(tmp_path, exponent=0.074):
+    # quiet runs at slow and fast moments of the host: the ratio as measured 1.21-1.27 follows
+    # the core's speed a little; scaled to 30 M it/s they read 1.20-1.21
+    store = str(tmp_path / "scaled-history")
+    for i, (pk, scaled, speed) in enumerate(
+        [(1.262, 1.205, 21.0), (1.214, 1.210, 29.0), (1.198, 1.208, 33.5)]
+    ):
+        run = _run(
+            tmp_path,
+            f"s{i}",
+            pk,
+            4600.0,
+            3700.0,
+            sut_core_speed=speed,
+            cpp_at_load_per_kernel_scaled=scaled,
+            cpp_kernel_speed_exponent=exponent,
+        )
+        assert add_to_history(run, store) == 1
+    return store
+
+
+def test_the_scaled_ratio_is_compared_where_the_history_has_it(tmp_path):
+    store = _scaled_history(tmp_path)
+    h = read_history(store, "embedded", "S.64B-1c-x-ndrpdr")
+    assert [(e["cpp_at_load_per_kernel_scaled"], e["cpp_kernel_speed_exponent"]) for e in h][0] == (
+        1.205,
+        0.074,
+    )
+    scaled = {"cpp_kernel_speed_exponent": 0.074}
+    # +8 % on a fast core: as measured +0.2 % over the history's slow and fast runs (hidden by
+    # the speed), scaled +7.9 %, beyond the 7 % allowance
+    v = _verdicts(
+        tmp_path,
+        store,
+        "fastinj",
+        1.2275,
+        4500.0,
+        3660.0,
+        sut_core_speed=35.0,
+        cpp_at_load_per_kernel_scaled=1.3035,
+        **scaled,
+    )
+    assert "cpp_at_load_per_kernel" not in v, v  # one verdict: on the scaled figure
+    pk = v["cpp_at_load_per_kernel_scaled"]
+    assert pk.verdict == "regression" and pk.change_pct == pytest.approx(7.9, abs=0.1), pk.line()
+    assert "busy/kernel cycles" in pk.line()
+    # a healthy run on a slow core: as measured +2.9 %, scaled +0.3 %: normal, no speed excuse needed
+    ok = _verdicts(
+        tmp_path,
+        store,
+        "slowok",
+        1.2605,
+        4900.0,
+        3890.0,
+        sut_core_speed=20.0,
+        cpp_at_load_per_kernel_scaled=1.2115,
+        **scaled,
+    )["cpp_at_load_per_kernel_scaled"]
+    assert ok.verdict == "normal" and ok.note == "", ok.line()
+    # figures scaled by another exponent are not compared: the ratio as measured is, as before
+    other = _verdicts(
+        tmp_path,
+        store,
+        "otherexp",
+        1.2275,
+        4500.0,
+        3660.0,
+        sut_core_speed=35.0,
+        cpp_at_load_per_kernel_scaled=1.30,
+        cpp_kernel_speed_exponent=0.2,
+    )
+    assert (
+        "cpp_at_load_per_kernel_scaled" not in other and other["cpp_at_load_per_kernel"].verdict == "normal"
+    )
+
+
+def test_an_older_history_without_the_scaled_figure_is_compared_as_measured(tmp_path):
+    store = _history(tmp_path)
+    v = _verdicts(
+        tmp_path,
+        store,
+        "new",
+        1.336,
+        4650.0,
+        3480.0,
+        cpp_at_load_per_kernel_scaled=1.35,
+        cpp_kernel_speed_exponent=0.074,
+    )
+    assert set(v) >= {"cpp_at_load_per_kernel"} and "cpp_at_load_per_kernel_scaled" not in v
+    assert v["cpp_at_load_per_kernel"].verdict == "regression"
+
+
 def test_too_little_history_and_no_figure(tmp_path):
     store = str(tmp_path / "history")
     add_to_history(_run(tmp_path, "h0", *HEALTHY[0]), store)
@@ -131,6 +225,13 @@ def test_thresholds_and_rebaseline_carry_cpp_kernel_noise(tmp_path):
         load_thresholds(str(th))
     row = derive_case({"ndr_pps": [3.4e5, 3.5e5], "cpp_at_load_per_kernel": [1.20, 1.26, 1.23]})
     assert row["cpp_kernel_noise"] == "6%"  # 5.0 % spread x 1.1
+    # the scaled figure, where every run has it, is what the allowance comes from
+    both = {"cpp_at_load_per_kernel": [1.20, 1.26, 1.23], "cpp_at_load_per_kernel_scaled": [1.21, 1.22, 1.24]}
+    assert (
+        derive_case({"ndr_pps": [3.4e5, 3.5e5], **both})["cpp_kernel_noise"] == "4%"
+    )  # 2.5 %: the 3 % least spread x 1.1
+    both["cpp_at_load_per_kernel_scaled"] = [1.21, 1.22]  # one run without it: as measured
+    assert derive_case({"ndr_pps": [3.4e5, 3.5e5], **both})["cpp_kernel_noise"] == "6%"
     assert "cpp_kernel_noise" not in derive_case({"ndr_pps": [3.4e5, 3.5e5]})
 
 

@@ -30,7 +30,7 @@ class Verdict:
     note: str = ""
 
     def _show(self, v: float) -> str:
-        if self.metric == "cpp_at_load_per_kernel":  # a ratio: busy cycles per kernel cycle
+        if self.metric.startswith("cpp_at_load_per_kernel"):  # a ratio: busy cycles per kernel cycle
             return f"{v:.3f} busy/kernel cycles"
         return f"{v:.0f} cycles/packet" if self.metric.startswith("cpp_at_load") else f"{v / 1e6:.3f} Mpps"
 

@@ -1,7 +1,7 @@
 """The regression check of the cycles-per-packet figures at the fixed load: ``cpp_at_load``
 (held against history runs at about this run's core speed), ``cpp_at_load_scaled`` (every trial
-scaled to a reference speed) and a polling SUT's ``cpp_at_load_per_kernel`` (its busy cycles per
-cycle of the kernel's work on the same frames: :func:`per_kernel_verdict`). Lower is better in
+scaled to a reference speed) and a polling SUT's ``cpp_at_load_per_kernel_scaled`` (its busy
+cycles per cycle of the kernel's work on the same frames: :func:`per_kernel_verdict`). Lower is better in
 each: a rise is the regression. The metric-independent rules are :mod:`dpgate.regression.compare`'s.
 """
 
@@ -15,6 +15,7 @@ from dpgate.regression import speed as speed_mod
 from dpgate.regression.classify import Verdict, classify_current
 from dpgate.regression.history import RunValue, run_value
 from dpgate.telemetry.disturbance import CPP_SPEED_EXPONENT, SLOW_SHARE
+from dpgate.telemetry.kernel_ref import SPEED_EXPONENT
 
 #: The cpp_at_load check uses the speed-scaled figure (``cpp_at_load_scaled``)
 #: once this many history runs have one scaled to the same speed.
@@ -139,40 +140,64 @@ def slow_core(
 #: The history runs ``cpp_at_load_per_kernel`` needs before it is checked at all: one run is
 #: not a level (a bring-up's figure moved 2-3 % at full core speed, 6-9 % in a slow phase).
 KERNEL_RUNS = 2
-#: How the ratio still follows the SUT core's speed (ratio ~ speed^-e): fitted over the trials of
-#: the quiet gk56-gk66 runs (Xeon VM, 2026-12-01; log ratio on log awake-loop speed, each run's
-#: mean taken out): OVS AF_XDP 0.074 (3,387 trials), OVS-DPDK 0.054, testpmd-mac 0.037,
-#: testpmd-io 0.034; the largest is taken. (Two runs of kref2, testpmd-mac 1.201 at 35.7 M it/s
-#: and 1.313 at 20.2, suggested 0.16: one pair, not a fit.)
-KERNEL_SPEED_EXPONENT = 0.074
+#: How the ratio still follows the SUT core's speed (ratio ~ speed^-e): the telemetry's
+#: exponent (:data:`dpgate.telemetry.kernel_ref.SPEED_EXPONENT`, where its fit is described).
+KERNEL_SPEED_EXPONENT = SPEED_EXPONENT
+#: The per-kernel figure with every trial taken to the reference speed (kernel_ref.py).
+KERNEL_SCALED = "cpp_at_load_per_kernel_scaled"
+
+
+def _kernel_scaled(m: Dict, hist: List[Dict]) -> List[float]:
+    """The history's ``cpp_at_load_per_kernel_scaled`` figures scaled by this run's exponent."""
+    exp = m.get("cpp_kernel_speed_exponent")
+    return [
+        x
+        for h in hist
+        if isinstance(x := run_value(h, KERNEL_SCALED), float)
+        and (h.get("metrics") or h).get("cpp_kernel_speed_exponent") == exp
+    ]
 
 
 def per_kernel_verdict(
     m: Dict, hist: List[Dict], min_change: float, noise: Optional[float]
 ) -> Optional[Verdict]:
-    """A polling SUT's ``cpp_at_load_per_kernel`` (its busy cycles per cycle of the kernel's work
-    on the same frames on its core: ``dpgate.telemetry.kernel_ref``) against the history runs
-    that have one; None when this run has none. The ratio takes the host's speed out where the
-    speed probe cannot (OVS AF_XDP's quiet runs on the Xeon VM: the kernel's cycles per frame
-    1,855-3,140 at probed speeds of 33.7-36.3 M it/s, the ratio 1.09-1.15), so every history run
-    counts whatever its speed, and the allowance alone decides (``jump=False``, as for the
-    scaled figure): ``noise`` (the case's ``cpp_kernel_noise``) while the history is short, else
-    3 sd of the history's runs. A rise on a SUT core below :data:`SLOW_SHARE` of the history's
-    speed (a slow phase) is inconclusive when, taken to the history's speed by
-    :data:`KERNEL_SPEED_EXPONENT`, it is within the allowance. The kernel's own cycles per frame cannot say whether the reference itself moved
-    (they scatter as the busy cycles do): a change of the kernel's work per frame (a kernel
-    upgrade) reads as the SUT's; start a new history then.
+    """A polling SUT's busy cycles per cycle of the kernel's work on the same frames on its core
+    (``dpgate.telemetry.kernel_ref``) against the history runs that have it; None when this run
+    has none. The ratio takes the host's speed out where the speed probe cannot (OVS AF_XDP's
+    quiet runs on the Xeon VM: the kernel's cycles per frame 1,855-3,140 at probed speeds of
+    33.7-36.3 M it/s, the ratio 1.09-1.15); what it still follows of the core's speed
+    (:data:`KERNEL_SPEED_EXPONENT`) is taken out trial by trial: the figure compared is
+    ``cpp_at_load_per_kernel_scaled``, against history runs scaled by the same exponent, from
+    :data:`KERNEL_RUNS` of them on. Every such run counts whatever its speed, and the allowance
+    alone decides (``jump=False``, as for the scaled busy cycles): ``noise`` (the case's
+    ``cpp_kernel_noise``) while the history is short, else 3 sd of the history's runs.
 
+    A history kept before the scaled figure (2026-12-01) is compared on ``cpp_at_load_per_kernel``
+    as measured until it has :data:`KERNEL_RUNS` scaled runs: there a rise on a SUT core below
+    :data:`SLOW_SHARE` of the history's speed is inconclusive when, taken to the history's speed
+    by the exponent, it is within the allowance. The kernel's own cycles per frame cannot say
+    whether the reference itself moved (they scatter as the busy cycles do): a change of the
+    kernel's work per frame (a kernel upgrade) reads as the SUT's; start a new history then.
+
+    >>> e = {"cpp_kernel_speed_exponent": 0.074}
+    >>> h = [{"cpp_at_load_per_kernel_scaled": x, **e} for x in (1.20, 1.23, 1.21)]
+    >>> v = per_kernel_verdict({"cpp_at_load_per_kernel": 1.30, "cpp_at_load_per_kernel_scaled": 1.34, **e}, h, 0.03, 0.08)
+    >>> v.verdict, v.metric, round(v.change_pct, 1), v.allowance_pct
+    ('regression', 'cpp_at_load_per_kernel_scaled', 10.4, 8.0)
     >>> h = [{"cpp_at_load_per_kernel": x, "sut_core_speed": 35.0} for x in (1.20, 1.23, 1.21)]
-    >>> v = per_kernel_verdict({"cpp_at_load_per_kernel": 1.34, "sut_core_speed": 35.0}, h, 0.03, 0.08)
-    >>> v.verdict, round(v.change_pct, 1), v.allowance_pct
-    ('regression', 10.4, 8.0)
-    >>> v = per_kernel_verdict({"cpp_at_load_per_kernel": 1.34, "sut_core_speed": 20.0}, h, 0.03, 0.08)
-    >>> v.verdict, v.note
-    ('inconclusive', "SUT core ran at 20.0 M it/s, 57 % of the history's 35.0: at its speed about 1.286, within 1.310")
+    >>> v = per_kernel_verdict({"cpp_at_load_per_kernel": 1.34, "cpp_at_load_per_kernel_scaled": 1.30, "sut_core_speed": 20.0, **e}, h, 0.03, 0.08)
+    >>> v.verdict, v.metric, v.note
+    ('inconclusive', 'cpp_at_load_per_kernel', "SUT core ran at 20.0 M it/s, 57 % of the history's 35.0: at its speed about 1.286, within 1.310")
     >>> per_kernel_verdict({"cpp_at_load_per_kernel": 1.34}, h[:1], 0.03, 0.08).verdict
     'no history'
     """
+    scaled = m.get(KERNEL_SCALED)
+    past = _kernel_scaled(m, hist) if isinstance(scaled, (int, float)) else []
+    if len(past) >= KERNEL_RUNS:
+        return replace(
+            classify_current(past, [float(scaled)], min_change, noise, lower_is_better=True, jump=False),  # type: ignore[arg-type]
+            metric=KERNEL_SCALED,
+        )
     cur = m.get("cpp_at_load_per_kernel")
     if not isinstance(cur, (int, float)):
         return None

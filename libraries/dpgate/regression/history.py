@@ -45,7 +45,11 @@ CONTEXT = (
     "cpp_scaled_speed",
     "cpp_speed_exponent",  # figures scaled by another exponent are not compared (compare.py)
     "cpp_at_load_per_kernel",  # a polling SUT's busy cycles per kernel cycle (regression/cycles.py)
+    "cpp_at_load_per_kernel_scaled",  # the same, every trial at the reference speed
+    "cpp_kernel_speed_exponent",  # ... by this exponent: others are not compared
 )
+#: The cycles figures an entry may hold; with any of them the entry keeps ``cpp_at_load``.
+CYCLES_KEYS = ("cpp_at_load", "cpp_at_load_scaled", "cpp_at_load_per_kernel", "cpp_at_load_per_kernel_scaled")
 #: One run's value of a metric: a number, or its samples when the run measured several.
 RunValue = Union[float, List[float]]
 
@@ -194,7 +198,7 @@ def add_to_history(
                 entry.pop(k, None)
             elif where in ("near", "far") and k in entry:
                 entry[key] = where
-        cycles = any(k in entry for k in ("cpp_at_load", "cpp_at_load_scaled", "cpp_at_load_per_kernel"))
+        cycles = any(k in entry for k in CYCLES_KEYS)
         keep = tuple(k for k in keep if k in entry or (k == "cpp_at_load" and cycles))
         if not keep:  # nothing of it left to compare with
             continue

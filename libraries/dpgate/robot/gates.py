@@ -368,11 +368,11 @@ class Gates(PairedGate):
 def _regression_gate(metric: str) -> str:
     """The gate a regression verdict on ``metric`` is recorded as.
 
-    >>> _regression_gate("ndr_pps"), _regression_gate("cpp_at_load_scaled"), _regression_gate("cpp_at_load_per_kernel")
+    >>> _regression_gate("ndr_pps"), _regression_gate("cpp_at_load_scaled"), _regression_gate("cpp_at_load_per_kernel_scaled")
     ('regression_ndr', 'regression_cpp', 'regression_cpp_kernel')
     """
     return (
         "regression_cpp_kernel"
-        if metric == "cpp_at_load_per_kernel"
+        if metric.startswith("cpp_at_load_per_kernel")
         else f"regression_{metric.split('_')[0]}"
     )

@@ -28,6 +28,10 @@ does a real share of the work (:data:`KERNEL_SHARE_MIN`).
 (1.071, None)
 >>> cpp_per_kernel([T(2400.0, 1.0, 0.08), T(2600.0, 1.0, 0.09), T(2500.0, 1.0, 0.08)])
 1.071
+
+The ratio still follows the core's speed a little (a slower core raises the SUT's busy cycles a
+little more than the kernel's), so the case also records it with every trial taken to the
+reference speed (:func:`cpp_per_kernel_scaled`), which the history check compares.
 """
 
 from __future__ import annotations
@@ -35,11 +39,22 @@ from __future__ import annotations
 import statistics
 from typing import Any, Iterable, Optional
 
+from dpgate.telemetry.cpp_scaled import CPP_REF_SPEED, to_ref
+
 #: The kernel's cycles per frame must be at least this share of the SUT's busy cycles per frame
 #: to be its reference (0.85-0.9 for the four polling SUTs here).
 KERNEL_SHARE_MIN = 0.2
 #: The SUT's busy-cycle report per frame (a polling SUT's figure).
 BUSY_FIELD = "sut_cycles_per_packet"
+#: How the ratio follows the SUT core's speed (ratio ~ speed^-e): fitted over the trials of the
+#: quiet gk56-gk66 runs (Xeon VM, 2026-12-01; log ratio on log awake-loop speed, each run's mean
+#: taken out): OVS AF_XDP 0.074 (3,387 trials), OVS-DPDK 0.054, testpmd-mac 0.037, testpmd-io
+#: 0.034; the largest is taken. Between runs it reads about as much or more (the quiet gate runs
+#: of gk56-gk67: 0.09-0.12 for OVS AF_XDP, OVS-DPDK and testpmd-io, about 0 for testpmd-mac):
+#: with every trial scaled by it, gk64-gk67's quiet gate runs spread 4.7 % (OVS AF_XDP, 5 runs;
+#: as measured 8.6 %), 3.8 % (testpmd-io, 3; 7.3 %), 4.3 % (testpmd-mac, 5; 4.3 %), and 7.0 %
+#: (OVS-DPDK, 5; 4.9 %: its one fast-core run read as high as its slow ones as measured).
+SPEED_EXPONENT = 0.074
 
 
 def kernel_cpp(trial: Any) -> Optional[float]:
@@ -68,6 +83,31 @@ def cpp_per_kernel(trials: Iterable, field: str = BUSY_FIELD) -> Optional[float]
     case's ``cpp_at_load_per_kernel``; None when fewer than half the trials have one."""
     live = [t for t in trials if not (getattr(t, "details", None) or {}).get("superseded")]
     vals = [v for v in (per_kernel(t, field) for t in live) if v]
+    if not vals or 2 * len(vals) < len(live):
+        return None
+    return round(statistics.median(vals), 3)
+
+
+def cpp_per_kernel_scaled(
+    trials: Iterable, exponent: float = SPEED_EXPONENT, ref: float = CPP_REF_SPEED, field: str = BUSY_FIELD
+) -> Optional[float]:
+    """Median over ``trials`` (superseded ones left out) of :func:`per_kernel` x (the trial's SUT
+    core speed / ``ref``)^``exponent``, to 0.001: the case's ``cpp_at_load_per_kernel_scaled``,
+    the ratio with the core's speed taken out; None when fewer than half the trials have both.
+
+    >>> class T:
+    ...     def __init__(self, k, speed): self.sut_cycles_per_packet, self.sut_cpu_cycles_per_packet, self.details = 2400.0, 28000.0, {"cpu": {"sut_own_s": 1.0, "sut_kernel_s": k}, "sut_core_speed": speed}
+    >>> cpp_per_kernel([T(0.08, 20.0)]), cpp_per_kernel_scaled([T(0.08, 20.0)]), cpp_per_kernel_scaled([T(0.08, 30.0)])
+    (1.071, 1.04, 1.071)
+    >>> cpp_per_kernel_scaled([T(0.08, None), T(0.08, None), T(0.08, 30.0)]) is None
+    True
+    """
+    live = [t for t in trials if not (getattr(t, "details", None) or {}).get("superseded")]
+    vals = []
+    for t in live:
+        ratio, speed = per_kernel(t, field), (getattr(t, "details", None) or {}).get("sut_core_speed")
+        if ratio and isinstance(speed, (int, float)) and speed > 0:
+            vals.append(to_ref(ratio, speed, exponent, ref))
     if not vals or 2 * len(vals) < len(live):
         return None
     return round(statistics.median(vals), 3)
@@ -103,19 +143,27 @@ def at_reference(trial: Any, ref: float, field: str = BUSY_FIELD) -> Optional[fl
 
 def kernel_signal(trials: Iterable) -> dict:
     """The case's figures of this reference over its ``cpp_at_load`` trials (superseded ones
-    left out): ``cpp_at_load_per_kernel`` (:func:`cpp_per_kernel`) and ``cpp_at_load_kernel``
+    left out): ``cpp_at_load_per_kernel`` (:func:`cpp_per_kernel`), ``cpp_at_load_kernel``
     (the kernel's cycles per frame, median over the trials that have a reference: what the
     ratio is taken against, for a reader to see it move; across runs it scatters as the busy
-    cycles do, 1,855-3,140 over OVS AF_XDP's quiet runs here); empty when the trials have none.
+    cycles do, 1,855-3,140 over OVS AF_XDP's quiet runs here), and where the trials were timed
+    ``cpp_at_load_per_kernel_scaled`` (:func:`cpp_per_kernel_scaled`) with
+    ``cpp_kernel_speed_exponent``; empty when the trials have no reference.
 
     >>> class T:
-    ...     def __init__(self, k): self.sut_cycles_per_packet, self.sut_cpu_cycles_per_packet, self.details = 2400.0, 28000.0, {"cpu": {"sut_own_s": 1.0, "sut_kernel_s": k}}
+    ...     def __init__(self, k, speed=None): self.sut_cycles_per_packet, self.sut_cpu_cycles_per_packet, self.details = 2400.0, 28000.0, {"cpu": {"sut_own_s": 1.0, "sut_kernel_s": k}, "sut_core_speed": speed}
     >>> kernel_signal([T(0.08), T(0.09), T(0.10)]), kernel_signal([T(0.0)])
     ({'cpp_at_load_per_kernel': 0.952, 'cpp_at_load_kernel': 2520.0}, {})
+    >>> kernel_signal([T(0.08, 30.0), T(0.09, 25.0), T(0.10, 30.0)])["cpp_at_load_per_kernel_scaled"]
+    0.94
     """
     live = [t for t in trials if not (getattr(t, "details", None) or {}).get("superseded")]
     ratio = cpp_per_kernel(live)
     if ratio is None:
         return {}
     kern = [float(kernel_cpp(t) or 0.0) for t in live if per_kernel(t) is not None]
-    return {"cpp_at_load_per_kernel": ratio, "cpp_at_load_kernel": round(statistics.median(kern), 1)}
+    out = {"cpp_at_load_per_kernel": ratio, "cpp_at_load_kernel": round(statistics.median(kern), 1)}
+    scaled = cpp_per_kernel_scaled(live)
+    if scaled is not None:
+        out.update(cpp_at_load_per_kernel_scaled=scaled, cpp_kernel_speed_exponent=SPEED_EXPONENT)
+    return out
