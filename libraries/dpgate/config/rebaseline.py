@@ -115,9 +115,9 @@ def derive_case(
         out["cpp_scaled_noise"] = _pct(_spread(scaled, min_margin) * 1.1)
     # a polling SUT's busy cycles per kernel cycle: slow runs count too; the history check
     # compares the figure scaled to the reference speed, where every run has one
-    per_kernel = [v for v in values.get("cpp_at_load_per_kernel_scaled", []) if v and v > 0]
-    if len(per_kernel) < len([v for v in values.get("cpp_at_load_per_kernel", []) if v and v > 0]):
-        per_kernel = [v for v in values.get("cpp_at_load_per_kernel", []) if v and v > 0]
+    scaled_pk = [v for v in values.get("cpp_at_load_per_kernel_scaled", []) if v and v > 0]
+    measured_pk = [v for v in values.get("cpp_at_load_per_kernel", []) if v and v > 0]
+    per_kernel = scaled_pk if len(scaled_pk) >= len(measured_pk) else measured_pk
     if per_kernel:
         out["cpp_kernel_noise"] = _pct(_spread(per_kernel, min_margin) * 1.1)
     if noise:
