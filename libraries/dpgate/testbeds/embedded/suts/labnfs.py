@@ -156,4 +156,4 @@ class OvsDpdkXconnect(_LabDriverSut):
         from dpgate.testbeds.embedded.suts.ovs import parse_pmd_stats
 
         stats = parse_pmd_stats(self._pmd_stats("dpif-netdev/pmd-stats-show"))
-        return {k: v for k, v in stats.items() if k == "cycles_per_packet"}
+        return {k: v for k, v in stats.items() if k in ("cycles_per_packet", "output_batch")}
