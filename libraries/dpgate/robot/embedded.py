@@ -259,8 +259,9 @@ class EmbeddedTestbed(TestbedKeywords, PairedMeasure):
         what the probe between all trials (``dpgate.exec.speedprobe``) counts as a core lost.
         ``cpp_trials`` (default 5) is how many 2 s trials cpp_at_load plans; its median rests
         on at least 3 (60 % when more are planned) of them at full speed: on the 2-core VM one
-        such trial reads within ~6 % (sd), so more trials narrow the run-to-run spread the
-        regression check allows for (README, "what the gate can detect"). With ``cpp_load``
+        such trial reads within 4-13 % (sd); more trials narrow a run's own scatter, but not the
+        host's drift between runs minutes apart, which is most of the run-to-run spread the
+        regression check allows for there (15 planned: docs/signal-log.md, gk70). With ``cpp_load``
         set they are spaced between the search's trials (``dpgate.telemetry.cppload``).
 
         | ${r}= | `Find NDR And PDR` | 64B | profile=per-commit |
