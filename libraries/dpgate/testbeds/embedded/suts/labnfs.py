@@ -153,7 +153,7 @@ class OvsDpdkXconnect(_LabDriverSut):
         self._pmd_stats("dpif-netdev/pmd-stats-clear")
 
     def trial_end(self, rx_packets: int) -> Dict[str, float]:
-        from dpgate.testbeds.embedded.suts.ovs import parse_pmd_stats
+        from dpgate.testbeds.embedded.suts.ovs import TRIAL_KEYS, parse_pmd_stats
 
         stats = parse_pmd_stats(self._pmd_stats("dpif-netdev/pmd-stats-show"))
-        return {k: v for k, v in stats.items() if k in ("cycles_per_packet", "output_batch")}
+        return {k: v for k, v in stats.items() if k in TRIAL_KEYS}

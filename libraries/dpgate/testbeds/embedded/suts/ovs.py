@@ -19,6 +19,8 @@ from dpgate.exec.runner import require_tool, run, spawn, stop_process
 from dpgate.testbeds.embedded.suts.base import EmbeddedSut, register
 
 SCHEMA = "/usr/share/openvswitch/vswitch.ovsschema"
+#: What a trial keeps of :func:`parse_pmd_stats` (``details.sut_counters``).
+TRIAL_KEYS = ("cycles_per_packet", "output_batch")
 
 
 def parse_pmd_stats(text: str) -> Dict[str, float]:
@@ -267,7 +269,7 @@ class OvsXconnect(EmbeddedSut):
 
     def trial_end(self, rx_packets: int) -> Dict[str, float]:
         stats = parse_pmd_stats(self._unixctl("dpif-netdev/pmd-stats-show"))
-        return {k: v for k, v in stats.items() if k in ("cycles_per_packet", "output_batch")}
+        return {k: v for k, v in stats.items() if k in TRIAL_KEYS}
 
     def _unixctl(self, method: str, *params: str) -> str:
         """One ovs-appctl command over the daemon's control socket (see :func:`unixctl_text`)."""
