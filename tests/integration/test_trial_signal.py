@@ -341,10 +341,52 @@ def test_cost_injection_shows_at_saturation_in_a_sut_without_a_cycle_report(
 def test_teardown_leaves_nothing(topology_path, leftovers):
     s = EmbeddedSession(topology_path, sut="linux-bridge", prefix=PREFIX + "x", calibrate=False)
     left = leftovers(PREFIX + "x")
+    before = _children(os.getpid())
     s.up()
+    with s.generator.hold_sut_awake():  # an awake loop on the SUT core, kept between holds
+        s.measure(10_000, 0.3)
     s.measure(10_000, 0.3)
+    ours = set(_children(os.getpid())) - set(before)  # generator, awake loop, speed and cross-core probes
     holders = [r.pid for r in s.testbed.__dict__.get("_counters", {}).values()]
     s.down()
     left.assert_clean()
     assert len(holders) == 2
     assert not [p for p in holders if os.path.exists(f"/proc/{p}")], "counter holder processes survived"
+    assert len(ours) >= 3, f"expected the session's own children, saw {sorted(ours)}"
+    alive = [pid for pid in ours if _alive(pid)]
+    assert not alive, "children of the session survived its teardown: " + "; ".join(
+        _cmdline(p) for p in alive
+    )
+
+
+def _children(ppid: int) -> dict:
+    """{pid: command line} of ppid's live children."""
+    out = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent == ppid and _alive(int(d)):
+            out[int(d)] = _cmdline(int(d))
+    return out
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")[:80]
+    except OSError:
+        return f"pid {pid} (gone)"
+
+
+def _alive(pid: int) -> bool:
+    """pid exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

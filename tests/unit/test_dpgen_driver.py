@@ -179,7 +179,7 @@ class HostSpeeds:
         return self.readings.pop(0) if self.readings else {0: 30.0, 1: 30.0}
 
     def close(self):
-        pass
+        self.closed = True
 
 
 def make(tmp_path, bidirectional=False, **kw):
@@ -337,8 +337,13 @@ def test_parse_done_rejects_other_lines():
 def test_close_quits_and_abort_kills(tmp_path):
     gen, fake = make(tmp_path)
     gen.start()
+    kept = argparse.Namespace(stop=lambda: stopped.append(True))
+    stopped: list = []
+    gen._awake_kept = kept  # awake loops kept stopped between holds (traffic/sutcore.py)
     gen.close()
     assert not fake.running and gen.proc is None
+    # what every embedded generator holds ends with it (the session's bring-down), not at exit
+    assert stopped == [True] and gen._awake_kept is None and gen.speeds.closed
     gen.start()
     gen.abort()
     assert not fake.running and gen.proc is None

@@ -263,6 +263,11 @@ class DpgenGenerator(EmbeddedGenerator):
             self.proc = None
 
     def close(self) -> None:
-        if self.proc is not None:
-            self.proc.quit()
-            self.proc = None
+        """dpgen told to quit, then what every embedded generator ends (the SUT cores' awake
+        loops, the speed and cross-core probes: ``EmbeddedGenerator.close``)."""
+        try:
+            if self.proc is not None:
+                self.proc.quit()
+                self.proc = None
+        finally:
+            super().close()
