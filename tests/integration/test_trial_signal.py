@@ -118,6 +118,8 @@ def test_cpp_at_load_trials_are_moderated_timed_and_see_added_work(session):
     assert all(t.details["sut_napi_deferral_us"] == 640.0 for t in got)
     speeds = [t.details["sut_core_speed"] for t in got]
     assert all(s > 1.0 for s in speeds), speeds  # M iterations/s of the awake loop
+    mem = [t.details.get("sut_memory_ns") for t in got]  # the memory probe around each (memprobe)
+    assert all(m and 0.05 < m < 10_000 for m in mem), mem
     assert all(t.loss_packets == 0 for t in got)
     assert gen.core_speed_best == max(speeds)
     inject_kernel(session.sut, 1900)

@@ -166,10 +166,13 @@ class HostSpeeds:
         self.readings, self.lasting = list(readings), lasting
         self.probe = argparse.Namespace(reference=lambda declared=None: declared or 30.0)
         self.begun, self.asked = 0, []
+        self.memory_asked, self.memory_ns = [], None
 
-    def begin(self, cpus=None):
+    def begin(self, cpus=None, memory=False):
         self.begun += 1
         self.asked.append(cpus)
+        self.memory_asked.append(memory)
+        self.memory_ns = 15.5 if memory else None  # the memory probe's reading, when asked
 
     def transient(self, ref):
         return not self.lasting
@@ -369,3 +372,12 @@ def test_a_kernel_that_refuses_moderation_runs_unmoderated_and_says_so(tmp_path)
         r = gen.measure(100_000, 0.2)
     assert got == 0.0 and calls == [640.0, 0]  # what a port took is undone at once
     assert "sut_napi_deferral_us" not in r.details
+
+
+def test_the_memory_probe_is_read_around_trials_on_a_kernel_sut_core_held_awake(tmp_path):
+    gen, _ = make(tmp_path)
+    r = gen.measure(50_000, 0.2)
+    assert "sut_memory_ns" not in r.details and gen.speeds.memory_asked == [False]
+    gen.awake_pids = [1]  # as hold_sut_awake sets them (cpp_at_load trials)
+    r = gen.measure(50_000, 0.2)
+    assert r.details["sut_memory_ns"] == 15.5 and gen.speeds.memory_asked[-1] is True

@@ -91,9 +91,9 @@ class StateSpeeds(HostSpeeds):
         super().__init__()
         self.poller, self.states = poller, []
 
-    def begin(self, cpus=None):
+    def begin(self, cpus=None, memory=False):
         self.states.append(state(self.poller))
-        super().begin(cpus)
+        super().begin(cpus, memory)
 
     def end(self, cpus=None):
         self.states.append(state(self.poller))

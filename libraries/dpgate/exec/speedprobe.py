@@ -35,6 +35,7 @@ import time
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from dpgate.exec.awake import CHUNK, child_failed, reap
+from dpgate.exec.memprobe import MemoryProbe
 
 #: CPU time each read spins per core (s): 150 k iterations at full speed.
 PROBE_S = 0.005
@@ -162,11 +163,22 @@ class TrialSpeeds:
     trial's end) is at most ``fresh_s`` old, :meth:`end` reads again and gives each core's
     slower reading of the two: back-to-back trials cost one read each (~5 ms)."""
 
-    def __init__(self, cpus: Sequence[int], fresh_s: float = 1.0, probe_s: float = PROBE_S):
+    def __init__(
+        self,
+        cpus: Sequence[int],
+        fresh_s: float = 1.0,
+        probe_s: float = PROBE_S,
+        memory_cpu: Optional[int] = None,
+    ):
         self.probe = SpeedProbe(cpus, probe_s)
         self.fresh_s = fresh_s
         self._last: Optional[Tuple[float, Dict[int, float]]] = None
         self._before: Dict[int, float] = {}
+        #: the memory probe on the SUT core (``dpgate.exec.memprobe``), read around trials asked
+        #: for it; ``memory_ns``: the last such trial's mean of its two readings (else None)
+        self.memory = MemoryProbe(memory_cpu) if memory_cpu is not None else None
+        self.memory_ns: Optional[float] = None
+        self._memory_before: Optional[float] = None
         #: the slowest core's reading at the end of each of the last RECENT trials
         self.recent: collections.deque = collections.deque(maxlen=RECENT)
 
@@ -187,23 +199,33 @@ class TrialSpeeds:
         fast = sum(x >= SLOW_SHARE * ref for x in self.recent)
         return fast >= TRANSIENT_SHARE * len(self.recent)
 
-    def begin(self, cpus: Optional[Sequence[int]] = None) -> None:
-        """Before a trial on ``cpus`` (default: all probed)."""
+    def begin(self, cpus: Optional[Sequence[int]] = None, memory: bool = False) -> None:
+        """Before a trial on ``cpus`` (default: all probed); with ``memory`` the memory probe
+        too (when there is one)."""
         if not self.probe.procs:
             self.probe.start()
         if self._last is None or time.monotonic() - self._last[0] > self.fresh_s:
             self._last = (time.monotonic(), self.probe.read(cpus))
         self._before = self._last[1]
+        self.memory_ns = None
+        self._memory_before = self.memory.read() if memory and self.memory else None
 
     def end(self, cpus: Optional[Sequence[int]] = None) -> Dict[int, float]:
-        """After the trial: {cpu: the slower reading of before and now}."""
+        """After the trial: {cpu: the slower reading of before and now}; ``memory_ns`` the mean
+        of the memory probe's two readings when :meth:`begin` read it."""
         now = self.probe.read(cpus)
         self._last = (time.monotonic(), now)
         out = {c: min(v, self._before.get(c, v)) for c, v in now.items()}
         if out:
             self.recent.append(min(out.values()))
+        if self._memory_before is not None and self.memory is not None:
+            after = self.memory.read()
+            self.memory_ns = round((self._memory_before + after) / 2, 3) if after else None
+        self._memory_before = None
         return out
 
     def close(self) -> None:
         self.probe.stop()
+        if self.memory is not None:
+            self.memory.stop()
         self._last = None

@@ -20,6 +20,9 @@ from dpgate.telemetry.kernel_ref import SPEED_EXPONENT
 #: The cpp_at_load check uses the speed-scaled figure (``cpp_at_load_scaled``)
 #: once this many history runs have one scaled to the same speed.
 SCALED_RUNS = 2
+#: How a scaled figure was scaled by the memory probe (``dpgate.telemetry.cpp_scaled``; absent:
+#: by the core's speed alone): only figures alike in all three are compared.
+MEMORY_KEYS = ("cpp_memory_exponent", "cpp_memory_speed_exponent", "cpp_scaled_memory_ns")
 
 
 def cpp_verdict(
@@ -80,16 +83,23 @@ def scaled_verdict(
     >>> e1 = {"cpp_at_load_scaled": 4700.0, "cpp_scaled_speed": 30.0, "cpp_speed_exponent": 1.0}
     >>> scaled_verdict(e1, [dict(x, cpp_speed_exponent=0.5) for x in h], 0.03, 0.1) is None
     True
+    >>> by_mem = dict(cpp_memory_exponent=0.5, cpp_memory_speed_exponent=0.3, cpp_scaled_memory_ns=15.0)
+    >>> scaled_verdict(dict(e1, **by_mem), [dict(x, cpp_speed_exponent=1.0) for x in h], 0.03, 0.1) is None
+    True
+    >>> scaled_verdict(dict(e1, **by_mem), [dict(x, cpp_speed_exponent=1.0, **by_mem) for x in h], 0.03, 0.1).note
+    'every trial scaled to 30 M it/s by speed^-0.3 and to 15 ns memory reads by ns^0.5'
     """
     cur, ref = m.get("cpp_at_load_scaled"), m.get("cpp_scaled_speed")
     if not isinstance(cur, (int, float)) or not isinstance(ref, (int, float)):
         return None
     exp = m.get("cpp_speed_exponent")  # figures scaled by another exponent are not comparable
+    mem = [m.get(k) for k in MEMORY_KEYS]  # nor figures scaled by the memory probe with others
     past: List[RunValue] = [
         x
         for h in hist
         if (h.get("metrics") or h).get("cpp_scaled_speed") == ref
         and (h.get("metrics") or h).get("cpp_speed_exponent", exp) == exp
+        and [(h.get("metrics") or h).get(k) for k in MEMORY_KEYS] == mem
         and isinstance(x := run_value(h, "cpp_at_load_scaled"), float)
     ]
     if len(past) < SCALED_RUNS:
@@ -97,10 +107,12 @@ def scaled_verdict(
     # the allowance alone decides (jump=False): jumpavg let +6.1 % pass over five runs 1.2 % sd
     # apart (gs15, linux-ip4 with +5 % injected); it starts a group with one run from +7.8 %
     verdict = classify_current(past, [float(cur)], min_change, cpp_noise, lower_is_better=True, jump=False)
+    if mem[0]:
+        how = f"speed^-{mem[1]:g} and to {mem[2]:g} ns memory reads by ns^{mem[0]:g}"
+    else:
+        how = f"speed^-{m.get('cpp_speed_exponent', CPP_SPEED_EXPONENT['kernel']):g}"
     return replace(
-        verdict,
-        metric="cpp_at_load_scaled",
-        note=f"every trial scaled to {ref:g} M it/s by speed^-{m.get('cpp_speed_exponent', CPP_SPEED_EXPONENT['kernel']):g}",
+        verdict, metric="cpp_at_load_scaled", note=f"every trial scaled to {ref:g} M it/s by {how}"
     )
 
 

@@ -44,6 +44,9 @@ CONTEXT = (
     "cpp_at_load_scaled",
     "cpp_scaled_speed",
     "cpp_speed_exponent",  # figures scaled by another exponent are not compared (compare.py)
+    "cpp_memory_exponent",  # ... nor figures scaled by the memory probe with others (cycles.py)
+    "cpp_memory_speed_exponent",
+    "cpp_scaled_memory_ns",
     "cpp_at_load_per_kernel",  # a polling SUT's busy cycles per kernel cycle (regression/cycles.py)
     "cpp_at_load_per_kernel_scaled",  # the same, every trial at the reference speed
     "cpp_kernel_speed_exponent",  # ... by this exponent: others are not compared

@@ -38,7 +38,7 @@ True
 from __future__ import annotations
 
 import statistics
-from typing import Iterable, Optional
+from typing import Dict, Iterable, Optional, Tuple
 
 #: The SUT core speed (awake loop, M iterations per CPU second) every trial is scaled to: the
 #: full speed of the 2-core VM class. Records carry it (``cpp_scaled_speed``) and the history
@@ -57,18 +57,89 @@ def to_ref(value: float, speed: float, exponent: float, ref: float = CPP_REF_SPE
 
 
 def cpp_at_ref_speed(
-    trials: Iterable, exponent: float, ref: float = CPP_REF_SPEED, field: str = "sut_cpu_cycles_per_packet"
+    trials: Iterable,
+    exponent: float,
+    ref: float = CPP_REF_SPEED,
+    field: str = "sut_cpu_cycles_per_packet",
+    memory_exponent: float = 0.0,
 ) -> Optional[float]:
     """Median over ``trials`` (not superseded ones) of ``field`` x (the trial's SUT core
-    speed / ``ref``)^``exponent``, to 0.1 cycle; None when no trial has both."""
+    speed / ``ref``)^``exponent``, to 0.1 cycle; None when no trial has both. With a
+    ``memory_exponent`` also x (:data:`CPP_REF_MEMORY_NS` / the trial's ``sut_memory_ns``)^that,
+    over the trials that have a memory reading."""
     vals = []
     for t in trials:
         details = getattr(t, "details", None) or {}
         value, speed = getattr(t, field, None), details.get("sut_core_speed")
         if details.get("superseded") or not value or not speed or speed <= 0:
             continue
+        if memory_exponent:
+            mem = details.get("sut_memory_ns")
+            if not mem or mem <= 0:
+                continue
+            value *= (CPP_REF_MEMORY_NS / mem) ** memory_exponent
         vals.append(to_ref(value, speed, exponent, ref))
     return round(statistics.median(vals), 1) if vals else None
+
+
+#: The memory probe's reading (``dpgate.exec.memprobe``, ns per gathered element) every trial is
+#: scaled to with a memory exponent: about the Xeon VM's median (13-17 ns on 2026-12-01).
+CPP_REF_MEMORY_NS = 15.0
+#: ``cpp ~ speed^-e x memory_ns^m``: (e, m) per SUT kind and CPU model where both were measured.
+#: The Intel Xeon VM's kernel SUTs (2026-12-01, 16 bring-ups each of linux-ip4, -bridge,
+#: -xconnect, 6 x 2 s trials at 72 kpps, two sets): fitted on the bring-ups' medians e 0.24-0.65,
+#: m 0.42-0.55; with (0.3, 0.5) the bring-ups spread 8.2-14.3 % where speed^1 alone (the model's
+#: exponent without memory) left 14.0-41.1 % (docs/embedded.md).
+MEMORY_EXPONENTS: Dict[Tuple[str, str], Tuple[float, float]] = {
+    ("kernel", "Intel(R) Xeon(R) Processor"): (0.3, 0.5)
+}
+
+
+def memory_exponents(polling: bool, model: Optional[str]) -> Optional[Tuple[float, float]]:
+    """(speed exponent, memory exponent) for this SUT kind on CPU ``model``; None: not measured.
+
+    >>> memory_exponents(False, "Intel(R) Xeon(R) Processor"), memory_exponents(True, "Intel(R) Xeon(R) Processor")
+    ((0.3, 0.5), None)
+    """
+    return MEMORY_EXPONENTS.get(("polling" if polling else "kernel", model or ""))
+
+
+def scaled_signal(
+    trials: Iterable, exponent: float, pair: Optional[Tuple[float, float]], field: str
+) -> Dict[str, float]:
+    """``cpp_at_load_scaled`` and ``cpp_scaled_speed``: every trial scaled by the speed
+    ``exponent``; or, when the SUT kind has a measured ``pair`` (speed and memory exponents)
+    and at least half the trials a memory reading, scaled by both (those trials), recorded
+    with ``cpp_memory_exponent``, ``cpp_memory_speed_exponent`` and ``cpp_scaled_memory_ns``:
+    the history compares only figures scaled alike (``dpgate.regression.cycles``).
+
+    >>> class T:
+    ...     def __init__(self, cpp, speed, mem=None):
+    ...         self.sut_cpu_cycles_per_packet = cpp
+    ...         self.details = {"sut_core_speed": speed, **({"sut_memory_ns": mem} if mem else {})}
+    >>> f = "sut_cpu_cycles_per_packet"
+    >>> scaled_signal([T(4000.0, 30.0, 15.0), T(4400.0, 30.0, 18.15)], 1.0, (0.3, 0.5), f)["cpp_at_load_scaled"]
+    4000.0
+    >>> scaled_signal([T(4000.0, 30.0), T(4400.0, 30.0, 18.15)], 1.0, (0.3, 0.5), f)
+    {'cpp_at_load_scaled': 4000.0, 'cpp_scaled_speed': 30.0, 'cpp_memory_exponent': 0.5, 'cpp_memory_speed_exponent': 0.3, 'cpp_scaled_memory_ns': 15.0}
+    >>> scaled_signal([T(4000.0, 30.0), T(4400.0, 30.0)], 1.0, (0.3, 0.5), f)
+    {'cpp_at_load_scaled': 4200.0, 'cpp_scaled_speed': 30.0}
+    """
+    trials = list(trials)
+    live = [t for t in trials if not (getattr(t, "details", None) or {}).get("superseded")]
+    read = [t for t in live if (t.details or {}).get("sut_memory_ns")]
+    if pair and live and 2 * len(read) >= len(live):
+        value = cpp_at_ref_speed(read, pair[0], field=field, memory_exponent=pair[1])
+        if value is not None:
+            return {
+                "cpp_at_load_scaled": value,
+                "cpp_scaled_speed": CPP_REF_SPEED,
+                "cpp_memory_exponent": pair[1],
+                "cpp_memory_speed_exponent": pair[0],
+                "cpp_scaled_memory_ns": CPP_REF_MEMORY_NS,
+            }
+    value = cpp_at_ref_speed(trials, exponent, field=field)
+    return {} if value is None else {"cpp_at_load_scaled": value, "cpp_scaled_speed": CPP_REF_SPEED}
 
 
 def scaled_at(telemetry: dict, ref: Optional[float]) -> Optional[float]:
@@ -84,7 +155,7 @@ def scaled_at(telemetry: dict, ref: Optional[float]) -> Optional[float]:
     True
     """
     value, speed = telemetry.get("cpp_at_load_scaled"), telemetry.get("cpp_scaled_speed")
-    exponent = telemetry.get("cpp_speed_exponent", 0.5)
+    exponent = telemetry.get("cpp_memory_speed_exponent", telemetry.get("cpp_speed_exponent", 0.5))
     if not all(isinstance(x, (int, float)) and x > 0 for x in (value, speed, ref)):
         return None
     # value = cpp x (speed_t / speed)^e for every trial; at ref instead: x (speed / ref)^e

@@ -34,7 +34,7 @@ import statistics
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from dpgate.exec.speedprobe import SLOW_SHARE as SPEED_SHARE
-from dpgate.telemetry.cpp_scaled import CPP_REF_SPEED, cpp_at_ref_speed
+from dpgate.telemetry.cpp_scaled import memory_exponents, scaled_signal
 from dpgate.telemetry.kernel_ref import kernel_signal
 from dpgate.telemetry.placement import prefer_near, xcore_signal
 from dpgate.telemetry.placement import rests_on as placed_on
@@ -322,8 +322,9 @@ def case_signal(
     ``cpp_at_load_loss`` (median share of the fixed load those trials did not carry: above 0 the
     SUT core was saturated there, and cpp_at_load is its Hz / throughput: :func:`load_missed`);
     ``cpp_at_load_scaled`` and ``cpp_scaled_speed`` (every trial scaled to that reference
-    speed by the SUT kind's exponent: :mod:`dpgate.telemetry.cpp_scaled`; a polling SUT's
-    from its own busy-cycle report); ``cpp_at_load_placement`` and ``cpp_scaled_placement``
+    speed by the SUT kind's exponent, where measured also to a reference reading of the memory
+    probe, with ``cpp_memory_exponent`` and two more keys: :func:`~dpgate.telemetry.cpp_scaled.scaled_signal`;
+    a polling SUT's from its own busy-cycle report); ``cpp_at_load_placement`` and ``cpp_scaled_placement``
     (near/far/mixed: where the host had the TG and SUT cores in the trials each rests on);
     ``cpp_at_load_per_kernel`` (a polling SUT's busy cycles per cycle of the kernel's work on the
     same frames on its core, median over every live trial, and ``cpp_at_load_kernel``, the kernel's
@@ -355,8 +356,9 @@ def case_signal(
         rests_on = prefer_near(timed)  # the cores near when enough trials had them (placement.py)
         field = "sut_cycles_per_packet" if polling else "sut_cpu_cycles_per_packet"
         exponent = speed_exponent(polling, model)
-        scaled_on = prefer_near(live)
-        scaled = cpp_at_ref_speed(scaled_on, exponent, field=field)
+        scaled_on = prefer_near(live)  # by speed, or by speed and memory (cpp_scaled.py)
+        scaling = scaled_signal(scaled_on, exponent, memory_exponents(polling, model), field)
+        scaled = scaling.get("cpp_at_load_scaled")
         # the scaled figure rests on every live trial (near ones first): the disturbance of
         # all of them is what its verdicts are judged on
         basis = live if scaled is not None else rests_on
@@ -380,8 +382,7 @@ def case_signal(
         if polling:  # busy cycles per kernel cycle on the same frames, and the kernel's (kernel_ref.py)
             out.update(kernel_signal(live))
         if scaled is not None:  # every trial, scaled to the reference speed (cpp_scaled.py)
-            out["cpp_at_load_scaled"] = scaled
-            out["cpp_scaled_speed"] = CPP_REF_SPEED
+            out.update(scaling)
             if placed_on(scaled_on):  # its own trials' placement, not cpp_at_load's (placement.py)
                 out["cpp_scaled_placement"] = placed_on(scaled_on)
     if cpp is not None and placed_on(rests_on):

@@ -136,10 +136,9 @@ class EmbeddedGenerator(TrialSteps, SutCore):
         #: full core speed (M it/s, the case's ``core_speed``) the probe between trials is
         #: judged against; None: this session's own readings (``dpgate.exec.speedprobe``)
         self.core_speed_ref: Optional[float] = None
-        cpus = list(getattr(testbed, "tg_cpus", [])) + list(getattr(testbed, "sut_cpus", []))
-        self.speeds: Optional[TrialSpeeds] = TrialSpeeds(cpus) if cpus else None
-        #: TG-SUT core round trip before and after each trial (dpgate.exec.xcore); None: never
         tg, sut = list(getattr(testbed, "tg_cpus", [])), list(getattr(testbed, "sut_cpus", []))
+        self.speeds = TrialSpeeds(tg + sut, memory_cpu=sut[0] if sut else None) if tg + sut else None
+        #: TG-SUT core round trip before and after each trial (dpgate.exec.xcore); None: never
         self.xcore = TrialPlacement(tg[0], sut[0], XCORE_ROUNDS) if tg and sut and tg[0] != sut[0] else None
         self.cpu = CpuAccount(
             testbed,
@@ -261,8 +260,8 @@ class EmbeddedGenerator(TrialSteps, SutCore):
         probed = self.tb.sut_cpus if getattr(self.sut, "polls", False) else None
         stop = pids_in_netns(self.tb.sut_ns) if probed and self.xcore else []  # a poller: stopped to read
         with stopped_once(stop) as left:  # both probes in one stop of a poller (half the time)
-            if self.speeds:
-                self.speeds.begin(probed)
+            if self.speeds:  # a kernel SUT's core held awake (cpp_at_load): its memory too (memprobe)
+                self.speeds.begin(probed, memory=probed is None and bool(self.awake_pids))
                 clock.mark("speed_before")
             if self.xcore:
                 self.xcore.begin(left)
@@ -370,6 +369,7 @@ class EmbeddedGenerator(TrialSteps, SutCore):
             core_speeds=core_speeds,
             sut_core_awake=bool(self.awake_pids),
             sut_napi_deferral_us=self._moderated,
+            sut_memory_ns=self.speeds.memory_ns if self.speeds else None,
             **placed,
         )
         details.update(
