@@ -37,6 +37,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "libraries"))
 from dpgate.config.units import parse_rate  # noqa: E402
 from dpgate.exec.hostcpu import cpu_model  # noqa: E402
 from dpgate.exec.xcore import placement  # noqa: E402
+from dpgate.telemetry.cpp_scaled import memory_exponents  # noqa: E402
 from dpgate.telemetry.disturbance import speed_exponent  # noqa: E402
 from dpgate.telemetry.kernel_ref import cpp_per_kernel, per_kernel  # noqa: E402
 from dpgate.telemetry.paired import SATURATED_FIELD  # noqa: E402
@@ -70,6 +71,7 @@ def held(s: EmbeddedSession, hold: bool, load: float = 0.0):
 
 
 MODERATE = True
+FIELD = "sut_cpu_cycles_per_packet"
 
 
 @contextlib.contextmanager
@@ -111,7 +113,7 @@ def bring_ups(sut: str, a, load: float) -> Iterator[Tuple[bool, list]]:
 def one_run(polling: bool, res: list):
     own = [r.sut_cpu_cycles_per_packet for r in res if r.sut_cpu_cycles_per_packet]
     rep = [r.sut_cycles_per_packet for r in res if r.sut_cycles_per_packet]
-    from dpgate.telemetry.cpp_scaled import cpp_at_ref_speed
+    from dpgate.telemetry.cpp_scaled import scaled_signal
     from dpgate.telemetry.disturbance import cpp_at_load
     from dpgate.telemetry.placement import xcore_signal
 
@@ -121,7 +123,11 @@ def one_run(polling: bool, res: list):
         max((r.disturbance or 0.0) for r in res),
         sum(r.loss_packets for r in res),
         statistics.median([r.details.get("sut_core_speed") or 0.0 for r in res]),
-        None if polling else cpp_at_ref_speed(res, speed_exponent(False, cpu_model())),
+        None  # as the gate scales it: by speed, and where measured by the memory probe too
+        if polling
+        else scaled_signal(
+            res, speed_exponent(False, cpu_model()), memory_exponents(False, cpu_model()), FIELD
+        ).get("cpp_at_load_scaled"),
         xcore_signal(res).get("xcore_rtt_ns"),
         cpp_per_kernel(res) if polling else None,
     )
@@ -318,8 +324,19 @@ def main(argv=None) -> int:
         scaled = [r[5] for r in rows]
         if any(scaled):  # kernel SUTs: every trial scaled to the reference speed (cpp_at_load_scaled)
             ss = spread([v for v in scaled if v])
+            pair = memory_exponents(False, cpu_model())
+            how = (
+                f"speed^-{pair[0]:g} x memory ns^{pair[1]:g}"
+                if pair
+                else f"speed^-{speed_exponent(False, cpu_model()):g}"
+            )
+            mems = [
+                statistics.median([r.details.get("sut_memory_ns") or 0.0 for r in res]) for _, res in kept
+            ]
+            if any(mems):
+                print(f"{'':16s} memory probe (ns per element) " + " ".join(f"{m:.2f}" for m in mems))
             print(
-                f"{'':16s} scaled to 30 M it/s by speed^-{speed_exponent(False, cpu_model()):g} "
+                f"{'':16s} scaled (cpp_at_load_scaled, {how}) "
                 + " ".join(f"{v:7.0f}" if v else "    n/a" for v in scaled)
                 + (f"  spread {ss * 100:5.1f} %" if ss is not None else "")
             )
