@@ -10,8 +10,10 @@ at 72 kpps, ``--rounds`` of a scratch script with this probe) the bring-ups' med
 frame and the probe's ns per element correlated +0.74 to +0.97 (the core's speed -0.54 to
 -0.95), and scaling every trial by ``ns^-0.5`` besides ``speed^0.3``
 (:mod:`dpgate.telemetry.cpp_scaled`) cut the bring-ups' spread from 14-41 % (by the core's
-speed alone, as before) to 8-14 %. What the probe reads: 8-18 ns per element (many misses in
-flight; not a latency), ~8 ms a pass.
+speed alone, as before) to 8-14 %. In a calmer hour's gate runs (gk72, five quiet runs per
+SUT) about even: 7.9 / 4.1 / 7.6 % against 7.1 / 7.8 / 7.4 % (xconnect / bridge / ip4). What
+the probe reads: 8-18 ns per element (many misses in flight; not a latency), ~8 ms a pass;
+read before and after each held trial, ~60 ms a trial.
 
     with MemoryProbe(1) as probe:
         probe.read()     # 15.3 (ns per element, median of three passes); None: not measured

@@ -89,7 +89,8 @@ CPP_REF_MEMORY_NS = 15.0
 #: The Intel Xeon VM's kernel SUTs (2026-12-01, 16 bring-ups each of linux-ip4, -bridge,
 #: -xconnect, 6 x 2 s trials at 72 kpps, two sets): fitted on the bring-ups' medians e 0.24-0.65,
 #: m 0.42-0.55; with (0.3, 0.5) the bring-ups spread 8.2-14.3 % where speed^1 alone (the model's
-#: exponent without memory) left 14.0-41.1 % (docs/embedded.md).
+#: exponent without memory) left 14.0-41.1 %; over gk72's quiet gate runs (a calmer hour) 4.1-7.9 %
+#: against 7.1-7.8 % (docs/embedded.md).
 MEMORY_EXPONENTS: Dict[Tuple[str, str], Tuple[float, float]] = {
     ("kernel", "Intel(R) Xeon(R) Processor"): (0.3, 0.5)
 }
