@@ -31,7 +31,7 @@ import subprocess
 import sys
 from typing import Optional
 
-from dpgate.exec.awake import reap
+from dpgate.exec.awake import child_failed, reap
 
 log = logging.getLogger(__name__)
 
@@ -84,14 +84,13 @@ class MemoryProbe:
             bufsize=1,
         )
         if (p.stdout.readline() if p.stdout else "").strip() != "ready":
-            err = (p.stderr.read() if p.stderr else "").strip().splitlines()
+            err = child_failed(p, f"start the memory probe on CPU {self.cpu}", self.cpu)
             reap([p])
             self.failed = True
             log.warning(
-                "memory probe on CPU %d did not start (%s): cycles per packet are scaled by the "
-                "core's speed alone; install numpy into this Python to have it",
-                self.cpu,
-                err[-1] if err else "no reason given",
+                "%s (or install numpy into this Python): cycles per packet are scaled by the "
+                "core's speed alone",
+                err,
             )
             return self
         self.proc = p
