@@ -44,8 +44,9 @@ def skip_if_the_host_moved_the_cores(paired, placements):
 
 def test_paired_check_sees_injected_cost_with_the_idle_twin_stopped(topology_path, leftovers):
     """testpmd-mac with +20 % injected cost against its uninjected twin at 37.5 kpps (the
-    gate's cpp_load), 4 pairs of 1 s trials: the change reads well above +8 % (2026-11-27 on
-    this VM class: +10 % injected read +9.2 to +13.6 % in six bring-ups of 8 pairs), and
+    gate's cpp_load), 4 pairs of 1 s trials (4 more when undecided): the change reads well
+    above +8 % (2026-11-27 on this VM class: +10 % injected read +9.2 to +13.6 % in six
+    bring-ups of 8 pairs), and
     during the SUT's trials the twin's testpmd is stopped (state T), during the twin's the
     SUT's; afterwards both run and teardown removes both testbeds."""
     lib = EmbeddedTestbed(topology_path, prefix=PREFIX, telemetry=False)
@@ -66,9 +67,7 @@ def test_paired_check_sees_injected_cost_with_the_idle_twin_stopped(topology_pat
 
         gen.measure = observed
         result = ndrpdr_result(150_000.0, telemetry={"cpp_at_load_pps": 37_500.0})
-        paired = measured_twice(
-            lambda: lib.measure_cycles_against_baseline(result, pairs=4, duration=1.0, more_pairs=0)
-        )
+        paired = measured_twice(lambda: lib.measure_cycles_against_baseline(result, pairs=4, duration=1.0))
         twin_pids = pids_in_netns(lib._twin.session.testbed.sut_ns)
         sut_pids = pids_in_netns(lib._s.testbed.sut_ns)
         assert twin_pids and sut_pids
@@ -79,17 +78,17 @@ def test_paired_check_sees_injected_cost_with_the_idle_twin_stopped(topology_pat
     left_twin.assert_clean()
     assert seen and all(states == ["T"] for _, states in seen), seen  # the twin stopped meanwhile
     skip_if_the_host_moved_the_cores(paired, placements)
-    # a pair across a move of the cores is measured again, up to twice the pairs asked for
-    # (one round: more_pairs=0; the second round is unit-tested)
     # judged per cycle of the kernel's work on the same frames (its ports' NAPI threads on the
     # SUT core), the busy cycles at one core speed beside it (scaled by the polling exponent);
     # a pair across a move of the cores or a change of core speed is measured again, up to
-    # twice the pairs asked for (one round: more_pairs=0; the second round is unit-tested)
+    # twice the pairs asked for; undecided on the first 4 pairs (e.g. 99 % CI -10.5 to +61.7 %
+    # at +20.3 %, 2026-12-02 00:25), the check measures 4 more as the gate does
     assert paired is not None and paired.reference and paired.also is not None, paired
     busy = paired.also
-    # measure_pairs stops at 4 pairs kept by placement (and core speed), or after 8: every pair
-    # measured is judged or dropped (e.g. 6 measured, 3 judged: fresh clone, 2026-12-01 22:37)
-    assert 4 <= busy.pairs + busy.dropped <= 8 and busy.pairs >= 2, busy
+    # measure_pairs stops at 4 pairs kept by placement (and core speed), or after 8, in each of
+    # at most two rounds: every pair measured is judged or dropped (e.g. 6 measured, 3 judged:
+    # fresh clone, 2026-12-01 22:37)
+    assert 4 <= busy.pairs + busy.dropped <= 16 and busy.pairs >= 2, busy
     assert busy.exponent == 0.25 and paired.unscaled is not None, paired
     m = paired.metrics()
     assert m["cpp_paired_kernel_cpp"] > 0 and m["cpp_paired_busy_change"] == round(busy.change, 4), m
@@ -168,9 +167,7 @@ def test_paired_check_at_saturation_sees_injected_cost_in_l3fwd(topology_path, l
     try:
         inject_units(lib._s.sut, 1000)  # on this testbed's generator ports only; the twin has its own
         result = ndrpdr_result(120_000.0, telemetry={}, max_pps=900_000.0)
-        paired = measured_twice(
-            lambda: lib.measure_cycles_against_baseline(result, pairs=4, duration=1.0, more_pairs=0)
-        )
+        paired = measured_twice(lambda: lib.measure_cycles_against_baseline(result, pairs=4, duration=1.0))
     finally:
         lib.tear_down_embedded_testbed()
     left.assert_clean()

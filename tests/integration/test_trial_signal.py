@@ -107,7 +107,7 @@ def test_cpp_at_load_trials_are_moderated_timed_and_see_added_work(session):
     gen = session.generator
 
     def cpp():
-        value, load, got = measure_cpp_at_load(gen.measure, 1e6, 1e6, fixed_pps=100_000, duration_s=0.5)
+        value, load, got = measure_cpp_at_load(gen, 1e6, 1e6, fixed_pps=100_000, duration_s=0.5)
         assert load == 100_000
         return value, got
 
@@ -147,7 +147,7 @@ def test_cpp_at_load_trials_spaced_between_search_trials_only_they_held_and_mode
     from dpgate.telemetry.cppload import SpacedCppTrials, measure_cpp_at_load
 
     gen = session.generator
-    spaced = SpacedCppTrials(gen.measure, 1e6, 100_000, trials=3, duration_s=0.5, spacing=2)
+    spaced = SpacedCppTrials(gen, 1e6, 100_000, trials=3, duration_s=0.5, spacing=2)
     search = spaced.wrap(gen.measure)
     got = []
     for _ in range(4):
@@ -159,7 +159,7 @@ def test_cpp_at_load_trials_spaced_between_search_trials_only_they_held_and_mode
         t.details["sut_core_awake"] and t.details["sut_napi_deferral_us"] == 640.0 for t in spaced.trials
     )
     _, load, cpp_trials = measure_cpp_at_load(
-        gen.measure, 1e6, 1e6, fixed_pps=100_000, trials=3, duration_s=0.5, early=spaced.early
+        gen, 1e6, 1e6, fixed_pps=100_000, trials=3, duration_s=0.5, early=spaced.early
     )
     assert load == 100_000 and cpp_trials[:2] == spaced.trials and len(cpp_trials) >= 3
 

@@ -87,12 +87,12 @@ class _Gen:
 
 def test_cpp_at_load_trials_moderate_and_hold_the_core_unless_the_sut_polls():
     gen = _Gen()
-    cpp, load, got = cppload.measure_cpp_at_load(gen.measure, 600_000, 300_000, fixed_pps=100_000, trials=5)
+    cpp, load, got = cppload.measure_cpp_at_load(gen, 600_000, 300_000, fixed_pps=100_000, trials=5)
     assert (cpp, load, len(got)) == (5003.0, 100_000, 5)
     assert all(held and clean for _, _, held, clean in gen.seen)
     assert gen.held is False and gen.remeasure_clean is False and gen.moderated is None
     gen = _Gen()
-    cppload.measure_cpp_at_load(gen.measure, 600_000, 300_000, polling=True)
+    cppload.measure_cpp_at_load(gen, 600_000, 300_000, polling=True)
     assert gen.seen and not any(held for _, _, held, _ in gen.seen)  # a poller keeps its core busy
     # but its ports are moderated too: the NAPI thread's wake-ups preempt the poll loop
     assert all(gen.moderated_seen) and gen.moderated is None
@@ -171,7 +171,7 @@ class _SlowThenFast(_Gen):
 
 def test_a_slow_phase_is_measured_past_and_left_out_of_cpp_at_load():
     gen = _SlowThenFast(slow=4)
-    cpp, _, got = cppload.measure_cpp_at_load(gen.measure, 6e5, 3e5, fixed_pps=1e5, trials=5)
+    cpp, _, got = cppload.measure_cpp_at_load(gen, 6e5, 3e5, fixed_pps=1e5, trials=5)
     assert len(got) == 7  # 4 slow + 3 at speed
     assert cpp == 2906.0  # median of trials 5, 6, 7
     assert [bool(t.details.get("slow_core")) for t in got] == [True] * 4 + [False] * 3
@@ -182,7 +182,7 @@ def test_a_slow_phase_is_measured_past_and_left_out_of_cpp_at_load():
     # inconclusive
     slow = _SlowThenFast(slow=100)
     slow.core_speed_best = 30.0
-    cpp, _, got = cppload.measure_cpp_at_load(slow.measure, 6e5, 3e5, fixed_pps=1e5, trials=5)
+    cpp, _, got = cppload.measure_cpp_at_load(slow, 6e5, 3e5, fixed_pps=1e5, trials=5)
     assert (cpp, len(got)) == (3800.0, 10) and all(t.details.get("slow_core") for t in got)
     sig = disturbance.case_signal([], [], cpp_trials=got, cpp=cpp, cpp_load=1e5, speed_ref=30.0)
     assert (sig["sut_core_speed"], sig["sut_core_speed_ref"]) == (20.0, 30.0)
@@ -193,12 +193,12 @@ def test_more_planned_trials_want_more_of_them_at_full_speed():
     # 9 planned: the median rests on 6 at full speed (60 %), measured past a slow phase and
     # bounded at 2 x 9 when the host stays slow
     gen = _SlowThenFast(slow=4)
-    cpp, _, got = cppload.measure_cpp_at_load(gen.measure, 6e5, 3e5, fixed_pps=1e5, trials=9)
+    cpp, _, got = cppload.measure_cpp_at_load(gen, 6e5, 3e5, fixed_pps=1e5, trials=9)
     assert len(got) == 10 and [bool(t.details.get("slow_core")) for t in got] == [True] * 4 + [False] * 6
     assert cpp == statistics.median(2900.0 + i for i in range(5, 11))
     slow = _SlowThenFast(slow=100)
     slow.core_speed_best = 30.0
-    cpp, _, got = cppload.measure_cpp_at_load(slow.measure, 6e5, 3e5, fixed_pps=1e5, trials=9)
+    cpp, _, got = cppload.measure_cpp_at_load(slow, 6e5, 3e5, fixed_pps=1e5, trials=9)
     assert (cpp, len(got)) == (3800.0, 18)
 
 

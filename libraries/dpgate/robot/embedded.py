@@ -307,7 +307,7 @@ class EmbeddedTestbed(TestbedKeywords, PairedMeasure):
             return {}
         _full_speed_ref(gen, kw.get("core_speed"))
         polling, n = bool(getattr(gen.sut, "polls", False)), kw.get("cpp_trials", CPP_TRIALS)
-        spaced = SpacedCppTrials(gen.measure, gen.max_pps, kw.get("cpp_load"), polling, n)
+        spaced = SpacedCppTrials(gen, gen.max_pps, kw.get("cpp_load"), polling, n)
         return {"measure": spaced.wrap(measure), "paused": lambda: spaced.spent_s, "cpp_spaced": spaced}
 
     def _after_search(
@@ -331,7 +331,7 @@ class EmbeddedTestbed(TestbedKeywords, PairedMeasure):
         spaced = (before or {}).get("cpp_spaced")
         cpp, cpp_load, cpp_runs = (
             measure_cpp_at_load(
-                gen.measure,
+                gen,
                 gen.max_pps,
                 run.ndr,
                 polling=bool(getattr(gen.sut, "polls", False)),

@@ -167,9 +167,9 @@ def measure_pairs(
     everything: List[int] = []
     with contextlib.ExitStack() as held:
         try:
-            held.enter_context(cpp_conditions(sut_gen.measure, load, polling))
+            held.enter_context(cpp_conditions(sut_gen, load, polling))
             shared = held.enter_context(shared_awake(sut_gen, base_gen))  # one loop for both sides
-            held.enter_context(cpp_conditions(base_gen.measure, load, polling))
+            held.enter_context(cpp_conditions(base_gen, load, polling))
             everything = sut_pids(sut_gen, polling) + sut_pids(base_gen, polling, shared)
             for i in range(2 * pairs):
                 if kept >= pairs:
