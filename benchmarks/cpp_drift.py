@@ -193,6 +193,38 @@ def report(rows: List[dict], lags: Sequence[int] = (1, 2, 4, 8)) -> List[str]:
     return out
 
 
+def tg_row(row: dict, t, tg_cpus: Sequence[int], tg_s: float) -> Optional[dict]:
+    """The generator's side of the same trial as a kind of its own (``<kind>:tg``): its time
+    inside ``sendmmsg`` (``tg_s``: dpgen's ``send_ns`` with ``DPGEN_TIME_SEND`` set; the rest of
+    its run time is the pacing spin) per frame sent, relative to the SUT's run time per frame forwarded (``sut_own_s / rx`` over
+    ``tg_s / tx``: the kernel's transmit work on the other core as a reference measured in the
+    same seconds), with both times kept.
+
+    >>> class T:
+    ...     tx_packets, rx_packets = 1000, 1000
+    ...     details = {"cpu": {"sut_own_s": 0.4}, "core_speeds": {"0": 20.0}}
+    >>> tg_row({"round": 0, "kind": "linux-ip4", "trial": 0, "time": 1.0}, T(), [0], 0.2)["value"]
+    2.0
+    """
+    cpu = t.details.get("cpu") or {}
+    sut_s = cpu.get("sut_own_s")
+    if not sut_s or not tg_s or not t.tx_packets or not t.rx_packets:
+        return None
+    speeds = t.details.get("core_speeds") or {}
+    speed = speeds.get(tg_cpus[0], speeds.get(str(tg_cpus[0])))  # int keys, str once stored
+    return {
+        **{k: row[k] for k in ("round", "trial", "time")},
+        "kind": f"{row['kind']}:tg",
+        "sut_own_s": sut_s,
+        "tg_own_s": tg_s,
+        "tx": t.tx_packets,
+        "rx": t.rx_packets,
+        "tg_speed": speed,
+        "sut_speed": row.get("speed"),
+        "value": round((sut_s / t.rx_packets) / (tg_s / t.tx_packets), 4),
+    }
+
+
 def measure_block(block: Block, trials: int, duration: float, prefix: str, rnd: int, sink) -> None:
     from dpgate.exec.hostcpu import cpu_model
     from dpgate.telemetry.disturbance import speed_exponent
@@ -208,6 +240,8 @@ def measure_block(block: Block, trials: int, duration: float, prefix: str, rnd: 
         with held(s, True, load):
             for i in range(trials):
                 t = s.measure(load, duration)
+                done = getattr(s.generator, "_done", None) or {}
+                tg_s = sum(done.get("send_ns") or []) / 1e9  # dpgen with DPGEN_TIME_SEND
                 row = {
                     "round": rnd,
                     "kind": kind_name(block),
@@ -220,6 +254,9 @@ def measure_block(block: Block, trials: int, duration: float, prefix: str, rnd: 
                 }
                 row["value"] = scaled(row, exponent)
                 sink(row)
+                tg = tg_row(row, t, s.testbed.tg_cpus, tg_s)
+                if tg:
+                    sink(tg)
 
 
 def main(argv=None) -> int:

@@ -152,6 +152,26 @@ def test_bidirectional_and_repeated_runs(veths):
     assert not p.alive()
 
 
+def test_time_inside_sendmmsg_only_when_asked(veths, monkeypatch):
+    """``DPGEN_TIME_SEND`` (benchmarks/cpp_drift.py's reference on the TG core): ``send_ns`` per
+    port, inside the run's time and more than nothing; without it the line has no such key."""
+    p = _start(veths)
+    try:
+        assert "send_ns" not in _done(p, 50_000, 25_000, 1.0)
+    finally:
+        p.quit()
+    monkeypatch.setenv("DPGEN_TIME_SEND", "1")
+    p = _start(veths)
+    try:
+        d = _done(p, 100_000, 50_000, 1.0)
+    finally:
+        p.quit()
+    print(d)
+    assert d["sent"] == [50_000]
+    (ns,) = d["send_ns"]
+    assert 50_000 * 100 < ns < d["seconds"] * 1e9  # at least 100 ns a frame in the kernel
+
+
 def test_bad_lines_are_refused_like_the_fake(veths):
     """What dpgen refuses, the unit tests' fake refuses with the same line."""
     import importlib.util

@@ -327,6 +327,10 @@ def test_refused_request_is_a_trial_error(tmp_path):
 
 def test_parse_done_rejects_other_lines():
     assert parse_done("done sent=5 failed=0 retried=1 seconds=0.5", 1)["retried"] == [1]
+    assert parse_done("done sent=5,4 failed=0,0 retried=1,0 send_ns=900,800 seconds=0.5", 2)["send_ns"] == [
+        900,
+        800,
+    ]
     for bad in (
         "ready",
         "done sent=5,5 failed=0 retried=1 seconds=0.5",
