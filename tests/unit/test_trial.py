@@ -254,3 +254,40 @@ def test_testpmd_forward_stats_of_the_mac_engine_carry_its_busy_cycles():
     assert (out["cycles"], out["cycles_packets"], out["cycles_mhz"]) == (2026385995, 23097088, 2450)
     # the noisy engine prints no cycles line: no busy cycles, not a guess
     assert "cycles" not in parse_forward_stats("RX-packets: 16224  RX-dropped: 0\n")
+
+
+def test_a_generator_killed_before_its_first_frame_fails_the_trial_as_one_killed_while_sending(tmp_path):
+    """tcpreplay killed while it still preloads its pcap (the fault test on a cold machine):
+    the same words as a kill while sending (signal, load), and that it never sent."""
+    from dpgate.model.errors import TrialError
+    from dpgate.traffic.steps import TrialSteps
+
+    class Tb:  # the TG port's counter never moves: nothing was sent
+        def port_stats(self, ns, port):
+            return {"tx_packets": 7}
+
+        def ns_stats(self, ns):
+            return {"tg0": {"tx_packets": 7}}
+
+        tg_ns = "t-tg"
+
+    class Proc:
+        returncode = -9
+
+        def poll(self):
+            return -9
+
+    log = tmp_path / "tcpreplay.log"
+    log.write_text("preloading pcap\n")
+
+    class Run:
+        proc, started_at = Proc(), None
+
+    Run.log = str(log)
+    steps = TrialSteps()
+    steps.tb, steps._procs = Tb(), [Run()]
+    with pytest.raises(TrialError) as e:
+        steps._wait_started(["tg0"], 1.0, 50_000.0)
+    first = str(e.value).splitlines()[0]
+    assert first == "generator exited (signal 9) during trial at 50000 pps, before sending its first frame"
+    assert "preloading pcap" in str(e.value)

@@ -82,9 +82,10 @@ class TrialSteps:
                 r.kill()
         self._exiting = keep
 
-    def _wait_started(self, tx_ports: List[str], timeout: float) -> None:
+    def _wait_started(self, tx_ports: List[str], timeout: float, load_pps: Optional[float] = None) -> None:
         """Sending starts only after tcpreplay preloaded the pcap (tens of ms for large
-        pcaps): poll each TG port's tx counter and note when it first moves."""
+        pcaps): poll each TG port's tx counter and note when it first moves. A generator that
+        dies first fails the trial as one that dies while sending does, said the same way."""
         base = {p: self.tb.port_stats(self.tb.tg_ns, p)["tx_packets"] for p in tx_ports}
         end = time.monotonic() + timeout
         pending = dict(zip(tx_ports, self._procs))
@@ -94,9 +95,12 @@ class TrialSteps:
                 if stats[port]["tx_packets"] != base[port]:
                     r.started_at = time.monotonic()
                     del pending[port]
-                elif r.proc.poll() is not None:
+                elif (code := r.proc.poll()) is not None:
+                    how = f"signal {-code}" if code < 0 else f"code {code}"
+                    at = f" during trial at {load_pps:.0f} pps" if load_pps is not None else ""
                     raise TrialError(
-                        f"generator exited (code {r.proc.returncode}) before sending\n{tail(r.log, 8)}"
+                        f"generator exited ({how}){at}, before sending its first frame\n"
+                        f"--- tcpreplay output ---\n{tail(r.log, 8)}"
                     )
             if time.monotonic() > end:
                 raise TrialError(f"generator (tcpreplay) did not start sending within {timeout:g} s: killed")

@@ -82,7 +82,7 @@ class TcpreplayGenerator(EmbeddedGenerator):
         for r in self._procs:
             r.trial = self._trial_no
         try:
-            self._wait_started(tx_ports, self.budget_s)
+            self._wait_started(tx_ports, self.budget_s, plan.load_pps)
             clock.mark("generator_start")
             self._cut, self._sent_at = self._wait_sent(
                 tx_ports, tg0, plan.count, plan.duration_s, plan.grace_s, plan.load_pps
