@@ -196,9 +196,9 @@ def report(rows: List[dict], lags: Sequence[int] = (1, 2, 4, 8)) -> List[str]:
 def tg_row(row: dict, t, tg_cpus: Sequence[int], tg_s: float) -> Optional[dict]:
     """The generator's side of the same trial as a kind of its own (``<kind>:tg``): its time
     inside ``sendmmsg`` (``tg_s``: dpgen's ``send_ns`` with ``DPGEN_TIME_SEND`` set; the rest of
-    its run time is the pacing spin) per frame sent, relative to the SUT's run time per frame forwarded (``sut_own_s / rx`` over
-    ``tg_s / tx``: the kernel's transmit work on the other core as a reference measured in the
-    same seconds), with both times kept.
+    its run time is the pacing spin) per frame sent, relative to the SUT's run time per frame
+    forwarded (``sut_own_s / rx`` over ``tg_s / tx``: the kernel's transmit work on the other
+    core as a reference measured in the same seconds), with both times kept.
 
     >>> class T:
     ...     tx_packets, rx_packets = 1000, 1000
@@ -240,7 +240,7 @@ def measure_block(block: Block, trials: int, duration: float, prefix: str, rnd: 
         with held(s, True, load):
             for i in range(trials):
                 t = s.measure(load, duration)
-                done = getattr(s.generator, "_done", None) or {}
+                done = getattr(s.generator, "last_done", None) or {}
                 tg_s = sum(done.get("send_ns") or []) / 1e9  # dpgen with DPGEN_TIME_SEND
                 row = {
                     "round": rnd,

@@ -195,7 +195,9 @@ def make(tmp_path, bidirectional=False, **kw):
 
 def test_trial_sends_the_intended_count_in_one_request(tmp_path):
     gen, fake = make(tmp_path, bidirectional=True)
+    assert gen.last_done == {}
     r = gen.measure(100_000, 0.5)
+    assert gen.last_done["sent"] == [25_000, 25_000]  # dpgen's own answer, per direction
     assert fake.lines == ["run 50000.000 25000 0.505010"]
     assert (r.intended_packets, r.tx_packets, r.rx_packets, r.loss_packets, r.tg_shortfall) == (
         50_000,

@@ -247,6 +247,12 @@ class DpgenGenerator(EmbeddedGenerator):
             self.proc = None
             raise
 
+    @property
+    def last_done(self) -> Dict:
+        """dpgen's answer to the last trial, parsed (``parse_done``; {} before the first):
+        with ``DPGEN_TIME_SEND`` set it has ``send_ns`` (benchmarks/cpp_drift.py)."""
+        return dict(self._done or {})
+
     def _claimed_sent(self) -> Optional[int]:
         return sum(self._done["sent"]) if self._done else None
 
