@@ -12,10 +12,11 @@ import os
 import pytest
 from helpers import ndrpdr_result
 
+import dpgate.robot.paired as paired_keywords
 from dpgate.exec.stopped import proc_state as _state
 from dpgate.robotlib import EmbeddedTestbed
 from dpgate.telemetry.cpuacct import pids_in_netns
-from dpgate.telemetry.paired import reference_moved, verdict
+from dpgate.telemetry.paired import judged_pairs, reference_moved, verdict
 from dpgate.telemetry.placement import placement_of
 from dpgate.testbeds.embedded.twin import twin_prefix
 
@@ -42,7 +43,30 @@ def skip_if_the_host_moved_the_cores(paired, placements):
         pytest.skip(f"the host moved the cores within most pairs ({paired}); SUT trials: {placements}")
 
 
-def test_paired_check_sees_injected_cost_with_the_idle_twin_stopped(topology_path, leftovers):
+def why_no_busy_verdict(paired, pairs):
+    """Why the busy-cycle estimate beside the per-kernel one (``also``) is absent ("": it is
+    there): the host changed the SUT core's speed (or placement) within all but one of the pairs
+    measured (``pairs``: every (baseline, SUT) trial pair of the check, both rounds), so the
+    check judged per kernel cycle only, as it must. Fails when ``also`` is absent although two
+    pairs at one speed with figures were measured (then the check lost them). Zen 4 host,
+    2026-12-02: 1 of 8 pairs at one speed, the SUT's trials reading 23-40 M it/s against the
+    twin's 19-29."""
+    if paired.also is not None:
+        return ""
+    alike = [
+        (b, s)
+        for b, s in judged_pairs(pairs, 1.0, speeds_alike=True)
+        if b.sut_cycles_per_packet and s.sut_cycles_per_packet
+    ]
+    assert len(alike) < 2, (len(alike), paired)
+    speeds = [tuple((t.details or {}).get("sut_core_speed") for t in pair) for pair in pairs]
+    return (
+        f"the host changed the core speed or placement within all but {len(alike)} of {len(pairs)} "
+        f"pairs (core speeds, baseline and SUT, M it/s: {speeds})"
+    )
+
+
+def test_paired_check_sees_injected_cost_with_the_idle_twin_stopped(topology_path, leftovers, monkeypatch):
     """testpmd-mac with +20 % injected cost against its uninjected twin at 37.5 kpps (the
     gate's cpp_load), 4 pairs of 1 s trials (4 more when undecided): the change reads well
     above +8 % (2026-11-27 on this VM class: +10 % injected read +9.2 to +13.6 % in six
@@ -52,7 +76,15 @@ def test_paired_check_sees_injected_cost_with_the_idle_twin_stopped(topology_pat
     lib = EmbeddedTestbed(topology_path, prefix=PREFIX, telemetry=False)
     left, left_twin = leftovers(PREFIX), leftovers(twin_prefix(PREFIX))
     lib.bring_up_embedded_testbed("testpmd-mac", "64B", inject_cost="20%")
-    seen, placements = [], []
+    seen, placements, pairs = [], [], []
+    real_pairs = paired_keywords.measure_pairs
+
+    def recorded(*args, **kwargs):  # the real pairs, kept for what the skip says
+        got = real_pairs(*args, **kwargs)
+        pairs.extend(got)
+        return got
+
+    monkeypatch.setattr(paired_keywords, "measure_pairs", recorded)
     try:
         gen = lib.generators["64B"]
         real = gen.measure
@@ -83,24 +115,35 @@ def test_paired_check_sees_injected_cost_with_the_idle_twin_stopped(topology_pat
     # a pair across a move of the cores or a change of core speed is measured again, up to
     # twice the pairs asked for; undecided on the first 4 pairs (e.g. 99 % CI -10.5 to +61.7 %
     # at +20.3 %, 2026-12-02 00:25), the check measures 4 more as the gate does
-    assert paired is not None and paired.reference and paired.also is not None, paired
+    assert paired is not None and paired.reference, paired
+    no_busy = why_no_busy_verdict(paired, pairs)
     busy = paired.also
-    # measure_pairs stops at 4 pairs kept by placement (and core speed), or after 8, in each of
-    # at most two rounds: every pair measured is judged or dropped (e.g. 6 measured, 3 judged:
-    # fresh clone, 2026-12-01 22:37)
-    assert 4 <= busy.pairs + busy.dropped <= 16 and busy.pairs >= 2, busy
-    assert busy.exponent == 0.25 and paired.unscaled is not None, paired
+    if busy is not None:
+        # measure_pairs stops at 4 pairs kept by placement (and core speed), or after 8, in each
+        # of at most two rounds: every pair measured is judged or dropped (e.g. 6 measured, 3
+        # judged: fresh clone, 2026-12-01 22:37)
+        assert 4 <= busy.pairs + busy.dropped <= 16 and busy.pairs >= 2, busy
+        assert busy.exponent == 0.25, paired
     m = paired.metrics()
-    assert m["cpp_paired_kernel_cpp"] > 0 and m["cpp_paired_busy_change"] == round(busy.change, 4), m
+    assert m["cpp_paired_kernel_cpp"] > 0 and paired.unscaled is not None, m
+    assert m.get("cpp_paired_busy_change") == (None if busy is None else round(busy.change, 4)), m
     # the figure judged reads well above +8 %: per kernel cycle, or the busy cycles where the
     # injected work moved the kernel's part too (testpmd-mac at +20 %: its kernel's +15 %)
-    judged = busy if reference_moved(paired, 0.05) else paired
+    moved = reference_moved(paired, 0.05)
+    if moved and busy is None:  # nothing left to judge by: the check holds it inconclusive
+        assert verdict(paired, 0.05)[0] == "SKIP", paired
+        pytest.skip(f"{moved}, and {no_busy}: {paired.describe()}")
+    judged = busy if moved else paired
     assert judged.change > 0.08, paired.describe()
     status, reason = verdict(paired, 0.05)
-    if status == "SKIP" and "clean pair(s), at least" in reason:
+    if status == "SKIP" and ("clean pair(s), at least" in reason or 2 * paired.pairs < len(pairs)):
         # the host moved the cores or the core speed within most pairs: the check said so and
-        # judged nothing (fresh clone, 2026-12-01 22:20: 2 clean pairs of 4; 3 passes after)
-        pytest.skip(f"too few clean pairs on this host: {reason}; SUT trials: {placements}")
+        # judged nothing (fresh clone, 2026-12-01 22:20: 2 clean pairs of 4; 3 passes after), or
+        # held the few pairs left undecided (fresh clone on the Zen 4 host, 2026-12-02 06:50:
+        # 3 pairs kept, +13.8 % with a 99 % CI of -22 to +66 %)
+        pytest.skip(
+            f"too few clean pairs on this host: {reason}; {len(pairs)} measured; SUT trials: {placements}"
+        )
     assert status == "FAIL", (status, reason)
 
 
