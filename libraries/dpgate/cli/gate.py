@@ -49,7 +49,7 @@ from dpgate.cli.trial import (
 from dpgate.config.binaries import joined
 from dpgate.config.machineclass import (
     check_thresholds,
-    host_core_speed,
+    class_speed,
     parse_machine_class,
     resolve_thresholds,
 )
@@ -154,7 +154,7 @@ def pick_machine_class(args) -> None:
     path = args.thresholds or "variables/embedded.yaml"
     if parse_machine_class(args.machine_class) is not None or not load_thresholds(path).machine_classes:
         return
-    args.machine_class = f"{host_core_speed():.1f}"
+    args.machine_class = f"{class_speed():.1f}"
     print(f"thresholds: {resolve_thresholds(path, args.machine_class, how='probed')[1]}", flush=True)
 
 

@@ -38,7 +38,8 @@ class Gates(PairedGate):
     ``skip`` the test or ``fail`` it, with the reason either way. ``machine_class`` (``auto``,
     ``base`` or a core speed in M it/s): which of the file's ``machine_classes`` applies
     (``dpgate.config.machineclass``); ``auto`` probes the cores at import, before the testbed
-    is up, and the record's ``thresholds`` names the file whose rows the case used.
+    is up, and the record's ``thresholds`` names the file whose rows the case used,
+    ``thresholds_choice`` why (the speed it was picked by).
     """
 
     def __init__(
@@ -80,7 +81,8 @@ class Gates(PairedGate):
             raise self._load_error
         if self._file is None:
             raise ConfigError("no thresholds file: import Gates with the path of variables/<testbed>.yaml")
-        record(metrics={"thresholds": os.path.basename(self._file.source)})
+        chosen = {"thresholds_choice": self.thresholds_choice} if self.thresholds_choice else {}
+        record(metrics={"thresholds": os.path.basename(self._file.source), **chosen})
         return self._file.lookup(nf, frame_size, cores or None)
 
     @keyword
