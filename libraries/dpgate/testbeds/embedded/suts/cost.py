@@ -39,8 +39,9 @@ faster than the generator no more, its throughput drops:
   testpmd's out-of-line ~100: the classifier itself is most of a "+5 %".
 
 ``N`` for a percentage comes from the calibration table of the host's class
-(:func:`calibration_for`, by the generator core's speed probed at injection, as the
-thresholds' machine class is picked: :data:`CALIBRATION` on the fast class,
+(:func:`calibration_for`, by the generator core's speed probed at injection, the median of
+ten readings over 0.6 s as the tables were calibrated by (the thresholds' machine class is
+picked by the lower quartile of 2 s since 2026-12-02): :data:`CALIBRATION` on the fast class,
 :data:`CALIBRATION_SLOW` below it): the SUT's ``cpp_at_load``, the measured
 cost of one unit and of the classifier itself, so that ``percent`` adds that share of the
 SUT's cycles per packet (to within one unit: :func:`expected_percent`). ``benchmarks/cpp_at_load.py --calibrate-units N``
