@@ -99,7 +99,12 @@ def test_paired_check_sees_injected_cost_with_the_idle_twin_stopped(topology_pat
 
         gen.measure = observed
         result = ndrpdr_result(150_000.0, telemetry={"cpp_at_load_pps": 37_500.0})
-        paired = measured_twice(lambda: lib.measure_cycles_against_baseline(result, pairs=4, duration=1.0))
+
+        def check():  # the pairs of this attempt only (measured_twice may ask again)
+            pairs.clear()
+            return lib.measure_cycles_against_baseline(result, pairs=4, duration=1.0)
+
+        paired = measured_twice(check)
         twin_pids = pids_in_netns(lib._twin.session.testbed.sut_ns)
         sut_pids = pids_in_netns(lib._s.testbed.sut_ns)
         assert twin_pids and sut_pids
@@ -134,16 +139,17 @@ def test_paired_check_sees_injected_cost_with_the_idle_twin_stopped(topology_pat
         assert verdict(paired, 0.05)[0] == "SKIP", paired
         pytest.skip(f"{moved}, and {no_busy}: {paired.describe()}")
     judged = busy if moved else paired
-    assert judged.change > 0.08, paired.describe()
     status, reason = verdict(paired, 0.05)
     if status == "SKIP" and ("clean pair(s), at least" in reason or 2 * paired.pairs < len(pairs)):
         # the host moved the cores or the core speed within most pairs: the check said so and
         # judged nothing (fresh clone, 2026-12-01 22:20: 2 clean pairs of 4; 3 passes after), or
         # held the few pairs left undecided (fresh clone on the Zen 4 host, 2026-12-02 06:50:
-        # 3 pairs kept, +13.8 % with a 99 % CI of -22 to +66 %)
+        # 3 pairs kept, +13.8 % with a 99 % CI of -22 to +66 %; 10:03 beside a fresh clone's
+        # tests: 4 of 16 kept, -4.0 %, -57 to +115 %)
         pytest.skip(
             f"too few clean pairs on this host: {reason}; {len(pairs)} measured; SUT trials: {placements}"
         )
+    assert judged.change > 0.08, paired.describe()
     assert status == "FAIL", (status, reason)
 
 
