@@ -51,9 +51,8 @@ class TrialSteps:
                 code = r.proc.poll()
                 if code is not None:
                     if code != 0:
-                        how = f"signal {-code}" if code < 0 else f"code {code}"
                         raise TrialError(
-                            f"generator exited ({how}) during trial at {load_pps:.0f} pps\n"
+                            f"generator exited ({exit_how(code)}) during trial at {load_pps:.0f} pps\n"
                             f"--- tcpreplay output ---\n{tail(r.log, 8)}"
                         )
                     del pending[port]  # done by its own account (failed sends show as shortfall)
@@ -96,10 +95,9 @@ class TrialSteps:
                     r.started_at = time.monotonic()
                     del pending[port]
                 elif (code := r.proc.poll()) is not None:
-                    how = f"signal {-code}" if code < 0 else f"code {code}"
                     at = f" during trial at {load_pps:.0f} pps" if load_pps is not None else ""
                     raise TrialError(
-                        f"generator exited ({how}){at}, before sending its first frame\n"
+                        f"generator exited ({exit_how(code)}){at}, before sending its first frame\n"
                         f"--- tcpreplay output ---\n{tail(r.log, 8)}"
                     )
             if time.monotonic() > end:
@@ -189,3 +187,12 @@ class Phases:
         now = time.monotonic()
         self.ms[name] = round((now - self._t + add) * 1e3, 2)
         self._t = now
+
+
+def exit_how(code: int) -> str:
+    """How a generator process ended, from its return code.
+
+    >>> exit_how(-9), exit_how(1)
+    ('signal 9', 'code 1')
+    """
+    return f"signal {-code}" if code < 0 else f"code {code}"
