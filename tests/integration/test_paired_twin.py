@@ -140,12 +140,14 @@ def test_paired_check_sees_injected_cost_with_the_idle_twin_stopped(topology_pat
         pytest.skip(f"{moved}, and {no_busy}: {paired.describe()}")
     judged = busy if moved else paired
     status, reason = verdict(paired, 0.05)
-    if status == "SKIP" and ("clean pair(s), at least" in reason or 2 * paired.pairs < len(pairs)):
+    few = judged.pairs < 4 or 2 * judged.pairs < len(pairs)  # fewer than asked, or than half measured
+    if status == "SKIP" and ("clean pair(s), at least" in reason or few):
         # the host moved the cores or the core speed within most pairs: the check said so and
         # judged nothing (fresh clone, 2026-12-01 22:20: 2 clean pairs of 4; 3 passes after), or
         # held the few pairs left undecided (fresh clone on the Zen 4 host, 2026-12-02 06:50:
         # 3 pairs kept, +13.8 % with a 99 % CI of -22 to +66 %; 10:03 beside a fresh clone's
-        # tests: 4 of 16 kept, -4.0 %, -57 to +115 %)
+        # tests: 4 of 16 kept, -4.0 %, -57 to +115 %; CI 2026-12-02: the kernel's part moved
+        # +9.9 %, so the busy cycles judged, on 3 pairs: +30.9 % with a CI reaching 0)
         pytest.skip(
             f"too few clean pairs on this host: {reason}; {len(pairs)} measured; SUT trials: {placements}"
         )
