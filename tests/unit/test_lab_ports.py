@@ -107,7 +107,9 @@ def test_eal_for_af_packet_ports_without_pci_or_hugepages():
         "-m",
         "1024",
     ]
-    assert "--vdev=net_af_packet0,iface=zz-d0,blocksz=4096,framesz=2048,framecnt=4096,qdisc_bypass=1" in argv
+    assert (
+        "--vdev=net_af_packet0,iface=zz-d0,blocksz=131072,framesz=2048,framecnt=4096,qdisc_bypass=1" in argv
+    )
     assert not any(a == "-a" for a in argv)
 
 
@@ -268,7 +270,7 @@ def test_ovs_private_instance_for_virtual_ports():
     assert not any(c[0] == "systemctl" for c in start)  # the shared host's OVS service is never touched
     add = [c for c in start if "add-port" in c]
     assert (
-        "options:dpdk-devargs=net_af_packet0,iface=zz-d0,blocksz=4096,framesz=2048,framecnt=4096,qdisc_bypass=1"
+        "options:dpdk-devargs=net_af_packet0,iface=zz-d0,blocksz=131072,framesz=2048,framecnt=4096,qdisc_bypass=1"
         in add[0]
         and "options:dpdk-devargs=net_af_packet1,iface=zz-d1" in add[1][add[1].index("type=dpdk") + 1]
     )
