@@ -15,9 +15,14 @@ import statistics
 import xml.etree.ElementTree as ET
 from typing import Dict, List
 
+#: Robot's message for a test whose suite setup failed: the run measured nothing.
+SETUP_FAILED = "Parent suite setup failed"
+
 
 def read_case(junit: str) -> Dict:
-    """Verdict, message and numeric properties of the (single) testcase of a JUnit file."""
+    """Verdict, message and numeric properties of the (single) testcase of a JUnit file; a
+    failure in the suite's setup (the gate refused to run: nothing was measured) is ERROR,
+    never FAIL, so that a refused injection does not count as a detection."""
     tree = ET.parse(junit)
     case = next(tree.iter("testcase"), None)
     if case is None:
@@ -28,6 +33,8 @@ def read_case(junit: str) -> Dict:
         if el is not None:
             verdict, message = name, (el.get("message") or el.text or "").strip()
             break
+    if verdict == "FAIL" and message.startswith(SETUP_FAILED):
+        verdict = "ERROR"  # refused before measuring (e.g. an uncalibrated --inject-cost): no verdict
     out = case.findtext("system-out") or ""
     # every gate's verdict line (``gate.regression_cpp=PASS: ...``) is in system-out
     gates = dict(

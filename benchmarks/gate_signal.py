@@ -46,6 +46,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the sibling ga
 
 from gate_readings import overhead_line, read_case, read_run, trial_gaps  # noqa: E402, F401
 
+from dpgate.model.errors import ConfigError  # noqa: E402
 from dpgate.testbeds.embedded.suts import cost  # noqa: E402
 from dpgate.testbeds.embedded.suts.costfit import StepReading, fit_row  # noqa: E402
 
@@ -214,7 +215,10 @@ def injected_aim(sut: str, step: float, runs: List[Dict]) -> str:
         loads, exp = int(props["injected_cost_loads"]), float(props.get("injected_cost_expected", 0)) * 100
         return f"{loads} loads, {exp:.1f} % by the {props.get('injected_cost_calibration', '?')} calibration"
     name, table = next((c[1:] for c in cost.CLASSES if sut in c[2]), cost.CLASSES[0][1:])
-    n = cost.units_for(sut, step, table)
+    try:
+        n = cost.units_for(sut, step, table)
+    except ConfigError as e:  # no class calibrates it: the gate refused the run too
+        return f"not calibrated: {e}"[:160]
     return f"{n} loads, {cost.expected_percent(sut, n, table):.1f} % by the {name} calibration"
 
 

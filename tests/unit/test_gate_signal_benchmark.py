@@ -126,3 +126,26 @@ def test_the_history_line_reads_both_cycle_checks_back_from_junit(tmp_path):
     write_junit([rec], str(path))
     line = bench.history_line([{"gates": {}, "hog": True}], {10.0: [bench.read_case(str(path))]})
     assert line == "  history      healthy: -/-h | +10 %: +1.7 % P/+9.1 % F", line
+
+
+def test_a_run_refused_in_suite_setup_is_no_detection(tmp_path):
+    """An --inject-cost the host class has no row for makes the gate refuse in suite setup
+    (gk77: l3fwd-ip4 on a fast host): that run measured nothing, so it reads ERROR, not FAIL,
+    and the summary names the missing calibration instead of stopping."""
+    bench = load_benchmark("gate_signal")
+    rec = {
+        "name": "64B-1c-l3fwd-ip4-ndrpdr",
+        "suite": "L3Fwd-Ip4-Ndrpdr",
+        "status": "FAIL",
+        "message": "Parent suite setup failed: inject_cost: cost injection for SUT 'l3fwd-ip4' is not calibrated",
+        "metrics": {},
+        "gates": [],
+    }
+    path = tmp_path / "refused.xml"
+    write_junit([rec], str(path))
+    run = bench.read_case(str(path))
+    assert run["verdict"] == "ERROR", run
+    rec["message"] = "NDR 11.2 Mpps < floor 12.0 Mpps (-6.7 %)"
+    write_junit([rec], str(path))
+    assert bench.read_case(str(path))["verdict"] == "FAIL"
+    assert bench.injected_aim("no-such-sut", 10.0, [run]).startswith("not calibrated: ")
