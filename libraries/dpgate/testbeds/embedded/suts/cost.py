@@ -95,8 +95,8 @@ def calibration_for(
     >>> name, table = calibration_for(23.0, "Intel(R) Xeon(R) Processor")
     >>> name, table["testpmd-mac"] == CALIBRATION_XEON["testpmd-mac"], calibration_for(23.0, "AMD EPYC 7B13")[1]["testpmd-mac"] == CALIBRATION_SLOW["testpmd-mac"]
     ('slow-xeon', True, True)
-    >>> calibration_for(55.2, "Intel(R) Xeon(R) Processor")[0], calibration_for(23.0, "AMD EPYC 7B13")[0]
-    ('fast', 'slow')
+    >>> calibration_for(55.2, "Intel(R) Xeon(R) Processor")[0], calibration_for(55.2, "AMD EPYC 7B13")[0]
+    ('fast-xeon', 'fast')
     """
     name, table = CLASSES[-1][1], CLASSES[-1][2]
     for lowest, cname, ctable in CLASSES:
