@@ -61,6 +61,7 @@ from dpgate.testbeds.embedded.suts.costrows import (  # noqa: F401 (re-exported)
     CALIBRATION,
     CALIBRATION_SLOW,
     CALIBRATION_XEON,
+    CALIBRATION_XEON_FAST,
     CLASSES,
     MODEL_ROWS,
 )
