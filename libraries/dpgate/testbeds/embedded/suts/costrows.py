@@ -147,7 +147,8 @@ CLASSES = ((40.0, "fast", CALIBRATION), (0.0, "slow", CALIBRATION_SLOW))
 #: 2.8x larger share of a packet than on the AMD host (0.098 % against 0.035 % on xconnect),
 #: whose "+10 %" (194 loads) would make about +22 % here. OVS AF_XDP's classifier alone is
 #: about 6.6 %, so its "+5 %" is one load; on the slow Xeon the gate's pairs read its loads
-#: at twice the calibration's line (above), so its steps here are checked in the gate (gk80).
+#: at twice the calibration's line (above); here its steps read +7.5 and +10.5 % (gk81), and
+#: the others' +5.1 to +6.6 and +9.6 to +11.5 % (gk80, gk81; testpmd-mac's one load +1.6 %).
 CALIBRATION_XEON_FAST: Dict[str, tuple[float, float, float]] = {
     "linux-xconnect": (1568.0, 1.53, 55.0),
     "linux-bridge": (1850.0, 1.49, 90.0),
