@@ -118,6 +118,10 @@ def test_a_cpu_model_with_its_own_rows_gets_them_and_the_record_says_so(monkeypa
     # 2,650); OVS AF_XDP is calibrated on the fast Xeon only
     assert cost.units_for("linux-xconnect", 10, fast_x) < cost.units_for("linux-xconnect", 10, fast_amd) / 2
     assert "ovs-afxdp-xconnect" in fast_x and "ovs-afxdp-xconnect" not in fast_amd
+    # OVS on af_packet too (at saturation, 2026-12-03): the AMD host of the class still refuses
+    assert "ovs-xconnect" in fast_x and 100 < cost.units_for("ovs-xconnect", 10, fast_x) < 300
+    with pytest.raises(ConfigError, match="not calibrated on this host class"):
+        cost.units_for("ovs-xconnect", 10, fast_amd)
     assert done[0] == cost.units_for("testpmd-mac", 10, cost.CALIBRATION_XEON)
     assert done[1] == cost.units_for("testpmd-mac", 10, cost.CALIBRATION_SLOW) and done[0] > done[1]
     assert abs(xeon["expected_percent"] - 10.0) < 1.0 and abs(zen["expected_percent"] - 10.0) < 2.0

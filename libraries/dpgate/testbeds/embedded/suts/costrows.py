@@ -149,6 +149,10 @@ CLASSES = ((40.0, "fast", CALIBRATION), (0.0, "slow", CALIBRATION_SLOW))
 #: about 6.6 %, so its "+5 %" is one load; on the slow Xeon the gate's pairs read its loads
 #: at twice the calibration's line (above); here its steps read +7.5 and +10.5 % (gk81), and
 #: the others' +5.1 to +6.6 and +9.6 to +11.5 % (gk80, gk81; testpmd-mac's one load +1.6 %).
+#: OVS on af_packet ports (2026-12-03 06:24-06:27, the same way at 1,350 kpps offered, its
+#: paired check's saturation: 0.9 of the generator's 1.1-1.7 Mpps): 100 loads +599/+533/+569
+#: and 400 loads +1,529/+1,602/+1,565 cycles per forwarded frame on 8,201-8,301: a load is 3.33
+#: cycles, the classifier 234 (2.8 %, the slow Xeon's gate readings put it at 3.0 %).
 CALIBRATION_XEON_FAST: Dict[str, tuple[float, float, float]] = {
     "linux-xconnect": (1568.0, 1.53, 55.0),
     "linux-bridge": (1850.0, 1.49, 90.0),
@@ -158,6 +162,7 @@ CALIBRATION_XEON_FAST: Dict[str, tuple[float, float, float]] = {
     "testpmd-io": (2571.0, 25.7, 110.0),
     "testpmd-mac": (3200.0, 19.1, 148.0),
     "ovsdpdk-xconnect": (2516.0, 19.9, 133.0),
+    "ovs-xconnect": (8250.0, 3.33, 234.0),
 }
 MODEL_ROWS: Tuple[Tuple[str, str, str, Dict[str, tuple[float, float, float]]], ...] = (
     ("slow", "Intel(R) Xeon(R) Processor", "xeon", CALIBRATION_XEON),
