@@ -153,6 +153,7 @@ CLASSES = ((40.0, "fast", CALIBRATION), (0.0, "slow", CALIBRATION_SLOW))
 #: paired check's saturation: 0.9 of the generator's 1.1-1.7 Mpps): 100 loads +599/+533/+569
 #: and 400 loads +1,529/+1,602/+1,565 cycles per forwarded frame on 8,201-8,301: a load is 3.33
 #: cycles, the classifier 234 (2.8 %, the slow Xeon's gate readings put it at 3.0 %).
+#: The gate's pairs read its 54 loads +5.8 and +5.0 %, its 177 loads +10.1 and +9.5 % (gk82).
 CALIBRATION_XEON_FAST: Dict[str, tuple[float, float, float]] = {
     "linux-xconnect": (1568.0, 1.53, 55.0),
     "linux-bridge": (1850.0, 1.49, 90.0),
