@@ -171,10 +171,11 @@ def test_ovs_afxdp_is_calibrated_on_the_slow_class_only():
         cost.units_for("vpp-l2patch", 10, slow)
 
 
-def test_l3fwd_and_ovs_xconnect_are_calibrated_at_saturation_on_the_slow_class_only():
+def test_l3fwd_and_ovs_xconnect_are_calibrated_at_saturation_and_refused_where_not():
     """Neither reports busy cycles: their tables come from the paired check's figure at
     saturation; both inject in-line loads (hundreds per +10 %); l3fwd has a row on the Xeon
-    host only (its Zen 3 row was for out-of-line loads); the fast class refuses both."""
+    host only (its Zen 3 row was for out-of-line loads); the fast class's table (its AMD host)
+    refuses both, the fast Xeon has rows of its own for them."""
     xeon = cost.calibration_for(23.0, "Intel(R) Xeon(R) Processor")[1]
     for name, table in (("l3fwd-ip4", xeon), ("ovs-xconnect", cost.CALIBRATION_SLOW)):
         base, unit, fixed = table[name]
