@@ -83,7 +83,7 @@ def test_the_injection_takes_the_host_classs_calibration_and_the_record_says_whi
     }
     # not given: the generator core's speed is probed (the real probe on CPU 0)
     probed = cost.inject_cost(_Sut(), 10)
-    here = cost.calibration_for(probed["calibration_speed"], cost.cpu_model())
+    here = cost.calibration_for(probed["calibration_speed"], cost.cpu_model(), cost.cpu_family_model())
     assert probed["calibration"] == here[0], probed
     assert done[-1] == cost.units_for("linux-xconnect", 10, here[1])
 
@@ -218,3 +218,25 @@ def test_l3fwd_loads_the_link_header_the_others_the_headers_beyond_it(monkeypatc
             assert offs and min(offs) >= 14 and "in line" not in info["method"]
     with pytest.raises(ConfigError, match="load offsets"):
         cost.work_filters("tg0", 3, (58,))
+
+
+def test_a_vendor_line_model_name_takes_the_rows_of_its_family_and_model(monkeypatch):
+    """The Zen 4 VM names itself ``AMD EPYC`` (family 25 model 17), as an AMD host of another
+    generation may: its rows (2026-12-03) are keyed by family and model too, and a host of the
+    same name and another family keeps its class's table."""
+    zen4 = "family 25 model 17"
+    name, table = cost.calibration_for(25.0, "AMD EPYC", zen4)
+    assert name == "slow-zen4" and table["l3fwd-ip4"] == cost.CALIBRATION_ZEN4["l3fwd-ip4"]
+    other_name, other = cost.calibration_for(25.0, "AMD EPYC", "family 25 model 1")
+    assert other_name == "slow" and "l3fwd-ip4" not in other
+    assert cost.calibration_for(25.0, "AMD EPYC")[0] == "slow"  # no family read: the class's
+    assert cost.calibration_for(55.0, "AMD EPYC", zen4)[0] == "fast"  # rows of one class only
+    # the slow table's one load read +3.4 % there (its "+5 %"); the Zen 4 rows give it two
+    assert cost.units_for("testpmd-mac", 5, table) > cost.units_for("testpmd-mac", 5, cost.CALIBRATION_SLOW)
+    # read from /proc/cpuinfo when not given: the record names the rows the host took
+    monkeypatch.setattr(cost, "cpu_model", lambda: "AMD EPYC")
+    monkeypatch.setattr(cost, "cpu_family_model", lambda: zen4)
+    monkeypatch.setattr(cost, "inject_units", lambda sut, n: {"bpf_loads_per_frame": n})
+    got = cost.inject_cost(_Sut(), 10, speed=25.0)
+    assert got["calibration"] == "slow-zen4"
+    assert got["bpf_loads_per_frame"] == cost.units_for("linux-xconnect", 10, table)

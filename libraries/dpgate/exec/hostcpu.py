@@ -40,6 +40,36 @@ def cpu_model(text: Optional[str] = None) -> Optional[str]:
     return None
 
 
+def cpu_family_model(text: Optional[str] = None) -> Optional[str]:
+    """``family F model M`` of the first CPU in /proc/cpuinfo (or ``text``): what tells hosts
+    apart whose ``model name`` a hypervisor cut to the vendor's line (the Zen 4 VM of 2026-12-02
+    reads ``AMD EPYC``, family 25 model 17, as AMD hosts of other generations may); None where
+    either is missing.
+
+    >>> cpu_family_model("processor\\t: 0\\ncpu family\\t: 25\\nmodel\\t\\t: 17\\nmodel name\\t: AMD EPYC\\n")
+    'family 25 model 17'
+    >>> cpu_family_model("model name : AMD EPYC\\n") is None
+    True
+    """
+    if text is None:
+        try:
+            with open(CPUINFO, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+        except OSError:
+            return None
+    got: dict = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip()
+        if key in ("cpu family", "model") and key not in got:
+            got[key] = value.strip()
+        if not line.strip() and got:  # the first CPU's block ends
+            break
+    if got.get("cpu family") and got.get("model"):
+        return f"family {got['cpu family']} model {got['model']}"
+    return None
+
+
 def node_cpu_model(node: Any) -> Optional[str]:
     """The CPU model of a lab node (``dpgate.exec`` Node: local or over SSH) from its
     /proc/cpuinfo; None where the node names none or the read fails (the record then names no

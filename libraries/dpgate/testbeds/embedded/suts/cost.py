@@ -54,7 +54,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
-from dpgate.exec.hostcpu import cpu_model
+from dpgate.exec.hostcpu import cpu_family_model, cpu_model
 from dpgate.exec.runner import run
 from dpgate.model.errors import ConfigError, EnvironmentProblem
 from dpgate.testbeds.embedded.suts.costrows import (  # noqa: F401 (re-exported)
@@ -62,6 +62,7 @@ from dpgate.testbeds.embedded.suts.costrows import (  # noqa: F401 (re-exported)
     CALIBRATION_SLOW,
     CALIBRATION_XEON,
     CALIBRATION_XEON_FAST,
+    CALIBRATION_ZEN4,
     CLASSES,
     MODEL_ROWS,
 )
@@ -86,10 +87,12 @@ INLINE_SUTS = ("l3fwd-ip4",)
 
 
 def calibration_for(
-    speed: Optional[float], model: Optional[str] = None
+    speed: Optional[float], model: Optional[str] = None, family: Optional[str] = None
 ) -> Tuple[str, Dict[str, tuple[float, float, float]]]:
     """(name, table) of the host class a probed core ``speed`` is in (None: the fast class's),
-    with the rows calibrated on CPU ``model`` over it where :data:`MODEL_ROWS` has them.
+    with the rows calibrated on CPU ``model`` over it where :data:`MODEL_ROWS` has them: rows
+    named by model and ``family`` (``family F model M``, ``hostcpu.cpu_family_model``) first,
+    then rows named by the model alone.
 
     >>> calibration_for(55.2)[0], calibration_for(16.4)[0], calibration_for(None)[0]
     ('fast', 'slow', 'fast')
@@ -104,9 +107,11 @@ def calibration_for(
         if speed is None or speed >= lowest:
             name, table = cname, ctable
             break
-    for cls, cpu, short, rows in MODEL_ROWS:
-        if cls == name and model == cpu:
-            return f"{name}-{short}", {**table, **rows}
+    keys = [f"{model} {family}", model] if model and family else [model]
+    for key in keys:
+        for cls, cpu, short, rows in MODEL_ROWS:
+            if cls == name and key == cpu:
+                return f"{name}-{short}", {**table, **rows}
     return name, table
 
 
@@ -256,9 +261,10 @@ def inject_cost(sut, percent: float, speed: Optional[float] = None, model: Optio
     the setting."""
     if speed is None:
         speed = _probe_tg_core(sut)
+    family = None
     if model is None:
-        model = cpu_model()
-    name, table = calibration_for(speed, model)
+        model, family = cpu_model(), cpu_family_model()
+    name, table = calibration_for(speed, model, family)
     n = units_for(sut.name, percent, table)
     out = inject_units(sut, n)
     out["percent"] = float(percent)
