@@ -24,15 +24,23 @@ from dpgate.model.errors import DpgateError
 CPUINFO = "/proc/cpuinfo"
 
 
+def _cpuinfo(text: Optional[str]) -> Optional[str]:
+    """``text``, or /proc/cpuinfo read when it is None (None where it cannot be read)."""
+    if text is not None:
+        return text
+    try:
+        with open(CPUINFO, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
 def cpu_model(text: Optional[str] = None) -> Optional[str]:
     """The first ``model name`` of /proc/cpuinfo (or of ``text``); None where it names none
     (e.g. some ARM kernels) or cannot be read."""
+    text = _cpuinfo(text)
     if text is None:
-        try:
-            with open(CPUINFO, encoding="utf-8", errors="replace") as f:
-                text = f.read()
-        except OSError:
-            return None
+        return None
     for line in text.splitlines():
         key, _, value = line.partition(":")
         if key.strip() == "model name":
@@ -51,12 +59,9 @@ def cpu_family_model(text: Optional[str] = None) -> Optional[str]:
     >>> cpu_family_model("model name : AMD EPYC\\n") is None
     True
     """
+    text = _cpuinfo(text)
     if text is None:
-        try:
-            with open(CPUINFO, encoding="utf-8", errors="replace") as f:
-                text = f.read()
-        except OSError:
-            return None
+        return None
     got: dict = {}
     for line in text.splitlines():
         key, _, value = line.partition(":")
