@@ -256,7 +256,7 @@ def remove_injection(sut) -> None:
 
 def inject_cost(sut, percent: float, speed: Optional[float] = None, model: Optional[str] = None) -> Dict:
     """Inject ``percent`` more per-packet work into a started SUT by the calibration of the
-    host's class (``speed``: the generator core's, probed here when not given, about 0.3 s;
+    host's class (``speed``: the generator core's, probed here when not given, about 2 s;
     the SUT core may be busy-polling) and CPU ``model`` (read here when not given); returns
     the setting."""
     if speed is None:
@@ -276,10 +276,15 @@ def inject_cost(sut, percent: float, speed: Optional[float] = None, model: Optio
 
 
 def _probe_tg_core(sut) -> Optional[float]:
-    from dpgate.config.machineclass import host_core_speed
+    """The generator core's speed the table is picked by: the machine-class probe's lower
+    quartile over about 2 s (``machineclass.class_speed``). The earlier median of 10 reads
+    (0.5 s) read over 40 M it/s in 2 of 4 linux-ip4 runs on the Zen 4 host (2026-12-03,
+    18-44 M it/s within a run), which took the fast table: 137 and 456 loads for "+5 %" and
+    "+10 %", read +6.2 % and +17.9 % against the slow-zen4 rows' 42 and 209 loads."""
+    from dpgate.config.machineclass import class_speed
 
     try:
-        return host_core_speed(list(sut.tb.tg_cpus))
+        return class_speed(list(sut.tb.tg_cpus))
     except (ConfigError, EnvironmentProblem, OSError):
         return None  # no reading: the fast class's table, and the record says which
 
