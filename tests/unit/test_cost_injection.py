@@ -272,7 +272,7 @@ def test_a_vendor_line_model_name_takes_the_rows_of_its_family_and_model(monkeyp
     other_name, other = cost.calibration_for(25.0, "AMD EPYC", "family 25 model 1")
     assert other_name == "slow" and "l3fwd-ip4" not in other
     assert cost.calibration_for(25.0, "AMD EPYC")[0] == "slow"  # no family read: the class's
-    assert cost.calibration_for(55.0, "AMD EPYC", zen4)[0] == "fast"  # rows of one class only
+    assert cost.calibration_for(55.0, "AMD EPYC", "family 25 model 1")[0] == "fast"
     # the slow table's one load read +3.4 % there (its "+5 %"); the Zen 4 rows give it two
     assert cost.units_for("testpmd-mac", 5, table) > cost.units_for("testpmd-mac", 5, cost.CALIBRATION_SLOW)
     # read from /proc/cpuinfo when not given: the record names the rows the host took
@@ -282,3 +282,21 @@ def test_a_vendor_line_model_name_takes_the_rows_of_its_family_and_model(monkeyp
     got = cost.inject_cost(_Sut(), 10, speed=25.0)
     assert got["calibration"] == "slow-zen4"
     assert got["bpf_loads_per_frame"] == cost.units_for("linux-xconnect", 10, table)
+
+
+def test_a_cpu_with_rows_of_its_own_keeps_them_in_a_fast_phase():
+    """The Zen 4 VM's probe read 42.5 M it/s over 2 s before one linux-xconnect "+5 %" (gk87,
+    2026-12-04), and the fast table made it 53 loads: its own rows, calibrated over the 18-44
+    M it/s it runs at, make it one. A CPU of that name and another model, or a model name of
+    several CPUs with rows in both classes (the Xeons), still goes by the probe."""
+    zen4 = "family 25 model 17"
+    for speed in (22.0, 42.5, 60.0):
+        name, table = cost.calibration_for(speed, "AMD EPYC", zen4)
+        assert name == "slow-zen4", speed
+        assert cost.units_for("linux-xconnect", 5, table) == cost.units_for(
+            "linux-xconnect", 5, {**cost.CALIBRATION_SLOW, **cost.CALIBRATION_ZEN4}
+        )
+    assert cost.units_for("linux-xconnect", 5, table) < cost.units_for("linux-xconnect", 5, cost.CALIBRATION)
+    assert cost.calibration_for(42.5, "AMD EPYC", "family 25 model 1")[0] == "fast"
+    assert cost.calibration_for(42.5, "Intel(R) Xeon(R) Processor", "family 6 model 85")[0] == "fast-xeon"
+    assert cost.calibration_for(23.0, "Intel(R) Xeon(R) Processor", "family 6 model 167")[0] == "slow-xeon"

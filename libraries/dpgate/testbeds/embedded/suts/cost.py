@@ -39,10 +39,9 @@ faster than the generator no more, its throughput drops:
   testpmd's out-of-line ~100: the classifier itself is most of a "+5 %".
 
 ``N`` for a percentage comes from the calibration table of the host's class
-(:func:`calibration_for`, by the generator core's speed probed at injection, the median of
-ten readings over 0.6 s as the tables were calibrated by (the thresholds' machine class is
-picked by the lower quartile of 2 s since 2026-12-02): :data:`CALIBRATION` on the fast class,
-:data:`CALIBRATION_SLOW` below it): the SUT's ``cpp_at_load``, the measured
+(:func:`calibration_for`, by the generator core's speed probed at injection, the lower
+quartile of 2 s as the thresholds' machine class is picked, and by the CPU's own rows where
+it has them: :data:`CALIBRATION` on the fast class, :data:`CALIBRATION_SLOW` below it): the SUT's ``cpp_at_load``, the measured
 cost of one unit and of the classifier itself, so that ``percent`` adds that share of the
 SUT's cycles per packet (to within one unit: :func:`expected_percent`). ``benchmarks/cpp_at_load.py --calibrate-units N``
 measures what ``N`` units really add on a machine (docs/embedded.md has the calibration).
@@ -92,7 +91,8 @@ def calibration_for(
     """(name, table) of the host class a probed core ``speed`` is in (None: the fast class's),
     with the rows calibrated on CPU ``model`` over it where :data:`MODEL_ROWS` has them: rows
     named by model and ``family`` (``family F model M``, ``hostcpu.cpu_family_model``) first,
-    then rows named by the model alone.
+    then rows named by the model alone; a CPU named by model and family whose rows are of
+    another class only takes them (:func:`_own_rows`).
 
     >>> calibration_for(55.2)[0], calibration_for(16.4)[0], calibration_for(None)[0]
     ('fast', 'slow', 'fast')
@@ -101,6 +101,8 @@ def calibration_for(
     ('slow-xeon', True, True)
     >>> calibration_for(55.2, "Intel(R) Xeon(R) Processor")[0], calibration_for(55.2, "AMD EPYC 7B13")[0]
     ('fast-xeon', 'fast')
+    >>> calibration_for(42.5, "AMD EPYC", "family 25 model 17")[0]  # its own rows, one class's
+    'slow-zen4'
     """
     name, table = CLASSES[-1][1], CLASSES[-1][2]
     for lowest, cname, ctable in CLASSES:
@@ -112,7 +114,25 @@ def calibration_for(
         for cls, cpu, short, rows in MODEL_ROWS:
             if cls == name and key == cpu:
                 return f"{name}-{short}", {**table, **rows}
-    return name, table
+    return _own_rows(keys[0] if family else None) or (name, table)
+
+
+def _own_rows(cpu: Optional[str]) -> Optional[Tuple[str, Dict[str, tuple[float, float, float]]]]:
+    """The rows of a CPU named by model and family when they are of one class only, whatever
+    class the probe read: they were calibrated on that CPU over the speeds it runs at. The Zen
+    4 VM (rows ``slow-zen4``, its probe 18-44 M it/s within a run) read 42.5 M it/s over 2 s
+    before one linux-xconnect "+5 %" (gk87, 2026-12-04), and the fast table made it 53 loads
+    where its own rows make one. A model name alone (``Intel(R) Xeon(R) Processor``: several
+    CPUs) keeps the class the probe picks.
+
+    >>> _own_rows("AMD EPYC family 25 model 17")[0], _own_rows("AMD EPYC family 25 model 1")
+    ('slow-zen4', None)
+    """
+    own = [(cls, short, rows) for cls, key, short, rows in MODEL_ROWS if cpu is not None and key == cpu]
+    if len(own) != 1:
+        return None
+    cls, short, rows = own[0]
+    return f"{cls}-{short}", {**next(t for _, n, t in CLASSES if n == cls), **rows}
 
 
 def calibrated_suts() -> List[str]:
