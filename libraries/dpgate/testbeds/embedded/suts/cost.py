@@ -42,9 +42,10 @@ faster than the generator no more, its throughput drops:
 (:func:`calibration_for`, by the generator core's speed probed at injection, the lower
 quartile of 2 s as the thresholds' machine class is picked, and by the CPU's own rows where
 it has them: :data:`CALIBRATION` on the fast class, :data:`CALIBRATION_SLOW` below it): the
-SUT's ``cpp_at_load``, the measured cost of one unit and of the classifier itself, so that ``percent`` adds that share of the
-SUT's cycles per packet (to within one unit: :func:`expected_percent`). ``benchmarks/cpp_at_load.py --calibrate-units N``
-measures what ``N`` units really add on a machine (docs/embedded.md has the calibration).
+SUT's ``cpp_at_load``, the measured cost of one unit and of the classifier itself, so that
+``percent`` adds that share of the SUT's cycles per packet (to within one unit:
+:func:`expected_percent`). ``benchmarks/cpp_at_load.py --calibrate-units N`` measures what
+``N`` units really add on a machine (docs/embedded.md has the calibration).
 
     inject_cost(session.sut, 10)      # after the SUT started; returns what was done
 """
