@@ -1,5 +1,5 @@
-"""Thresholds per machine class (dpgate.config.machineclass): the host's core speed picks the
-file whose rows apply; the class file is laid over the base file; bad class files are one
+"""Thresholds per machine class (dpgate.config.machineclass): the host's core speed and CPU
+pick the file whose rows apply; the class file is laid over the base file; bad class files are one
 error naming them; the probe is the real speed probe."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dpgate.config.machineclass import (
     check_thresholds,
     class_speed,
     host_core_speed,
+    host_cpu,
     low_quantile,
     resolve_thresholds,
 )
@@ -148,7 +149,10 @@ def test_gates_library_uses_the_class_rows_and_reports_errors_at_first_use(files
 def test_the_shipped_embedded_thresholds_and_their_classes_load():
     base = check_thresholds(os.path.join(ROOT, "variables", "embedded.yaml"))
     for mc in base.machine_classes:
-        th, _ = resolve_thresholds(os.path.join(ROOT, "variables", "embedded.yaml"), str(mc.core_speed_min))
+        th, why = resolve_thresholds(
+            os.path.join(ROOT, "variables", "embedded.yaml"), str(max(mc.core_speed_min, 1.0)), cpu=mc.cpu
+        )
+        assert why.startswith(mc.thresholds)
         for nf in base.nfs:
             th.lookup(nf, "64B")
 
@@ -166,3 +170,62 @@ def test_the_gate_probes_once_before_the_run_and_says_which_file(files, capsys):
     )
     pick_machine_class(given)
     assert given.machine_class == "base" and capsys.readouterr().out == ""
+
+
+ZEN4 = "AuthenticAMD family 25 model 17"
+
+
+@pytest.fixture
+def cpu_files(files):
+    (files / "base.yaml").write_text(
+        BASE.replace(
+            "machine_classes:\n",
+            f"machine_classes:\n  - {{thresholds: zen4.yaml, cpu: {ZEN4}}}\n"
+            "  - {thresholds: amd.yaml, cpu: AuthenticAMD family 25, core_speed_min: 10}\n",
+        )
+    )
+    (files / "zen4.yaml").write_text(
+        "defaults: {core_speed: 22}\nnfs:\n  linux-ip4:\n    64B: {ndr_min: 0.2 Mpps}\n"
+    )
+    (files / "amd.yaml").write_text("nfs:\n  linux-ip4:\n    64B: {ndr_min: 0.25 Mpps}\n")
+    return files
+
+
+def test_a_class_naming_the_cpu_applies_on_that_cpu_at_any_speed(cpu_files):
+    """The Zen 4 VMs read 18-24 M it/s all day: by speed alone they are the slowest class."""
+    base = str(cpu_files / "base.yaml")
+    for speed in ("21", "55"):  # even at the fast class's speed: the CPU's own rows
+        th, why = resolve_thresholds(base, speed, cpu=ZEN4)
+        row = th.lookup("linux-ip4", "64B")
+        assert (row.ndr_min, row.core_speed, row.cpp_at_load_max) == ("0.2 Mpps", 22, 6000)
+        assert why.startswith(f"zen4.yaml: CPU {ZEN4}, cores at {float(speed):.1f} M it/s (given)")
+    other = "AuthenticAMD family 25 model 1"  # a Zen 3: the family's class (a prefix), by speed
+    assert resolve_thresholds(base, "21", cpu=other)[0].lookup("linux-ip4", "64B").ndr_min == "0.25 Mpps"
+    th, why = resolve_thresholds(base, "8", cpu=other)  # under that class's speed: the base rows
+    assert th.lookup("linux-ip4", "64B").ndr_min == "0.3 Mpps"
+    assert why.endswith(f"(given), under every class listed (>= 40), CPU {other}")
+    intel = "GenuineIntel family 6 model 85"
+    assert resolve_thresholds(base, "55", cpu=intel)[0].lookup("linux-ip4", "64B").ndr_min == "0.6 Mpps"
+    assert "CPU unknown" in resolve_thresholds(base, "21", cpu="")[1]
+
+
+def test_a_bad_cpu_or_a_class_naming_nothing_is_refused(files):
+    for entry, field in (
+        ("{thresholds: fast.yaml, cpu: 'AMD EPYC 9004'}", "cpu"),
+        ("{thresholds: fast.yaml, cpu: 'AuthenticAMD model 17'}", "cpu"),
+        ("{thresholds: fast.yaml}", "core_speed_min"),
+        ("{thresholds: fast.yaml, core_speed_min: 0}", "core_speed_min"),
+    ):
+        (files / "base.yaml").write_text(f"machine_classes: [{entry}]\nnfs: {{}}\n")
+        with pytest.raises(ConfigError) as err:
+            check_thresholds(str(files / "base.yaml"))
+        assert err.value.path.endswith(field), (entry, err.value)
+
+
+def test_host_cpu_reads_this_hosts_cpuinfo():
+    cpu = host_cpu()
+    if os.path.exists("/proc/cpuinfo") and "vendor_id" in open("/proc/cpuinfo").read():
+        vendor = cpu.split()[0]
+        assert cpu.startswith(vendor + " family ") and " model " in cpu
+    else:
+        assert cpu == ""

@@ -127,3 +127,17 @@ def test_leave_one_out_counts_no_cpp_at_load_of_a_slow_host_phase(tmp_path, caps
     assert rebaseline_main(runs + ["--leave-one-out"]) == 0
     out = capsys.readouterr().out
     assert "cpp_at_load 4500" not in out and "leave-one-out: 0 of 14" in out
+
+
+def test_keys_keep_only_the_thresholds_asked_for(tmp_path, capsys):
+    runs = [
+        _run(tmp_path, i, ndr_pps=n, pdr_pps=n, mrr_pps=n, cpp=2.6e9 / n, cpp_at_load=3000.0 + i)
+        for i, n in enumerate([500e3, 520e3, 480e3, 510e3, 490e3])
+    ]
+    path = _derive(tmp_path, capsys, runs, "--keys", "ndr_min,cpp_max")
+    th = load_thresholds(path).lookup("linux-ip4", "64B")
+    assert th.ndr_min and th.cpp_max and th.pdr_min is None and th.noise is None
+    assert th.cpp_at_load_max is None
+    assert "# Only ndr_min, cpp_max:" in open(path).read()
+    assert rebaseline_main(runs + ["--keys", "ndr_min,floor"]) == 2
+    assert "--keys: floor not derived here" in capsys.readouterr().err

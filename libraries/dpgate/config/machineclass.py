@@ -1,4 +1,4 @@
-"""Thresholds per machine class: the host's core speed picks the file whose floors hold here.
+"""Thresholds per machine class: the host's core speed and CPU pick the file whose floors hold here.
 
 Runners of one CI pool are one machine class; between pools the same SUT forwards at very
 different rates. The embedded testbed's VMs have come in two classes: cores at 28-34 M it/s
@@ -10,6 +10,12 @@ lists the faster classes::
     machine_classes:
       - {thresholds: embedded-fast.yaml, core_speed_min: 40}
 
+A class may also name the host's CPU (``cpu: "AuthenticAMD family 25 model 17"``, as
+:func:`host_cpu` reads ``/proc/cpuinfo``; a prefix such as ``AuthenticAMD family 25`` takes
+every model): speed alone cannot tell a slower CPU from a faster one in a slow phase (the Zen 4
+VMs' cores read 18-24 M it/s, under the base class's 28-34, all day). A class naming the CPU
+fits only that CPU and wins over classes that do not (then the higher ``core_speed_min``).
+
 ``machine_class``: ``auto`` probes the cores (about 2 s, before the testbed is up: :func:`class_speed`)
 and takes the class with the highest ``core_speed_min`` the host reaches, else the base file; ``base``
 takes the base file as it is; a number is the speed to judge by (a speed probed earlier,
@@ -17,16 +23,19 @@ e.g. by ``dpgate gate``, which passes it to Robot). The class's file is laid ove
 file (``ThresholdFile.overlaid``). A host in a slow phase during the probe reads as the slower
 class: looser floors, never a false FAIL.
 
->>> base = ThresholdFile(nfs={}, machine_classes=[MachineClass("fast.yaml", 40.0)])
+>>> zen4 = MachineClass("zen4.yaml", cpu="AuthenticAMD family 25 model 17")
+>>> base = ThresholdFile(nfs={}, machine_classes=[MachineClass("fast.yaml", 40.0), zen4])
 >>> choose(base, 55.0).thresholds, choose(base, 31.0)
 ('fast.yaml', None)
+>>> choose(base, 21.0, "AuthenticAMD family 25 model 17").thresholds, choose(base, 21.0, "AuthenticAMD family 25 model 1")
+('zen4.yaml', None)
 """
 
 from __future__ import annotations
 
 import os
 import time
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from dpgate.config.thresholds import MachineClass, ThresholdFile, load_thresholds
 from dpgate.model.errors import ConfigError
@@ -86,10 +95,54 @@ def low_quantile(values: Sequence[float], share: float) -> float:
     return ordered[i] + (nxt - ordered[i]) * (at - i)
 
 
-def choose(base: ThresholdFile, speed: float) -> Optional[MachineClass]:
-    """The class with the highest ``core_speed_min`` <= ``speed``; None: the base file's."""
-    fits = [c for c in base.machine_classes if speed >= c.core_speed_min]
-    return max(fits, key=lambda c: c.core_speed_min) if fits else None
+def host_cpu(cpuinfo: str = "/proc/cpuinfo") -> str:
+    r"""This host's CPU as machine classes name it: ``<vendor_id> family <cpu family> model
+    <model>`` of the first processor in ``cpuinfo`` (``""`` where it says none, e.g. not x86).
+
+    >>> import tempfile
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+    ...     _ = f.write("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\n")
+    >>> host_cpu(f.name), host_cpu(f.name + ".missing")
+    ('AuthenticAMD family 25 model 17', '')
+    """
+    seen: Dict[str, str] = {}
+    try:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if not line.strip():
+                    break  # the first processor's block
+                key, _, value = line.partition(":")
+                seen.setdefault(key.strip(), value.strip())
+    except OSError:
+        return ""
+    parts = [seen.get("vendor_id", ""), seen.get("cpu family", ""), seen.get("model", "")]
+    if not all(parts) or " " in parts[0]:
+        return ""
+    return f"{parts[0]} family {parts[1]} model {parts[2]}"
+
+
+def cpu_matches(wanted: str, cpu: str) -> bool:
+    """Whether ``cpu`` (:func:`host_cpu`) is the class's ``wanted`` CPU or one of its models.
+
+    >>> cpu_matches("AuthenticAMD family 25", "AuthenticAMD family 25 model 17")
+    True
+    >>> cpu_matches("AuthenticAMD family 25 model 1", "AuthenticAMD family 25 model 17"), cpu_matches("x", "")
+    (False, False)
+    """
+    want, have = wanted.split(), cpu.split()
+    return bool(want) and have[: len(want)] == want
+
+
+def choose(base: ThresholdFile, speed: float, cpu: str = "") -> Optional[MachineClass]:
+    """The class that fits (``speed`` >= its ``core_speed_min``, ``cpu`` its CPU where it names
+    one) and is most specific: naming the CPU (the longer name) first, then the highest
+    ``core_speed_min``; None: the base file's."""
+    fits = [
+        c
+        for c in base.machine_classes
+        if speed >= c.core_speed_min and (not c.cpu or cpu_matches(c.cpu, cpu))
+    ]
+    return max(fits, key=lambda c: (len(c.cpu.split()), c.core_speed_min)) if fits else None
 
 
 def parse_machine_class(value: str) -> Optional[float]:
@@ -119,12 +172,13 @@ def parse_machine_class(value: str) -> Optional[float]:
 
 
 def resolve_thresholds(
-    path: str, machine_class: str = "auto", how: str = "given"
+    path: str, machine_class: str = "auto", how: str = "given", cpu: Optional[str] = None
 ) -> Tuple[ThresholdFile, str]:
     """The thresholds of this host's class from ``path`` and why, e.g. ``"embedded-fast.yaml:
     cores at 55.1 M it/s (probed) >= 40, over embedded.yaml"``. Probes only when the file lists
     classes and ``machine_class`` is ``auto``; ``how`` says where a given speed came from
-    (``dpgate gate`` probed it). Every class's file must load, whichever is picked."""
+    (``dpgate gate`` probed it); ``cpu``: the host's (default :func:`host_cpu`). Every class's
+    file must load, whichever is picked."""
     base = load_thresholds(path)
     name = os.path.basename(path)
     if not base.machine_classes:
@@ -135,15 +189,21 @@ def resolve_thresholds(
     if speed == 0.0:
         return base, f"{name} (machine_class=base)"
     files = {mc.thresholds: _class_file(path, mc) for mc in base.machine_classes}
-    pick = choose(base, speed)
+    cpu = host_cpu() if cpu is None else cpu
+    pick = choose(base, speed, cpu)
     if pick is None:
-        lowest = min(c.core_speed_min for c in base.machine_classes)
+        lowest = min((c.core_speed_min for c in base.machine_classes if not c.cpu), default=0.0)
+        unlisted = f", CPU {cpu or 'unknown'}" if any(c.cpu for c in base.machine_classes) else ""
         return (
             base,
-            f"{name}'s own rows: cores at {speed:.1f} M it/s ({how}), under every class listed (>= {lowest:g})",
+            f"{name}'s own rows: cores at {speed:.1f} M it/s ({how}), under every class listed"
+            f" (>= {lowest:g}){unlisted}",
         )
     top = files[pick.thresholds]
-    why = f"{pick.thresholds}: cores at {speed:.1f} M it/s ({how}) >= {pick.core_speed_min:g}, over {name}"
+    by = f"CPU {cpu}, " if pick.cpu else ""
+    why = (
+        f"{pick.thresholds}: {by}cores at {speed:.1f} M it/s ({how}) >= {pick.core_speed_min:g}, over {name}"
+    )
     return base.overlaid(top), why
 
 

@@ -48,6 +48,20 @@ from typing import Dict, List, Optional, Tuple
 from dpgate.model.errors import ConfigError
 
 RATE_KEYS = {"ndr_pps": "ndr_min", "pdr_pps": "pdr_min"}
+#: every threshold :func:`derive_case` may set (``--keys`` chooses among them)
+DERIVED = (
+    "ndr_min",
+    "pdr_min",
+    "cpp_max",
+    "core_speed",
+    "cpp_load",
+    "cpp_at_load_max",
+    "noise",
+    "mrr_noise",
+    "cpp_noise",
+    "cpp_scaled_noise",
+    "cpp_kernel_noise",
+)
 DEFAULT_DISTURBANCE_MAX = 0.10
 
 
@@ -194,15 +208,25 @@ def seen(vals: Dict[str, List[float]]) -> str:
     return f"n={len(vals.get('ndr_pps', []))}: " + ", ".join(parts)
 
 
-def render(cases, runs: int, min_runs: int, min_margin: float, gate_margin: Optional[float] = None) -> str:
+def render(
+    cases,
+    runs: int,
+    min_runs: int,
+    min_margin: float,
+    gate_margin: Optional[float] = None,
+    keys: Optional[List[str]] = None,
+) -> str:
+    """The rows as YAML; ``keys``: only those thresholds (e.g. a machine class's file that
+    takes its floors from these runs and the rest from the base file)."""
     lines = [
         f"# Derived by 'python -m dpgate.config.rebaseline' from {runs} runs (healthy measurements only):",
         "# floors = lowest seen / (1 + spread), cpp_at_load_max = highest seen x (1 + spread),",
         f"# noise = spread x 1.1; spread = max/min - 1 over the runs, at least {min_margin:.0%};",
         f"# floors and ceilings at least {max(min_margin, gate_margin or 0):.0%} from the lowest/highest seen.",
-        "defaults: {}",
-        "nfs:",
     ]
+    if keys:
+        lines.append(f"# Only {', '.join(keys)}: the rest comes from the file these rows are laid over.")
+    lines += ["defaults: {}", "nfs:"]
     by_nf: Dict[str, Dict[str, Dict[str, str]]] = {}
     for (nf, size), vals in sorted(cases.items()):
         n = len(vals.get("ndr_pps", []))
@@ -211,7 +235,11 @@ def render(cases, runs: int, min_runs: int, min_margin: float, gate_margin: Opti
                 f"{nf} {size}: only {n} usable run(s) (need {min_runs}); run more healthy 'dpgate gate' runs or lower --min-runs",
                 path="rebaseline",
             )
-        by_nf.setdefault(nf, {})[size] = derive_case(vals, min_margin, gate_margin)
+        row = derive_case(vals, min_margin, gate_margin)
+        if keys:
+            row = {k: v for k, v in row.items() if k in keys}
+        if row:
+            by_nf.setdefault(nf, {})[size] = row
     for nf, sizes in by_nf.items():
         lines.append(f"  {nf}:")
         for size, th in sizes.items():
@@ -300,15 +328,28 @@ def main(argv: Optional[List[str]] = None) -> int:
         action="store_true",
         help="instead: check every run against the thresholds derived from the others (false FAIL rate)",
     )
+    ap.add_argument(
+        "--keys",
+        default="",
+        help="comma-separated thresholds to print, the others left out (e.g. ndr_min,pdr_min,cpp_max "
+        "for a machine class's floors); default every one derived",
+    )
     a = ap.parse_args(argv)
+    keys = [k.strip() for k in a.keys.split(",") if k.strip()]
     try:
+        unknown = sorted(set(keys) - set(DERIVED))
+        if unknown:
+            raise ConfigError(
+                f"--keys: {', '.join(unknown)} not derived here; choose from {', '.join(DERIVED)}",
+                path="rebaseline",
+            )
         if a.leave_one_out:
             if len(a.runs) < 3:
                 raise ConfigError("--leave-one-out needs at least 3 runs", path="rebaseline")
             print("\n".join(leave_one_out(a.runs, a.disturbance_max, a.min_margin, a.gate_margin)))
             return 0
         cases = collect(a.runs, a.disturbance_max)
-        sys.stdout.write(render(cases, len(a.runs), a.min_runs, a.min_margin, a.gate_margin))
+        sys.stdout.write(render(cases, len(a.runs), a.min_runs, a.min_margin, a.gate_margin, keys))
     except ConfigError as err:
         print(f"dpgate rebaseline: error: {err}", file=sys.stderr)
         return 2

@@ -27,10 +27,12 @@ merges, later winning: defaults < all < <size> < all-<tag> < <size>-<tag>. Witho
         64B-1T1C: {ndr_min: 13.0 Mpps, cpp_max: 190}
         64B-2T1C: {ndr_min: 15.8 Mpps}
 
-A file may name thresholds of faster machine classes (``dpgate.config.machineclass``)::
+A file may name thresholds of other machine classes (``dpgate.config.machineclass``), by
+core speed, by CPU, or both::
 
     machine_classes:
       - {thresholds: embedded-fast.yaml, core_speed_min: 40, note: "EPYC VMs at 48-63 M it/s"}
+      - {thresholds: embedded-zen4.yaml, cpu: "AuthenticAMD family 25 model 17"}
 
 Every bad value is one ConfigError naming file, path and what is accepted.
 """
@@ -157,15 +159,34 @@ class CaseThresholds:
         return parse_ratio(v, upper_inclusive=True) if v is not None else None
 
 
+_CPU = re.compile(r"^\S+( family \d+( model \d+)?)?$")
+
+
 @dataclass(frozen=True)
 class MachineClass:
-    """Thresholds of a faster machine class: ``thresholds`` (a file beside this one, its rows
+    """Thresholds of another machine class: ``thresholds`` (a file beside this one, its rows
     laid over this file's) applies where the host's cores run ``core_speed_min`` M it/s of
-    dpgate's probe loop or faster."""
+    dpgate's probe loop or faster and, when ``cpu`` is given, where the host's CPU is that one
+    (``AuthenticAMD family 25 model 17``, or a prefix of it such as ``AuthenticAMD family 25``:
+    ``dpgate.config.machineclass.host_cpu``)."""
 
     thresholds: str
-    core_speed_min: float = field(metadata={"check": _pos})
+    core_speed_min: float = field(default=0.0, metadata={"check": schema.non_negative})
+    cpu: str = ""
     note: str = ""
+
+    def validate(self):
+        if self.cpu and not _CPU.match(self.cpu):
+            return (
+                "cpu",
+                f"expected '<vendor_id> family <n> model <n>' as /proc/cpuinfo says, got {self.cpu!r}",
+            )
+        if not self.cpu and self.core_speed_min <= 0:
+            return (
+                "core_speed_min",
+                "a class names its cores' speed (core_speed_min > 0) or its cpu, or both",
+            )
+        return None
 
 
 def _row_key(key: str) -> str:
