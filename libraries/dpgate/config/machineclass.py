@@ -35,9 +35,10 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from dpgate.config.thresholds import MachineClass, ThresholdFile, load_thresholds
+from dpgate.exec.hostcpu import cpu_id
 from dpgate.model.errors import ConfigError
 
 #: rounds of a core speed probe (every core once a round) and the pause between them (s)
@@ -95,30 +96,10 @@ def low_quantile(values: Sequence[float], share: float) -> float:
     return ordered[i] + (nxt - ordered[i]) * (at - i)
 
 
-def host_cpu(cpuinfo: str = "/proc/cpuinfo") -> str:
-    r"""This host's CPU as machine classes name it: ``<vendor_id> family <cpu family> model
-    <model>`` of the first processor in ``cpuinfo`` (``""`` where it says none, e.g. not x86).
-
-    >>> import tempfile
-    >>> with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
-    ...     _ = f.write("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\n")
-    >>> host_cpu(f.name), host_cpu(f.name + ".missing")
-    ('AuthenticAMD family 25 model 17', '')
-    """
-    seen: Dict[str, str] = {}
-    try:
-        with open(cpuinfo, encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if not line.strip():
-                    break  # the first processor's block
-                key, _, value = line.partition(":")
-                seen.setdefault(key.strip(), value.strip())
-    except OSError:
-        return ""
-    parts = [seen.get("vendor_id", ""), seen.get("cpu family", ""), seen.get("model", "")]
-    if not all(parts) or " " in parts[0]:
-        return ""
-    return f"{parts[0]} family {parts[1]} model {parts[2]}"
+def host_cpu() -> str:
+    """This host's CPU as machine classes name it (``dpgate.exec.hostcpu.cpu_id``:
+    ``AuthenticAMD family 25 model 17``), ``""`` where /proc/cpuinfo names none (e.g. not x86)."""
+    return cpu_id() or ""
 
 
 def cpu_matches(wanted: str, cpu: str) -> bool:

@@ -35,17 +35,36 @@ def _cpuinfo(text: Optional[str]) -> Optional[str]:
         return None
 
 
-def cpu_model(text: Optional[str] = None) -> Optional[str]:
-    """The first ``model name`` of /proc/cpuinfo (or of ``text``); None where it names none
-    (e.g. some ARM kernels) or cannot be read."""
+def _first(text: Optional[str], name: str) -> Optional[str]:
+    """The first value of field ``name`` in ``text`` (None: absent, empty or unreadable)."""
     text = _cpuinfo(text)
     if text is None:
         return None
     for line in text.splitlines():
         key, _, value = line.partition(":")
-        if key.strip() == "model name":
+        if key.strip() == name:
             return value.strip() or None
     return None
+
+
+def cpu_model(text: Optional[str] = None) -> Optional[str]:
+    """The first ``model name`` of /proc/cpuinfo (or of ``text``); None where it names none
+    (e.g. some ARM kernels) or cannot be read."""
+    return _first(text, "model name")
+
+
+def cpu_id(text: Optional[str] = None) -> Optional[str]:
+    """``<vendor_id> family F model M`` of the first CPU: how thresholds' machine classes name
+    a CPU (``dpgate.config.machineclass``); None where any part is missing.
+
+    >>> cpu_id("processor\\t: 0\\nvendor_id\\t: AuthenticAMD\\ncpu family\\t: 25\\nmodel\\t\\t: 17\\n")
+    'AuthenticAMD family 25 model 17'
+    >>> cpu_id("processor\\t: 0\\ncpu family\\t: 25\\nmodel\\t\\t: 17\\n") is None
+    True
+    """
+    text = _cpuinfo(text)
+    vendor, fm = _first(text, "vendor_id"), cpu_family_model(text)
+    return f"{vendor} {fm}" if vendor and fm and " " not in vendor else None
 
 
 def cpu_family_model(text: Optional[str] = None) -> Optional[str]:
