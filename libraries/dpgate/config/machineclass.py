@@ -12,9 +12,10 @@ lists the faster classes::
 
 A class may also name the host's CPU (``cpu: "AuthenticAMD family 25 model 17"``, as
 :func:`host_cpu` reads ``/proc/cpuinfo``; a prefix such as ``AuthenticAMD family 25`` takes
-every model): speed alone cannot tell a slower CPU from a faster one in a slow phase (the Zen 4
-VMs' cores read 18-24 M it/s, under the base class's 28-34, all day). A class naming the CPU
-fits only that CPU and wins over classes that do not (then the higher ``core_speed_min``).
+every model): speed alone does not place every host (the Zen 4 VMs' class probe read 20.5 to
+44.0 M it/s before five runs in one hour: the base class one run, the fast class the next). A
+class naming the CPU fits only that CPU and wins over classes that do not (then the higher
+``core_speed_min``).
 
 ``machine_class``: ``auto`` probes the cores (about 2 s, before the testbed is up: :func:`class_speed`)
 and takes the class with the highest ``core_speed_min`` the host reaches, else the base file; ``base``
