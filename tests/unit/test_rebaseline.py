@@ -139,5 +139,21 @@ def test_keys_keep_only_the_thresholds_asked_for(tmp_path, capsys):
     assert th.ndr_min and th.cpp_max and th.pdr_min is None and th.noise is None
     assert th.cpp_at_load_max is None
     assert "# Only ndr_min, cpp_max:" in open(path).read()
+    from dpgate.config.rebaseline import DERIVED, derive_case
+
+    every = derive_case(
+        {
+            "ndr_pps": [5e5, 5.2e5],
+            "pdr_pps": [5e5, 5.2e5],
+            "mrr_pps": [5e5, 5.1e5],
+            "hz": [2.6e9],
+            "cpp_at_load": [3000.0, 3100.0],
+            "cpp_at_load_pps": [1.5e5, 1.5e5],
+            "sut_core_speed": [30.0, 31.0],
+            "cpp_at_load_scaled": [3000.0, 3050.0],
+            "cpp_at_load_per_kernel_scaled": [1.1, 1.12],
+        }
+    )
+    assert set(every) == set(DERIVED)  # --keys can name every threshold derive_case sets
     assert rebaseline_main(runs + ["--keys", "ndr_min,floor"]) == 2
     assert "--keys: floor not derived here" in capsys.readouterr().err

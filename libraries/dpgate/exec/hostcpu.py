@@ -63,6 +63,8 @@ def cpu_id(text: Optional[str] = None) -> Optional[str]:
     True
     """
     text = _cpuinfo(text)
+    if text is None:  # unreadable: read once, not again by each field
+        return None
     vendor, fm = _first(text, "vendor_id"), cpu_family_model(text)
     return f"{vendor} {fm}" if vendor and fm and " " not in vendor else None
 
