@@ -116,7 +116,7 @@ def test_a_missing_or_nested_class_file_is_one_error_naming_it(files):
 
 
 def test_a_bad_machine_class_value_is_refused(files):
-    with pytest.raises(ConfigError, match="auto, base or a core speed"):
+    with pytest.raises(ConfigError, match="auto, base, a core speed in M it/s .* or a class.s file name"):
         resolve_thresholds(str(files / "base.yaml"), "fast")
     with pytest.raises(SystemExit):
         build_parser().parse_args(["gate", "--machine-class", "fast"])
@@ -229,3 +229,38 @@ def test_host_cpu_reads_this_hosts_cpuinfo():
         assert cpu.startswith(vendor + " family ") and " model " in cpu
     else:
         assert cpu == ""
+
+
+def test_a_named_class_applies_whatever_the_host(cpu_files, capsys):
+    """A Zen 4 host judged by the fast class's rows (or any host by the Zen 4 rows): the user
+    names the class's file; a speed still loses to the class naming this host's CPU."""
+    base = str(cpu_files / "base.yaml")
+    th, why = resolve_thresholds(base, "fast.yaml", cpu=ZEN4)
+    assert th.lookup("linux-ip4", "64B").ndr_min == "0.6 Mpps"
+    assert why == "fast.yaml: named (machine_class), over base.yaml"
+    assert resolve_thresholds(base, "55", cpu=ZEN4)[0].lookup("linux-ip4", "64B").ndr_min == "0.2 Mpps"
+    other = resolve_thresholds(base, "zen4.yaml", cpu="GenuineIntel family 6 model 143")[0]
+    assert other.lookup("linux-ip4", "64B").ndr_min == "0.2 Mpps"
+    with pytest.raises(ConfigError, match="'slow.yaml' is none of base.yaml's machine classes") as err:
+        resolve_thresholds(base, "slow.yaml")
+    assert err.value.path == "machine_class" and "zen4.yaml, amd.yaml, fast.yaml" in str(err.value)
+    (cpu_files / "plain.yaml").write_text("nfs: {}\n")  # a file without classes names none
+    with pytest.raises(ConfigError, match="listed: none"):
+        resolve_thresholds(str(cpu_files / "plain.yaml"), "fast.yaml")
+    with pytest.raises(ConfigError, match="class's file name"):
+        resolve_thresholds(base, "../fast.yaml")
+
+
+def test_the_gate_checks_a_named_class_before_anything_starts(cpu_files, capsys, monkeypatch):
+    from dpgate.cli.gate import pick_machine_class, preflight
+
+    monkeypatch.setattr("dpgate.cli.gate.check_environment", lambda: None)  # tools: not this test's
+    base = str(cpu_files / "base.yaml")
+    args = build_parser().parse_args(["gate", "--thresholds", base, "--machine-class", "fast.yaml"])
+    preflight(args)
+    assert capsys.readouterr().out == "thresholds: fast.yaml: named (machine_class), over base.yaml\n"
+    pick_machine_class(args)  # no probe: the class is named
+    assert args.machine_class == "fast.yaml" and capsys.readouterr().out == ""
+    bad = build_parser().parse_args(["gate", "--thresholds", base, "--machine-class", "slow.yaml"])
+    with pytest.raises(ConfigError, match="slow.yaml"):
+        preflight(bad)

@@ -129,7 +129,9 @@ def add_parser(sub) -> None:
         type=_machine_class,
         default="auto",
         help="which of the thresholds file's machine_classes applies: auto (probe the cores before "
-        "the run), base (the file as it is) or a core speed in M it/s (default auto)",
+        "the run), base (the file as it is), a core speed in M it/s (a class naming this host's CPU "
+        "still wins) or a class's file name, e.g. embedded-fast.yaml (that class, whatever the "
+        "host) (default auto)",
     )
     add_generator_option(g)
     add_binary_option(g)
@@ -248,7 +250,10 @@ def preflight(args) -> Topology:
     )
     if args.thresholds is None and topo.kind != "embedded":
         args.thresholds = "variables/lab-local.yaml" if is_local_lab(topo) else "variables/lab-2n-skx.yaml"
-    check_thresholds(args.thresholds or "variables/embedded.yaml")
+    path = args.thresholds or "variables/embedded.yaml"
+    check_thresholds(path)
+    if isinstance(parse_machine_class(getattr(args, "machine_class", "auto")), str):  # listed?
+        print(f"thresholds: {resolve_thresholds(path, args.machine_class)[1]}", flush=True)
     if getattr(args, "paired", False) and topo.kind != "embedded":
         raise ConfigError(
             "the paired check runs on the embedded testbed only (its twin is a second one)", path="--paired"

@@ -20,8 +20,9 @@ class naming the CPU fits only that CPU and wins over classes that do not (then 
 ``machine_class``: ``auto`` probes the cores (about 2 s, before the testbed is up: :func:`class_speed`)
 and takes the class with the highest ``core_speed_min`` the host reaches, else the base file; ``base``
 takes the base file as it is; a number is the speed to judge by (a speed probed earlier,
-e.g. by ``dpgate gate``, which passes it to Robot). The class's file is laid over the base
-file (``ThresholdFile.overlaid``). A host in a slow phase during the probe reads as the slower
+e.g. by ``dpgate gate``, which passes it to Robot; a class naming this host's CPU still wins);
+a class's file name (``embedded-fast.yaml``) takes that class whatever the host. The class's
+file is laid over the base file (``ThresholdFile.overlaid``). A host in a slow phase during the probe reads as the slower
 class: looser floors, never a false FAIL.
 
 >>> zen4 = MachineClass("zen4.yaml", cpu="AuthenticAMD family 25 model 17")
@@ -36,7 +37,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple, Union
 
 from dpgate.config.thresholds import MachineClass, ThresholdFile, load_thresholds
 from dpgate.exec.hostcpu import cpu_id
@@ -127,28 +128,39 @@ def choose(base: ThresholdFile, speed: float, cpu: str = "") -> Optional[Machine
     return max(fits, key=lambda c: (len(c.cpu.split()), c.core_speed_min)) if fits else None
 
 
-def parse_machine_class(value: str) -> Optional[float]:
-    """``auto`` -> None (probe), ``base`` -> 0.0 (no class), ``55.2`` -> 55.2 (M it/s).
+def parse_machine_class(value: str) -> Union[None, float, str]:
+    """``auto`` -> None (probe), ``base`` -> 0.0 (no class), ``55.2`` -> 55.2 (M it/s), a
+    class's file name -> that name (the class itself, whatever the host).
 
     >>> parse_machine_class("auto"), parse_machine_class("base"), parse_machine_class("55.2")
     (None, 0.0, 55.2)
+    >>> parse_machine_class("embedded-fast.yaml")
+    'embedded-fast.yaml'
+    >>> parse_machine_class("nan")
+    Traceback (most recent call last):
+    ...
+    dpgate.model.errors.ConfigError: machine_class: must be auto, base, a core speed in M it/s (e.g. 55.2) or a class's file name (e.g. embedded-fast.yaml), got 'nan'
     >>> parse_machine_class("fast")
     Traceback (most recent call last):
     ...
-    dpgate.model.errors.ConfigError: machine_class: must be auto, base or a core speed in M it/s (e.g. 55.2), got 'fast'
+    dpgate.model.errors.ConfigError: machine_class: must be auto, base, a core speed in M it/s (e.g. 55.2) or a class's file name (e.g. embedded-fast.yaml), got 'fast'
     """
-    v = str(value).strip().lower()
-    if v in ("auto", ""):
+    v = str(value).strip()
+    if v.lower() in ("auto", ""):
         return None
-    if v == "base":
+    if v.lower() == "base":
         return 0.0
+    if v.endswith((".yaml", ".yml")) and "/" not in v:
+        return v
     try:
         speed = float(v)
     except ValueError:
         speed = -1.0
-    if speed < 0:
+    if not 0 <= speed < float("inf"):
         raise ConfigError(
-            f"must be auto, base or a core speed in M it/s (e.g. 55.2), got {value!r}", path="machine_class"
+            "must be auto, base, a core speed in M it/s (e.g. 55.2) or a class's file name"
+            f" (e.g. embedded-fast.yaml), got {value!r}",
+            path="machine_class",
         )
     return speed
 
@@ -163,11 +175,13 @@ def resolve_thresholds(
     file must load, whichever is picked."""
     base = load_thresholds(path)
     name = os.path.basename(path)
+    given = parse_machine_class(machine_class)
+    if isinstance(given, str):
+        return _named(path, base, given)
     if not base.machine_classes:
         return base, name
-    speed = parse_machine_class(machine_class)
-    if speed is None:
-        speed, how = class_speed(), "probed"
+    speed = class_speed() if given is None else given
+    how = "probed" if given is None else how
     if speed == 0.0:
         return base, f"{name} (machine_class=base)"
     files = {mc.thresholds: _class_file(path, mc) for mc in base.machine_classes}
@@ -187,6 +201,20 @@ def resolve_thresholds(
         f"{pick.thresholds}: {by}cores at {speed:.1f} M it/s ({how}) >= {pick.core_speed_min:g}, over {name}"
     )
     return base.overlaid(top), why
+
+
+def _named(path: str, base: ThresholdFile, wanted: str) -> Tuple[ThresholdFile, str]:
+    """The class ``wanted`` names (its file), laid over ``base``, whatever the host."""
+    name = os.path.basename(path)
+    for mc in base.machine_classes:
+        if mc.thresholds == wanted:
+            return base.overlaid(_class_file(path, mc)), f"{wanted}: named (machine_class), over {name}"
+    listed = ", ".join(mc.thresholds for mc in base.machine_classes) or "none"
+    raise ConfigError(
+        f"{wanted!r} is none of {name}'s machine classes (listed: {listed}); give auto, base, a core"
+        " speed or one of those",
+        path="machine_class",
+    )
 
 
 def check_thresholds(path: str) -> ThresholdFile:
