@@ -231,7 +231,7 @@ def test_host_cpu_reads_this_hosts_cpuinfo():
         assert cpu == ""
 
 
-def test_a_named_class_applies_whatever_the_host(cpu_files, capsys):
+def test_a_named_class_applies_whatever_the_host(cpu_files):
     """A Zen 4 host judged by the fast class's rows (or any host by the Zen 4 rows): the user
     names the class's file; a speed still loses to the class naming this host's CPU."""
     base = str(cpu_files / "base.yaml")

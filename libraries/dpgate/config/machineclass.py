@@ -22,8 +22,8 @@ and takes the class with the highest ``core_speed_min`` the host reaches, else t
 takes the base file as it is; a number is the speed to judge by (a speed probed earlier,
 e.g. by ``dpgate gate``, which passes it to Robot; a class naming this host's CPU still wins);
 a class's file name (``embedded-fast.yaml``) takes that class whatever the host. The class's
-file is laid over the base file (``ThresholdFile.overlaid``). A host in a slow phase during the probe reads as the slower
-class: looser floors, never a false FAIL.
+file is laid over the base file (``ThresholdFile.overlaid``). A host in a slow phase during the
+probe reads as the slower class: looser floors, never a false FAIL.
 
 >>> zen4 = MachineClass("zen4.yaml", cpu="AuthenticAMD family 25 model 17")
 >>> base = ThresholdFile(nfs={}, machine_classes=[MachineClass("fast.yaml", 40.0), zen4])

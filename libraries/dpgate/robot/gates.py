@@ -36,8 +36,8 @@ class Gates(PairedGate):
 
     ``telemetry_policy`` says what an IPC/DDIO/TMAM gate does on a host without counters:
     ``skip`` the test or ``fail`` it, with the reason either way. ``machine_class`` (``auto``,
-    ``base``, a core speed in M it/s or a class's file name): which of the file's ``machine_classes`` applies
-    (``dpgate.config.machineclass``); ``auto`` probes the cores at import, before the testbed
+    ``base``, a core speed in M it/s or a class's file name): which of the file's
+    ``machine_classes`` applies (``dpgate.config.machineclass``); ``auto`` probes the cores at import, before the testbed
     is up, and the record's ``thresholds`` names the file whose rows the case used,
     ``thresholds_choice`` why (the speed it was picked by).
     """
