@@ -156,13 +156,15 @@ def judge(
     disturbance_max: float,
     saturated: bool = False,
     model: Optional[str] = None,
+    exponent: Optional[float] = None,
 ) -> PairedCpp:
     """The paired check's estimate from measured (baseline, SUT) trial pairs: the pairs
     :func:`judged_pairs` keeps, each trial's cycles (``sut_cycles_per_packet`` of a SUT that
     busy-polls, else ``sut_cpu_cycles_per_packet``; ``saturated``: :data:`SATURATED_FIELD`) at
-    the reference core speed by the SUT kind's exponent on CPU ``model`` when every kept trial read its speed
-    (:func:`pair_cycles`; never at saturation), the change of the same pairs as measured
-    beside it (``unscaled``).
+    the reference core speed by the SUT kind's exponent on CPU ``model`` (``exponent``: by that
+    one instead, as ``benchmarks/speed_exponent.py`` replays a recorded run) when every kept
+    trial read its speed (:func:`pair_cycles`; never at saturation), the change of the same
+    pairs as measured beside it (``unscaled``).
 
     A polling SUT whose every kept trial accounts the kernel's work on its frames on its core
     (:mod:`dpgate.telemetry.kernel_ref`) is judged per kernel cycle instead: each trial's busy
@@ -178,7 +180,10 @@ def judge(
     trials = [t for pair in used for t in pair]
     field = "sut_cycles_per_packet" if polling else "sut_cpu_cycles_per_packet"
     sped = all((t.details or {}).get("sut_core_speed") for t in trials)
-    exponent = speed_exponent(polling, model) if sped else None
+    if exponent is None:
+        exponent = speed_exponent(polling, model)
+    if not sped:
+        exponent = None
     if saturated:
         field = SATURATED_FIELD
         # Not scaled: beside a poller the core's speed is probed while the poll loop runs, and
