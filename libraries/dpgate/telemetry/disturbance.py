@@ -82,7 +82,9 @@ CPP_SPEED_EXPONENT = {"kernel": 0.5, "polling": 0.25}
 #: runs' figures spread 3.7-7.6 % where 0.5 left 3.9-15.7 %, though over three quiet gate runs
 #: each (gk38) 4.0-17.5 % against 6.7-11.5 % (a run whose speed reading was high all through);
 #: over the day's nine sets 7.4 % mean against 9.6 (docs/embedded.md). Its polling SUTs fitted
-#: 0.05-0.39, the class's 0.25.
+#: 0.05-0.39, the class's 0.25. The Zen 4 VM (``AMD EPYC``, 2026-12-04,
+#: ``benchmarks/speed_exponent.py`` over 236 recorded cases) fitted kernel SUTs 0.44-0.65 and
+#: polling SUTs 0.18-0.24: its class's exponents, no row.
 MODEL_EXPONENT: Dict[Tuple[str, str], float] = {("kernel", "Intel(R) Xeon(R) Processor"): 1.0}
 
 
