@@ -61,17 +61,32 @@ def runs_under(dirs: List[str], model: Optional[str] = None) -> Iterator[Run]:
             raise ConfigError(f"no such directory: {top}", path="RUN_DIR")
         for jsonl in sorted(glob.glob(os.path.join(top, "**", "trials.jsonl"), recursive=True)):
             here = os.path.dirname(jsonl)
-            with open(jsonl, encoding="utf-8") as fh:
-                rows = [json.loads(line) for line in fh if line.strip()]
+            rows = _read_jsonl(jsonl)
             for rec_path in sorted(glob.glob(os.path.join(here, "tests", "*.json"))):
                 with open(rec_path, encoding="utf-8") as fh:
-                    rec = json.load(fh)
+                    try:
+                        rec = json.load(fh)
+                    except ValueError as err:
+                        raise ConfigError(f"not a dpgate record ({err})", source=rec_path) from None
                 m = rec.get("metrics") or {}
                 if model and m.get("host_cpu_model") != model:
                     continue
                 mine = [r for r in rows if r.get("test") == rec.get("test_id")]
                 where = os.path.relpath(here, top)
                 yield Run(where, str(rec.get("nf")), str(m.get("frame_size", "")), m, mine)
+
+
+def _read_jsonl(path: str) -> List[Dict[str, Any]]:
+    """A trials.jsonl's rows; a line that is not JSON names the file and line."""
+    rows = []
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except ValueError as err:
+                    raise ConfigError(f"line {n} is not JSON ({err})", source=path) from None
+    return rows
 
 
 def trial(row: Mapping[str, Any]) -> TrialResult:

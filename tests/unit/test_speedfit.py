@@ -144,3 +144,7 @@ def test_benchmark_refuses_what_it_cannot_read(tmp_path):
         bench.main([str(top), "--model", "AMD EPYC"])
     with pytest.raises(SystemExit, match="--replay"):
         bench.main([str(top), "--replay", "half"])
+    jsonl = next(top.rglob("trials.jsonl"))
+    jsonl.write_text(jsonl.read_text() + "{cut short\n")
+    with pytest.raises(SystemExit, match=r"trials.jsonl.*line 26 is not JSON"):
+        bench.main([str(top)])
