@@ -33,6 +33,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "libraries"))
 from dpgate.config.units import parse_ratio  # noqa: E402
 from dpgate.model.errors import ConfigError  # noqa: E402
 from dpgate.model.trial import TrialResult  # noqa: E402
+from dpgate.outputs.results import load_record  # noqa: E402
 from dpgate.telemetry.paired import judge, verdict  # noqa: E402
 from dpgate.telemetry.speedfit import DMAX, cycles_of, fixed_load_points, paired_rows, pooled_fit  # noqa: E402
 
@@ -63,11 +64,7 @@ def runs_under(dirs: List[str], model: Optional[str] = None) -> Iterator[Run]:
             here = os.path.dirname(jsonl)
             rows = _read_jsonl(jsonl)
             for rec_path in sorted(glob.glob(os.path.join(here, "tests", "*.json"))):
-                with open(rec_path, encoding="utf-8") as fh:
-                    try:
-                        rec = json.load(fh)
-                    except ValueError as err:
-                        raise ConfigError(f"not a dpgate record ({err})", source=rec_path) from None
+                rec = load_record(rec_path)  # validated: a foreign or cut file names itself
                 m = rec.get("metrics") or {}
                 if model and m.get("host_cpu_model") != model:
                     continue

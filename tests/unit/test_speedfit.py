@@ -10,6 +10,7 @@ import pytest
 from helpers import load_benchmark
 
 from dpgate.model.trial import TrialResult
+from dpgate.outputs.results import ResultStore
 from dpgate.telemetry.paired import judge
 from dpgate.telemetry.speedfit import fixed_load_points, paired_rows, pooled_fit
 
@@ -108,11 +109,19 @@ def test_judge_scales_by_the_exponent_it_is_given():
 
 
 def write_run(tmp_path, rows, metrics):
-    here = tmp_path / "gk" / "linux-bridge" / "inject-10-0" / "dpgate"
-    (here / "tests").mkdir(parents=True)
-    (here / "trials.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    rec = {"test_id": TEST, "nf": "linux-bridge", "metrics": metrics}
-    (here / "tests" / f"{TEST}.json").write_text(json.dumps(rec))
+    """A gate run's result dir as the gate writes it: the record through ResultStore, the
+    trials one JSON line each."""
+    out = tmp_path / "gk" / "linux-bridge" / "inject-10-0"
+    store = ResultStore(str(out))
+    store.update(
+        TEST,
+        suite="Linux-Bridge-Ndrpdr",
+        name="64B-1c-linux-bridge-ndrpdr",
+        status="FAIL",
+        nf="linux-bridge",
+        metrics=metrics,
+    )
+    (out / "dpgate" / "trials.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     return tmp_path / "gk"
 
 
@@ -147,4 +156,8 @@ def test_benchmark_refuses_what_it_cannot_read(tmp_path):
     jsonl = next(top.rglob("trials.jsonl"))
     jsonl.write_text(jsonl.read_text() + "{cut short\n")
     with pytest.raises(SystemExit, match=r"trials.jsonl.*line 26 is not JSON"):
+        bench.main([str(top)])
+    jsonl.write_text("")
+    next(top.rglob("tests/*.json")).write_text('{"schema": "dpgate.result/2"')  # cut short
+    with pytest.raises(SystemExit, match=r"tests/.*json.*not JSON"):
         bench.main([str(top)])
