@@ -7,7 +7,7 @@ check with a candidate exponent: no testbed, only what the gate wrote.
 
 Every ``dpgate/trials.jsonl`` under a RUN_DIR (a ``dpgate gate`` output directory, or a
 ``benchmarks/gate_signal.py --outdir``) with its records (``dpgate/tests/*.json``) is read;
-``--model`` keeps the runs whose ``host_cpu_model`` is that CPU. Prints per SUT and frame size
+``--model`` keeps the runs whose ``host_cpu_model`` or ``host_cpu_id`` is that CPU. Prints per SUT and frame size
 the exponent ``e`` of ``cycles ~ speed^-e`` fitted within runs
 (:func:`dpgate.telemetry.speedfit.pooled_fit`), its trials, speed range and residual, beside
 the exponent the runs were scaled by; then, with ``--replay``, each run's paired check
@@ -66,7 +66,7 @@ def runs_under(dirs: List[str], model: Optional[str] = None) -> Iterator[Run]:
             for rec_path in sorted(glob.glob(os.path.join(here, "tests", "*.json"))):
                 rec = load_record(rec_path)  # validated: a foreign or cut file names itself
                 m = rec.get("metrics") or {}
-                if model and m.get("host_cpu_model") != model:
+                if model and model not in (m.get("host_cpu_model"), m.get("host_cpu_id")):
                     continue
                 mine = [r for r in rows if r.get("test") == rec.get("test_id")]
                 where = os.path.relpath(here, top)
@@ -150,7 +150,11 @@ def replay(run: Run, exponents: List[float], max_rise: float, dmax: float) -> Op
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("dirs", nargs="+", metavar="RUN_DIR")
-    ap.add_argument("--model", default=None, help='only runs on this CPU (host_cpu_model, e.g. "AMD EPYC")')
+    ap.add_argument(
+        "--model",
+        default=None,
+        help='only runs on this CPU: host_cpu_model ("AMD EPYC") or host_cpu_id ("AuthenticAMD family 25 model 17")',
+    )
     ap.add_argument("--dmax", type=float, default=DMAX, help="leave out trials others disturbed beyond this")
     ap.add_argument(
         "--replay", default="", help="exponents to judge each run's paired check at, e.g. 0.5,0.65"

@@ -14,6 +14,7 @@ import subprocess
 
 import pytest
 
+from dpgate.exec.hostcpu import cpu_facts
 from dpgate.outputs.results import load_records
 from dpgate.regression.history import cpp_clean, disturbed, slow_host
 from dpgate.telemetry.placement import CPP_KEY, SCALED_KEY, rests_where
@@ -85,6 +86,8 @@ def far(entry_or_rec) -> bool:
 
 def check_entry(line, rec, kind):
     assert line["commit"] == rec["commit"], (line, rec["commit"])
+    # the CPU that measured it, both ways: the history compares runs of one CPU
+    assert {k: line.get(k) for k in cpu_facts()} == cpu_facts(), line
     if kind == "full":
         assert len(line["samples"]["mrr_pps"]) == 2 and line["ndr_pps"] > 0, line
     else:
@@ -102,6 +105,7 @@ def test_gate_keeps_history_compares_and_never_adds_injected_runs(gate, tmp_path
     # a run whose trials others' CPU time disturbed stays out of the history, but for its
     # cpp_at_load when its own trials were clean (CI at 324dc44 and fd5a128: 10.7 % in the search)
     (rec1,) = load_records(str(out))
+    assert {k: rec1["metrics"].get(k) for k in cpu_facts()} == cpu_facts(), rec1["metrics"]
     added = ["c1"] if entry(rec1) else []
     lines = history_lines(hist)
     assert [h["commit"] for h in lines] == added, rec1["metrics"].get("disturbance_foreign")

@@ -309,10 +309,36 @@ def test_a_run_is_compared_with_the_runs_of_its_cpu_model_only(tmp_path):
     assert {e["host_cpu_model"] for e in h} == {"AMD EPYC 7B13", "Intel(R) Xeon(R) Processor"}
     same = compare(run("x", 3.0e5, "Intel(R) Xeon(R) Processor"), store)
     assert [v.verdict for v in same] == ["normal", "normal"]
-    assert all(v.history_len == 6 and "6 run(s) of other CPU models left out" in v.line() for v in same)
+    assert all(v.history_len == 6 and "6 run(s) of other CPUs left out" in v.line() for v in same)
     drop = compare(run("y", 2.6e5, "Intel(R) Xeon(R) Processor"), store)
     assert [v.verdict for v in drop] == ["regression", "regression"]
     new = compare(run("z", 3.0e5, "Intel(R) Xeon(R) Gold 6248"), store)
     assert [v.verdict for v in new] == ["no history"] * 2 and "12 run(s) of other" in new[0].line()
     # a run that names no model (a lab testbed) keeps the whole history, as before
     assert {v.history_len for v in compare(run("w", 4.0e5, None), store)} == {12}
+
+
+def test_hosts_whose_model_name_a_hypervisor_cut_are_told_apart_by_family_and_model(tmp_path):
+    """The Zen 4 VM's /proc/cpuinfo says only ``AMD EPYC``, as other AMD generations' VMs may:
+    the history compares runs of one ``host_cpu_id`` where both name one, and entries from
+    before dpgate recorded it by the model name alone."""
+    store = str(tmp_path / "history")
+    zen3, zen4 = "AuthenticAMD family 25 model 1", "AuthenticAMD family 25 model 17"
+
+    def run(name, ndr, cpu):
+        metrics = {"ndr_pps": ndr, "pdr_pps": ndr, "host_cpu_model": "AMD EPYC", "host_cpu_id": cpu}
+        return write_run(tmp_path, name, {k: v for k, v in metrics.items() if v is not None}, "PASS")
+
+    for i in range(4):
+        add_to_history(run(f"z3-{i}", 8.0e5 * (1 + 0.004 * (-1) ** i), zen3), store)
+        add_to_history(run(f"z4-{i}", 5.0e5 * (1 + 0.004 * (-1) ** i), zen4), store)
+    # by the model name alone the Zen 4 runs would make the same NDR a 37 % drop
+    assert [v.verdict for v in compare(run("z3-now", 8.0e5, zen3), store)] == ["normal", "normal"]
+    add_to_history(run("old", 5.0e5, None), store)  # before host_cpu_id: the model name only
+    h = read_history(store, "embedded", "S.64B-1c-x-ndrpdr")
+    assert sorted(str(e.get("host_cpu_id")) for e in h).count(zen4) == 4
+    same = compare(run("now", 5.0e5, zen4), store)
+    assert [v.verdict for v in same] == ["normal", "normal"], [v.line() for v in same]
+    assert all(v.history_len == 5 and "4 run(s) of other CPUs left out" in v.line() for v in same)
+    # and such an entry is compared with every run of its model name
+    assert compare(run("z3-later", 8.0e5, zen3), store)[0].history_len == 5

@@ -85,10 +85,16 @@ def test_without_latency_streams_the_record_says_why(in_test, tmp_path):
     lab.tear_down_lab_testbed()
 
 
+SKX_CPUINFO = (
+    "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 85\n"
+    "model name\t: Intel(R) Xeon(R) Platinum 8180 CPU @ 2.50GHz\n\nprocessor\t: 1\n"
+)
+
+
 @pytest.mark.parametrize(
     "cpuinfo, model",
     [
-        ((0, "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Platinum 8180 CPU @ 2.50GHz\n", ""), True),
+        ((0, SKX_CPUINFO, ""), True),
         ((0, "processor\t: 0\nBogoMIPS\t: 50.00\n", ""), False),  # an ARM kernel names no model
         ((1, "", "cat: /proc/cpuinfo: Permission denied\n"), False),
     ],
@@ -106,6 +112,7 @@ def test_the_record_names_the_dut_cpu_model_read_on_the_dut(in_test, tmp_path, c
         junit = write_junit(load_records(str(tmp_path)), str(tmp_path / "junit.xml"))
         props = {p.get("name"): p.get("value") for p in ET.parse(junit).getroot().iter("property")}
         assert props["host_cpu_model"] == rec["metrics"]["host_cpu_model"]
+        assert rec["metrics"]["host_cpu_id"] == props["host_cpu_id"] == "GenuineIntel family 6 model 85"
     else:
-        assert "host_cpu_model" not in rec["metrics"]
+        assert "host_cpu_model" not in rec["metrics"] and "host_cpu_id" not in rec["metrics"]
     lab.tear_down_lab_testbed()

@@ -129,6 +129,7 @@ def test_benchmark_fits_and_replays_a_recorded_run(tmp_path, capsys):
     bench = load_benchmark("speed_exponent")
     metrics = {
         "host_cpu_model": "AMD EPYC",
+        "host_cpu_id": "AuthenticAMD family 25 model 17",
         "frame_size": "64B",
         "cpp_paired_pps": LOAD,
         "cpp_paired_change": 0.0712,
@@ -138,6 +139,8 @@ def test_benchmark_fits_and_replays_a_recorded_run(tmp_path, capsys):
     top = write_run(tmp_path, recorded_run(), metrics)
     assert bench.main([str(top), "--model", "AMD EPYC", "--replay", "0.7,0", "--max-rise", "5%"]) == 0
     out = capsys.readouterr().out
+    assert bench.main([str(top), "--model", "AuthenticAMD family 25 model 17"]) == 0
+    assert "1 recorded cases on AuthenticAMD family 25 model 17" in capsys.readouterr().out
     fitted = [ln for ln in out.splitlines() if ln.startswith("linux-bridge") and " 64B " in ln]
     assert fitted and math.isclose(float(fitted[0].split()[2]), 0.7, abs_tol=0.005)
     assert "recorded +7.1 % at e 0.5" in out

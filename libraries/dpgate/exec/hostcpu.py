@@ -1,4 +1,4 @@
-"""The host's CPU model as the kernel names it: which host measured a figure.
+"""The host's CPU as the kernel names it: which host measured a figure.
 
 Two VMs of one speed class can differ in what the same work costs: on the Zen 3 and the Xeon
 hosts of 2026-11-28 and 11-30 (both 2 vCPUs probing 13-37 M it/s) a packet load cost l3fwd
@@ -11,13 +11,21 @@ regression history (``dpgate.regression``) keep figures per CPU model.
 >>> cpu_model("processor : 0\\nmodel name : \\n") is None, cpu_model("") is None
 (True, True)
 
-A lab DUT's model is read on its node (``node_cpu_model``): a lab testbed's history is then kept
-per DUT CPU model too, so a testbed name moved to other hardware starts a new history.
+A record names the CPU two ways (:func:`cpu_facts`): ``host_cpu_model``, the model name, and
+``host_cpu_id``, ``<vendor_id> family F model M`` as machine classes name it. A hypervisor may
+cut the model name to the vendor's line (the Zen 4 VM of 2026-12-02 reads ``AMD EPYC``, as
+AMD hosts of other generations may), so the history tells hosts apart by both.
+
+>>> cpu_facts("vendor_id\\t: AuthenticAMD\\ncpu family\\t: 25\\nmodel\\t\\t: 17\\nmodel name\\t: AMD EPYC\\n")
+{'host_cpu_model': 'AMD EPYC', 'host_cpu_id': 'AuthenticAMD family 25 model 17'}
+
+A lab DUT's CPU is read on its node (:func:`node_cpu_facts`): a lab testbed's history is then kept
+per DUT CPU too, so a testbed name moved to other hardware starts a new history.
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 from dpgate.model.errors import DpgateError
 
@@ -96,12 +104,27 @@ def cpu_family_model(text: Optional[str] = None) -> Optional[str]:
     return None
 
 
-def node_cpu_model(node: Any) -> Optional[str]:
-    """The CPU model of a lab node (``dpgate.exec`` Node: local or over SSH) from its
-    /proc/cpuinfo; None where the node names none or the read fails (the record then names no
-    model and its history is compared as before, per testbed)."""
+def cpu_facts(text: Optional[str] = None) -> Dict[str, str]:
+    """``host_cpu_model`` and ``host_cpu_id`` of this host (or of cpuinfo ``text``), each where
+    it can be read: what a record says of the CPU that measured it."""
+    text = _cpuinfo(text)
+    if text is None:
+        return {}
+    facts = {"host_cpu_model": cpu_model(text), "host_cpu_id": cpu_id(text)}
+    return {k: v for k, v in facts.items() if v}
+
+
+def node_cpu_facts(node: Any) -> Dict[str, str]:
+    """:func:`cpu_facts` of a lab node (``dpgate.exec`` Node: local or over SSH) from its
+    /proc/cpuinfo; empty where the read fails (the record then names no CPU and its history is
+    compared as before, per testbed)."""
     try:
         res = node.run(["cat", CPUINFO], check=False, timeout=15)
     except DpgateError:  # a node that stopped answering fails the next real step with its own error
-        return None
-    return cpu_model(res.stdout) if res.returncode == 0 else None
+        return {}
+    return cpu_facts(res.stdout) if res.returncode == 0 else {}
+
+
+def node_cpu_model(node: Any) -> Optional[str]:
+    """The CPU model name of a lab node (:func:`node_cpu_facts`); None where it names none."""
+    return node_cpu_facts(node).get("host_cpu_model")

@@ -90,12 +90,12 @@ def verdicts_for(
     if rec.get("started") is not None:
         # the gate adds a run to the history as it ends: never compare a run with itself
         hist = [h for h in hist if h.get("time") != rec["started"]]
-    hist, others = same_host(hist, m.get("host_cpu_model"))
+    hist, others = same_host(hist, m.get("host_cpu_model"), m.get("host_cpu_id"))
     noises = (noise, mrr_noise, cpp_noise, scaled_noise, kernel_noise)
     out = _verdicts(rec, hist, min_change, *noises)
     if not others:
         return out
-    left = f"{others} run(s) of other CPU models left out"
+    left = f"{others} run(s) of other CPUs left out"
     return [replace(v, note="; ".join(filter(None, [v.note, left]))) for v in out]
 
 

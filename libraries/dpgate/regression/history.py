@@ -1,8 +1,8 @@
 """The history store: one JSON line per run and test in ``<store>/<testbed>/<test-id>.jsonl``
 with the commit (``--commit``, else DPGATE_COMMIT / CI_COMMIT_SHA / GIT_COMMIT / GITHUB_SHA),
 time, NDR, PDR, MRR and the run's samples of each (e.g. every MRR trial's rx rate), and the
-CPU model (``host_cpu_model``: the embedded host's, a lab DUT's): a run is compared with runs of its model
-only (:func:`same_host`).
+CPU (``host_cpu_model`` and ``host_cpu_id``: the embedded host's, a lab DUT's): a run is compared
+with runs of its CPU only (:func:`same_host`).
 Runs with injected faults (``injected_sut_cpu_steal``) are never added, nor the
 throughput of tests whose verdict trials a neighbour disturbed (others' CPU time,
 ``disturbance_foreign``, above ``disturbance_max``, default 10 %): its slowdown in the
@@ -76,22 +76,37 @@ def read_history(store: str, testbed: str, longname: str) -> List[Dict]:
     return out
 
 
-def same_host(hist: List[Dict], model: Optional[str]) -> Tuple[List[Dict], int]:
-    """The history runs measured on CPU ``model`` (with those that recorded no model: from
-    before dpgate recorded it, or a testbed that cannot tell), and how many runs of other
-    models were left out. The same SUT costs two VMs of one speed class differently (testpmd-mac
-    ~11,000 cycles a packet on the Zen 3 host, ~4,500 on the Xeon one): a CI pool that changes
-    its hosts must not read the change as the SUT's. A run without a model keeps them all.
+def same_host(hist: List[Dict], model: Optional[str], cpu: Optional[str] = None) -> Tuple[List[Dict], int]:
+    """The history runs measured on CPU ``model`` (model name) and ``cpu`` (``host_cpu_id``,
+    ``<vendor_id> family F model M``), and how many runs of other CPUs were left out. A run or
+    entry that recorded neither (from before dpgate recorded it, or a testbed that cannot tell)
+    matches on what the other side names; the id is compared where both sides have it, as a
+    hypervisor may cut the model name to the vendor's line (``AMD EPYC`` on Zen 3 and Zen 4
+    alike). The same SUT costs two VMs of one speed class differently (testpmd-mac ~11,000
+    cycles a packet on the Zen 3 host, ~4,500 on the Xeon one): a CI pool that changes its
+    hosts must not read the change as the SUT's. A run without either keeps them all.
 
     >>> h = [{"host_cpu_model": "A"}, {"host_cpu_model": "B"}, {"host_cpu_model": None}]
     >>> same_host(h, "A")
     ([{'host_cpu_model': 'A'}, {'host_cpu_model': None}], 1)
     >>> same_host(h, None)[1]
     0
+    >>> z3 = {"host_cpu_model": "AMD EPYC", "host_cpu_id": "AuthenticAMD family 25 model 1"}
+    >>> z4 = {"host_cpu_model": "AMD EPYC", "host_cpu_id": "AuthenticAMD family 25 model 17"}
+    >>> old = {"host_cpu_model": "AMD EPYC"}
+    >>> same_host([z3, z4, old], "AMD EPYC", "AuthenticAMD family 25 model 17") == ([z4, old], 1)
+    True
     """
-    if not model:
+    if not model and not cpu:
         return list(hist), 0
-    kept = [h for h in hist if h.get("host_cpu_model") in (None, "", model)]
+
+    def mine(entry: Dict) -> bool:
+        theirs_model, theirs_cpu = entry.get("host_cpu_model"), entry.get("host_cpu_id")
+        if model and theirs_model and theirs_model != model:
+            return False
+        return not (cpu and theirs_cpu and theirs_cpu != cpu)
+
+    kept = [h for h in hist if mine(h)]
     return kept, len(hist) - len(kept)
 
 
@@ -190,6 +205,7 @@ def add_to_history(
             "sut_version": rec.get(F.SUT_VERSION),
             "limited_by": m.get("limited_by"),
             "host_cpu_model": m.get("host_cpu_model"),
+            "host_cpu_id": m.get("host_cpu_id"),
             "mrr_limited_by": m.get("mrr_limited_by"),
             **{k: m[k] for k in keep + CONTEXT if isinstance(m.get(k), (int, float))},
         }

@@ -35,7 +35,7 @@ from robot.api import logger
 from robot.api.deco import keyword, library
 
 from dpgate.config.units import Rate
-from dpgate.exec.hostcpu import node_cpu_model
+from dpgate.exec.hostcpu import node_cpu_facts
 from dpgate.exec.nodelock import NodeLock
 from dpgate.model.errors import ConfigError, DpgateError
 from dpgate.model.ndrpdr import NdrPdrResult
@@ -296,8 +296,7 @@ class LabTestbed(LabPlumbing):
         """CSIT's latency trials at 90/50/10 % of PDR, then the metrics and the DUT cores."""
         latency, note = self._latency_after(gen, run.pdr)
         metrics = dict(out.metrics(), tg=getattr(gen, "tg_name", "TRex"), **latency_metrics(latency or {}))
-        if model := node_cpu_model(self._dut()):  # the history compares runs of one DUT CPU model
-            metrics["host_cpu_model"] = model
+        metrics.update(node_cpu_facts(self._dut()))  # the history compares runs of one DUT CPU
         cores = self.cores
         return metrics, dict(
             dut_cores={

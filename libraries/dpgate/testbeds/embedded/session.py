@@ -13,7 +13,7 @@ from typing import Callable, Dict, Optional
 
 from dpgate.config.topology import Topology, load_topology
 from dpgate.exec.cpu import detect_cpu_hz
-from dpgate.exec.hostcpu import cpu_model
+from dpgate.exec.hostcpu import cpu_facts
 from dpgate.exec.remote import LocalNode
 from dpgate.model.trial import TrialResult
 from dpgate.testbeds.embedded.suts.base import EmbeddedSut, sut_class
@@ -98,13 +98,12 @@ class EmbeddedSession:
 
     def facts(self) -> Dict[str, str]:
         """What measured a case, for its record: the generator (``tg``), the SUT's binary when it
-        has one, and the host's CPU model (``host_cpu_model``: the history compares runs of one
-        model, ``dpgate.regression``)."""
+        has one, and the host's CPU (``host_cpu_model``, ``host_cpu_id``: the history compares runs
+        of one CPU, ``dpgate.regression``)."""
         out = {"tg": self.tg_name}
         if binary := getattr(self.sut, "binary", None):
             out["sut_binary"] = binary
-        if model := cpu_model():
-            out["host_cpu_model"] = model
+        out.update(cpu_facts())
         return out
 
     def measure(self, load_pps: float, duration_s: float) -> TrialResult:
