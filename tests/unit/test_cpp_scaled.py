@@ -254,3 +254,66 @@ def test_history_and_verdict_judge_the_scaled_figure_by_its_own_placement(tmp_pa
     # a scaled figure over a mix of placements makes no verdict
     v = [v for v in compare(placed(tmp_path, "mix", 3569.0, "near", "mixed"), store) if "cpp" in v.metric][0]
     assert v.verdict == "inconclusive" and "near throughout" in v.note, v.line()
+
+
+def test_a_lone_last_run_within_the_allowance_is_not_the_history_level_alone(tmp_path):
+    """gk96 (linux-ip4, Zen 4): the sixth healthy run read 12.4 % under the five before it and
+    jumpavg made it a group of its own; held against it alone, a "+5 %" read +19.9 % and failed
+    against an allowance of 16.7 % that the six runs' noise set. One run is not a level: the
+    run is held against all six (+7.3 %)."""
+    store = str(tmp_path / "gk96")
+    for i, value in enumerate([6287.0, 5927.0, 6043.0, 6264.0, 6225.0, 5386.0]):
+        assert add_to_history(record(tmp_path, f"q{i}", 24.0, value), store) == 1
+    v = cpp_verdict(tmp_path, store, "plus5", 24.0, 6459.0)
+    assert v.metric == "cpp_at_load_scaled" and v.verdict == "normal", v.line()
+    assert round(v.baseline) == 6022 and 16.0 < v.allowance_pct < 17.5, v.line()
+    # two runs past a step are its level: a run beside them is normal
+    store = str(tmp_path / "step")
+    for i, value in enumerate([5773.1, 5860.0, 5830.4, 5789.2, 5680.3, 6600.0, 6620.0]):
+        assert add_to_history(record(tmp_path, f"s{i}", 24.0, value), store) == 1
+    v = cpp_verdict(tmp_path, store, "after", 24.0, 6650.0)
+    assert v.verdict == "normal" and round(v.baseline) == 6610, v.line()
+
+
+def raw_record(tmp_path, name, speed, raw, scaled):
+    metrics = {"ndr_pps": 5e5, "cpp_at_load": raw, "sut_core_speed": speed, "cpp_speed_exponent": KERNEL}
+    metrics.update(cpp_at_load_scaled=scaled, cpp_scaled_speed=CPP_REF_SPEED)
+    return write_run(tmp_path, name, metrics)
+
+
+# gk96, linux-xconnect on the Zen 4 VM: six quiet runs as measured and scaled
+GK96 = [(42.7, 2392.5, 2830.0), (38.3, 2308.2, 2659.0), (40.7, 2383.6, 2836.0)]
+GK96 += [(39.7, 2336.0, 2729.0), (43.0, 2367.5, 2834.0), (40.2, 2313.3, 2682.0)]
+
+
+def raw_verdict(tmp_path, store, name, speed, raw, scaled):
+    verdicts = compare(raw_record(tmp_path, name, speed, raw, scaled), store)
+    return [v for v in verdicts if v.metric.startswith("cpp_at_load")][0]
+
+
+def test_the_figure_as_measured_judges_where_its_history_is_the_steadier(tmp_path):
+    """gk96: as measured 2,308-2,393 (3.7 %), scaled 2,659-2,836 (6.6 %): the check takes the
+    figure as measured, with its own smaller allowance; the scaled figure read its "+10 %" +3.5 %."""
+    store = str(tmp_path / "xc")
+    for i, (speed, raw, scaled) in enumerate(GK96):
+        assert add_to_history(raw_record(tmp_path, f"q{i}", speed, raw, scaled), store) == 1
+    v = raw_verdict(tmp_path, store, "plus10", 41.2, 2806.3, 2858.0)
+    assert v.metric == "cpp_at_load" and v.verdict == "regression", v.line()
+    assert v.allowance_pct < 0.9 * 8.8 and "scattered less than the scaled figure" in v.note, v.line()
+    assert raw_verdict(tmp_path, store, "same", 40.0, 2370.0, 2760.0).verdict == "normal"
+    # a rise on a core under the history's speed that the speed explains: measure again
+    v = raw_verdict(tmp_path, store, "slower", 36.4, 2599.4, 2800.0)
+    assert v.metric == "cpp_at_load" and v.verdict == "inconclusive", v.line()
+    assert "SUT core ran at 36.4 M it/s" in v.note, v.line()
+    # where the scaled figure is the steadier (linux-bridge's quiet runs: 22.8 % as measured,
+    # 9.3 % scaled), it judges; and with fewer than five runs of history, as before
+    store = str(tmp_path / "br")
+    bridge = [(24.0, 3426.0, 3912.0), (23.8, 3873.0, 3639.0), (23.8, 3247.0, 3914.0)]
+    bridge += [(23.0, 3354.0, 3961.0), (23.0, 3408.0, 3942.0), (22.7, 3155.0, 3977.0)]
+    for i, (speed, raw, scaled) in enumerate(bridge):
+        assert add_to_history(raw_record(tmp_path, f"b{i}", speed, raw, scaled), store) == 1
+    assert raw_verdict(tmp_path, store, "b", 23.0, 3400.0, 4320.0).metric == "cpp_at_load_scaled"
+    store = str(tmp_path / "short")
+    for i, (speed, raw, scaled) in enumerate(GK96[:4]):
+        assert add_to_history(raw_record(tmp_path, f"s{i}", speed, raw, scaled), store) == 1
+    assert raw_verdict(tmp_path, store, "s", 41.2, 2806.3, 2858.0).metric == "cpp_at_load_scaled"

@@ -23,7 +23,11 @@ Verdict per test and metric (NDR, PDR, MRR), with the *allowance* = the largest 
    tolerance measured instead of guessed.
    ``cpp_at_load_scaled`` (kernel and polling SUTs) skips the first condition: its history runs are
    comparable by construction and their scatter is what the allowance measures, while
-   jumpavg will not start a group with one run until it is far past that (``dpgate.regression.cycles.scaled_verdict``).
+   jumpavg will not start a group with one run until it is far past that (``dpgate.regression.cycles.scaled_verdict``);
+   it is held against the history's last level (jumpavg's last group of the history alone,
+   where one run is not a level). From five runs of history on, ``cpp_at_load`` as measured
+   judges in its place where its history scattered clearly less
+   (``dpgate.regression.cycles.steadier_raw``: which one is steadier moves with the host).
    A polling SUT's ``cpp_at_load_per_kernel`` (busy cycles per kernel cycle on the same frames)
    is checked the same way beside ``cpp_at_load``, against every history run with one, from
    two on, allowance ``cpp_kernel_noise``; a rise on a core in a slow phase (under 90 % of the
@@ -52,6 +56,7 @@ from dpgate.regression.cycles import (  # noqa: F401 (re-exported)
     per_kernel_verdict,
     scaled_verdict,
     slow_core,
+    steadier_raw,
 )
 from dpgate.regression.history import METRICS, read_history, run_value, same_host, slow_host
 from dpgate.telemetry.placement import CPP_KEY, SCALED_KEY, alike, rests_where
@@ -120,6 +125,10 @@ def _verdicts(
             # figure by the placement of its own trials: the scaled one when enough history has it
             key, (same, far) = SCALED_KEY, alike(m, hist, SCALED_KEY)
             v = scaled_verdict(m, same, min_change, cpp_noise if scaled_noise is None else scaled_noise)
+            if v is not None:  # the figure as measured where its history is the steadier one
+                raw_same, raw_far = alike(m, hist)
+                if (raw := steadier_raw(m, raw_same, v, min_change, cpp_noise)) is not None:
+                    key, same, far, v = CPP_KEY, raw_same, raw_far, raw
             if v is None:
                 key, (same, far) = CPP_KEY, alike(m, hist)
                 past = [v for v in (run_value(h, metric) for h in same) if v is not None]

@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Dict, List, Optional, Sequence
 
 from dpgate.regression import speed as speed_mod
-from dpgate.regression.classify import Verdict, classify_current
+from dpgate.regression.classify import NOISE_RUNS, Verdict, classify_current
 from dpgate.regression.history import RunValue, run_value
 from dpgate.telemetry.disturbance import CPP_SPEED_EXPONENT, SLOW_SHARE
 from dpgate.telemetry.kernel_ref import SPEED_EXPONENT
@@ -114,6 +114,45 @@ def scaled_verdict(
     return replace(
         verdict, metric="cpp_at_load_scaled", note=f"every trial scaled to {ref:g} M it/s by {how}"
     )
+
+
+#: How much smaller the allowance of ``cpp_at_load`` as measured must be than the scaled
+#: figure's for :func:`steadier_raw` to hold the run by it (about as steady: the scaled one).
+STEADIER = 0.9
+
+
+def steadier_raw(
+    m: Dict, hist: List[Dict], scaled: Verdict, min_change: float, cpp_noise: Optional[float]
+) -> Optional[Verdict]:
+    """``cpp_at_load`` as measured against every history run with one, in place of the scaled
+    verdict ``scaled``, when both have :data:`~dpgate.regression.classify.NOISE_RUNS` history
+    runs or more and the figure as measured scattered clearly less over them (its allowance, from
+    the history's noise alone, at most :data:`STEADIER` of the scaled one's); else None. Which figure is steadier moves with the
+    host: on the Zen 4 VM linux-xconnect's quiet runs read 2,308-2,392 as measured (3.7 %) and
+    2,659-2,836 scaled (6.6 %) one hour (gk96), 15-25 % and 4.7 % another (gk74). The choice
+    rests on the history only, never on this run's value. A rise on a slower core than the
+    history's is inconclusive, as :func:`cpp_verdict` holds it.
+    """
+    cur = m.get("cpp_at_load")
+    past = [x for x in (run_value(h, "cpp_at_load") for h in hist) if x is not None]
+    if not isinstance(cur, (int, float)) or len(past) < NOISE_RUNS or scaled.history_len < NOISE_RUNS:
+        return None
+    v = classify_current(past, [float(cur)], min_change, cpp_noise, lower_is_better=True, jump=False)
+    if v.allowance_pct is None or scaled.allowance_pct is None:
+        return None
+    if v.allowance_pct > STEADIER * scaled.allowance_pct:  # about as steady: the scaled figure
+        return None
+    why = (
+        f"as measured: over {len(past)} history runs it scattered less than the scaled figure "
+        f"(allowance {v.allowance_pct:.1f} % against {scaled.allowance_pct:.1f} %)"
+    )
+    v = replace(v, metric="cpp_at_load", note=why)
+    if v.verdict != "regression" or not v.baseline:
+        return v
+    limit = v.baseline * (1 + (v.allowance_pct or 0.0) / 100)
+    speeds = [(h.get("metrics") or h).get("sut_core_speed") for h in hist]
+    slow = slow_core(m.get("sut_core_speed"), speeds, value=v.current, limit=limit)
+    return replace(v, verdict="inconclusive", note=f"{why}; {slow}") if slow else v
 
 
 def slow_core(
