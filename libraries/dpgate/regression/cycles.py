@@ -56,12 +56,19 @@ def cpp_verdict(
             note=f"history at this SUT core speed: {len(at)} run(s) at {at[0]:.1f}-{at[-1]:.1f} M it/s "
             f"(this run {speed:.1f}), scaled by speed^-{m['cpp_speed_exponent']:g}",
         )
-    # the regression's threshold in cycles per packet
+    return _held_if_slow(v, m, hist)
+
+
+def _held_if_slow(v: Verdict, m: Dict, hist: List[Dict]) -> Verdict:
+    """``v``, inconclusive where it is a regression that this run's slower SUT core explains
+    (:func:`slow_core` against the history's speeds, at the regression's threshold in cycles
+    per packet); the reason is added to its note."""
+    if v.verdict != "regression":
+        return v
     limit = v.baseline * (1 + (v.allowance_pct or 0.0) / 100) if v.baseline else None
-    slow = slow_core(
-        speed, [(h.get("metrics") or h).get("sut_core_speed") for h in hist], value=v.current, limit=limit
-    )
-    return replace(v, verdict="inconclusive", note=slow) if v.verdict == "regression" and slow else v
+    speeds = [(h.get("metrics") or h).get("sut_core_speed") for h in hist]
+    slow = slow_core(m.get("sut_core_speed"), speeds, value=v.current, limit=limit)
+    return replace(v, verdict="inconclusive", note="; ".join(filter(None, [v.note, slow]))) if slow else v
 
 
 def scaled_verdict(
@@ -146,13 +153,7 @@ def steadier_raw(
         f"as measured: over {len(past)} history runs it scattered less than the scaled figure "
         f"(allowance {v.allowance_pct:.1f} % against {scaled.allowance_pct:.1f} %)"
     )
-    v = replace(v, metric="cpp_at_load", note=why)
-    if v.verdict != "regression" or not v.baseline:
-        return v
-    limit = v.baseline * (1 + (v.allowance_pct or 0.0) / 100)
-    speeds = [(h.get("metrics") or h).get("sut_core_speed") for h in hist]
-    slow = slow_core(m.get("sut_core_speed"), speeds, value=v.current, limit=limit)
-    return replace(v, verdict="inconclusive", note=f"{why}; {slow}") if slow else v
+    return _held_if_slow(replace(v, metric="cpp_at_load", note=why), m, hist)
 
 
 def slow_core(
