@@ -123,8 +123,3 @@ def node_cpu_facts(node: Any) -> Dict[str, str]:
     except DpgateError:  # a node that stopped answering fails the next real step with its own error
         return {}
     return cpu_facts(res.stdout) if res.returncode == 0 else {}
-
-
-def node_cpu_model(node: Any) -> Optional[str]:
-    """The CPU model name of a lab node (:func:`node_cpu_facts`); None where it names none."""
-    return node_cpu_facts(node).get("host_cpu_model")
