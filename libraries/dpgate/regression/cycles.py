@@ -165,8 +165,11 @@ def slow_core(
 ) -> str:
     """Why a higher ``cpp_at_load`` may be the host's doing: this run's SUT core ran (awake
     loop or speed probe, M iterations/s) below ``share`` of the history's median, or slower
-    than it by enough that ``value`` scaled to the history's speed stays within ``limit``
-    (the regression's threshold).
+    than every history run by enough that ``value`` scaled to the history's speed stays within
+    ``limit`` (the regression's threshold). A speed within the history's own range is not
+    slower: the allowance came from runs at those speeds. On the Zen 4 VM (gk98, linux-xconnect)
+    five near runs read 2,332-2,341 cycles at 35.8-44.1 M it/s, and a "+5 %" at 42.5 (98 % of
+    their median) read +3.8 % against the 3.0 % allowed: that 2 % was the probe's, not the core's.
 
     >>> slow_core(21.0, [30.1, 29.5, None, 30.8])
     "SUT core ran at 21.0 M it/s, 70 % of the history's 30.1: the host, not the SUT, may be slower"
@@ -174,6 +177,8 @@ def slow_core(
     ('', '', '')
     >>> slow_core(27.4, [30.0], value=6715.0, limit=6500.0)
     "SUT core ran at 27.4 M it/s, 91 % of the history's 30.0: at its speed about 6133, within 6500"
+    >>> slow_core(42.5, [43.99, 42.62, 43.16, 44.11, 35.8], value=2427.0, limit=2408.0)
+    ''
     """
     past = [float(x) for x in history if isinstance(x, (int, float)) and x > 0]
     if not isinstance(current, (int, float)) or not past:
@@ -184,7 +189,7 @@ def slow_core(
     head = f"SUT core ran at {current:.1f} M it/s, {current / med * 100:.0f} % of the history's {med:.1f}"
     if current < share * med:
         return f"{head}: the host, not the SUT, may be slower"
-    if value is not None and limit is not None and value * current / med <= limit:
+    if value is not None and limit is not None and current < min(past) and value * current / med <= limit:
         return f"{head}: at its speed about {value * current / med:.0f}, within {limit:.0f}"
     return ""
 
