@@ -122,10 +122,14 @@ def test_the_case_records_the_placement_its_cpp_at_load_rests_on_and_each_placem
     assert cpp == out["cpp_at_load"] == 2570.0
     assert out["cpp_at_load_placement"] == "near" and out["placement"] == "near"
     assert out["cpp_at_load_near"] == 2570.0 and out["cpp_at_load_far"] == 3045.0
-    # one near trial among far ones: the figure rests on all of them, and says so
+    # one near trial among far ones: the figure rests on the far ones, a far figure
     mostly_far = [_T(2560.0, 181.0), _T(3050.0, 470.0), _T(3040.0, 455.0)]
     out = case_signal([], [None], cpp_trials=mostly_far, cpp=cpp_at_load(mostly_far), cpp_load=192_500.0)
-    assert out["cpp_at_load"] == 3040.0 and out["cpp_at_load_placement"] == "mixed"
+    assert out["cpp_at_load"] == 3045.0 and out["cpp_at_load_placement"] == "far", out
+    # one of each: the figure rests on both, and says so
+    one_each = mostly_far[:2]
+    out = case_signal([], [None], cpp_trials=one_each, cpp=cpp_at_load(one_each), cpp_load=192_500.0)
+    assert out["cpp_at_load"] == 2805.0 and out["cpp_at_load_placement"] == "mixed", out
     # no reading (a polling SUT): no placement keys at all
     unread = [_T(5000.0, None), _T(5100.0, None)]
     out = case_signal([], [None], cpp_trials=unread, cpp=cpp_at_load(unread), cpp_load=72_000.0)
