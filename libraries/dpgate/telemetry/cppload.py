@@ -55,7 +55,7 @@ from dpgate.telemetry.disturbance import (
     fast_wanted,
     full_speed,
 )
-from dpgate.telemetry.placement import prefer_near, rests_on
+from dpgate.telemetry.placement import one_placement, rests_on
 
 #: What :class:`SpacedCppTrials` hands to :func:`measure_cpp_at_load`: (load, trials).
 Early = Tuple[Optional[float], Sequence[Any]]
@@ -174,7 +174,7 @@ def measure_cpp_at_load(
         if len(got) >= SLOW_EXTRA * n:
             return False
         fast = _fast(got, gen)  # and, when the placement is read, enough with the cores near
-        return len(fast) < fast_wanted(n) or rests_on(prefer_near(fast)) in ("far", "mixed")
+        return len(fast) < fast_wanted(n) or rests_on(one_placement(fast)) in ("far", "mixed")
 
     if wanted():  # the spaced trials may have filled the plan: no conditions (~50 ms) for nothing
         with cpp_conditions(gen, load, polling):

@@ -36,7 +36,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 from dpgate.exec.speedprobe import SLOW_SHARE as SPEED_SHARE
 from dpgate.telemetry.cpp_scaled import memory_exponents, scaled_signal
 from dpgate.telemetry.kernel_ref import kernel_signal
-from dpgate.telemetry.placement import prefer_near, xcore_signal
+from dpgate.telemetry.placement import one_placement, xcore_signal
 from dpgate.telemetry.placement import rests_on as placed_on
 
 #: Default largest foreign share (0..1) of a TG/SUT core for a verdict to count.
@@ -225,7 +225,7 @@ def full_speed(trials: Sequence, share: float = SLOW_SHARE, ref: Optional[float]
 def cpp_at_load(trials: Iterable, polling: bool = False) -> Optional[float]:
     """Median SUT cycles per packet over ``trials`` (not superseded ones, not those of a slow
     phase of the SUT core: :func:`full_speed`; of those, the ones with the TG and SUT cores
-    near when there are enough: ``dpgate.telemetry.placement.prefer_near``).
+    near when there are enough, else the far ones: ``dpgate.telemetry.placement.one_placement``).
 
     A polling SUT (testpmd, OVS PMD threads) uses its whole core whatever the load, so its
     CPU time says nothing per packet: its own busy-cycle report is used instead (testpmd's
@@ -244,7 +244,7 @@ def cpp_at_load(trials: Iterable, polling: bool = False) -> Optional[float]:
     # none at full speed: the slow ones, flagged by sut_core_speed (the gates hold such a
     # verdict inconclusive, see slow_core_reason)
     field = "sut_cycles_per_packet" if polling else "sut_cpu_cycles_per_packet"
-    vals = [getattr(t, field) for t in prefer_near(full_speed(use) or use) if getattr(t, field)]
+    vals = [getattr(t, field) for t in one_placement(full_speed(use) or use) if getattr(t, field)]
     return float(statistics.median(vals)) if vals else None
 
 
@@ -355,10 +355,10 @@ def case_signal(
         out["cpp_at_load_pps"] = round(float(cpp_load or 0), 1)
         live = [t for t in cpp_trials if not (t.details or {}).get("superseded")]
         timed = full_speed(live) or live
-        rests_on = prefer_near(timed)  # the cores near when enough trials had them (placement.py)
+        rests_on = one_placement(timed)  # near trials when enough, else far ones (placement.py)
         field = "sut_cycles_per_packet" if polling else "sut_cpu_cycles_per_packet"
         exponent = speed_exponent(polling, model)
-        scaled_on = prefer_near(live)  # by speed, or by speed and memory (cpp_scaled.py)
+        scaled_on = one_placement(live)  # by speed, or by speed and memory (cpp_scaled.py)
         scaling = scaled_signal(scaled_on, exponent, memory_exponents(polling, model), field)
         scaled = scaling.get("cpp_at_load_scaled")
         # the scaled figure rests on every live trial (near ones first): the disturbance of

@@ -6,7 +6,7 @@ then 414-467 ns for four trials, then 172-182 again), and a kernel SUT's cycles 
 are 13-21 % higher far (a polling SUT's 1-6 %; beside one the probe reads with the SUT
 stopped for a moment). A median over trials of both placements moves with their mix. So
 ``cpp_at_load`` rests on the near trials when there are :data:`NEAR_MIN` of them, else on
-the far ones when there are as many (:func:`prefer_near`); more trials are measured while
+the far ones when there are as many (:func:`one_placement`); more trials are measured while
 there are not :data:`NEAR_MIN` near ones (``dpgate.telemetry.cppload``), and
 ``cpp_at_load_placement`` says what it rests on: ``near``, ``far``, ``mixed`` (fewer than
 :data:`NEAR_MIN` trials of either), absent when not read. A figure not resting on near trials
@@ -57,7 +57,7 @@ def placement_of(trial: Any) -> Optional[str]:
     return details.get("xcore_placement") or placement(details.get("xcore_rtt_ns"))
 
 
-def prefer_near(trials: Sequence) -> List:
+def one_placement(trials: Sequence) -> List:
     """The trials of one placement: the near ones when there are :data:`NEAR_MIN` of them (or
     every trial is near or unread), else the far ones when there are :data:`NEAR_MIN` of those,
     else all. On the Zen 4 VM (gk98, linux-xconnect) 3 of 12 quiet runs had one near trial among
@@ -68,11 +68,11 @@ def prefer_near(trials: Sequence) -> List:
     >>> class T:
     ...     def __init__(self, rtt): self.details = {"xcore_rtt_ns": rtt}
     >>> rtts = lambda ts: [t.details["xcore_rtt_ns"] for t in ts]
-    >>> rtts(prefer_near([T(180.0), T(460.0), T(175.0)])), rtts(prefer_near([T(180.0), T(460.0)]))
+    >>> rtts(one_placement([T(180.0), T(460.0), T(175.0)])), rtts(one_placement([T(180.0), T(460.0)]))
     ([180.0, 175.0], [180.0, 460.0])
-    >>> rtts(prefer_near([T(180.0)])), rtts(prefer_near([T(None), T(470.0)]))
+    >>> rtts(one_placement([T(180.0)])), rtts(one_placement([T(None), T(470.0)]))
     ([180.0], [None, 470.0])
-    >>> rtts(prefer_near([T(180.0), T(460.0), T(470.0), T(455.0)]))
+    >>> rtts(one_placement([T(180.0), T(460.0), T(470.0), T(455.0)]))
     [460.0, 470.0, 455.0]
     """
     trials = list(trials)
