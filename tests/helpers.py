@@ -190,7 +190,7 @@ def write_run(tmp_path: Any, name: str, metrics: Dict, status: str = "PASS", **f
         suite="S",
         name="64B-1c-x-ndrpdr",
         status=status,
-        started=next(_STARTS),
+        started=fields.pop("started") if "started" in fields else next(_STARTS),
         testbed="embedded",
         metrics=metrics,
         **fields,

@@ -126,11 +126,14 @@ def test_gate_keeps_history_compares_and_never_adds_injected_runs(gate, tmp_path
             }
         )
     )
-    r2 = gate(out, "--history", str(hist), "--commit", "c2", "--min-change", "80")
+    # the declared noise floors the allowance until the history spans --history-span (default 24 h)
+    assert rec1["metrics"]["regression_history_span_h"] == 24.0, rec1["metrics"]
+    r2 = gate(out, "--history", str(hist), "--commit", "c2", "--min-change", "80", "--history-span", "90 min")
     assert r2.returncode == 0, r2.stdout[-3000:] + r2.stderr[-3000:]
     assert not stale.exists() and "64B-1c-gone-ndrpdr" not in (out / "junit.xml").read_text()
     (rec,) = load_records(str(out))
     assert rec["commit"] == "c2" and rec["trials"] and rec["profile"] == "per-commit"
+    assert rec["metrics"]["regression_history_span_h"] == 1.5, rec["metrics"]
     gates = {g["name"]: g for g in rec["gates"]}
     assert {"regression_ndr", "regression_pdr", "regression_mrr"} <= set(gates)
     # a first run measured in a slow host phase is history for cpp_at_load only: the

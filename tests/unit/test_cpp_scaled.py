@@ -304,7 +304,7 @@ def test_the_figure_as_measured_judges_where_its_history_is_the_steadier(tmp_pat
         assert add_to_history(raw_record(tmp_path, f"q{i}", speed, raw, scaled), store) == 1
     v = raw_verdict(tmp_path, store, "plus10", 41.2, 2806.3, 2858.0)
     assert v.metric == "cpp_at_load" and v.verdict == "regression", v.line()
-    assert v.allowance_pct < 0.9 * 8.8 and "scattered less than the scaled figure" in v.note, v.line()
+    assert v.allowance_pct < 0.9 * 8.8 and "its allowance is under the scaled figure" in v.note, v.line()
     assert raw_verdict(tmp_path, store, "same", 40.0, 2370.0, 2760.0).verdict == "normal"
     # a rise on a core under the history's speed that the speed explains: measure again
     v = raw_verdict(tmp_path, store, "slower", 36.4, 2599.4, 2800.0)

@@ -38,6 +38,7 @@ import subprocess
 import sys
 from typing import List, Optional
 
+from dpgate.cli.argtypes import hours, percent
 from dpgate.cli.gate_summary import history_summary, paired_summary, summary_table
 from dpgate.cli.trial import (
     add_binary_option,
@@ -96,9 +97,16 @@ def add_parser(sub) -> None:
     )
     g.add_argument(
         "--min-change",
-        type=_percent("--min-change"),
+        type=percent("--min-change"),
         default=3.0,
         help="smallest change in %% the regression check reports (default 3)",
+    )
+    g.add_argument(
+        "--history-span",
+        type=hours("--history-span"),
+        default=24.0,
+        help="hours a history's runs must span before their own scatter may allow less than the "
+        "case's declared noise (default 24: runs back to back see one hour's scatter)",
     )
     g.add_argument(
         "--commit", default=None, help="commit under test (default: CI_COMMIT_SHA / GIT_COMMIT / GITHUB_SHA)"
@@ -108,7 +116,7 @@ def add_parser(sub) -> None:
     )
     g.add_argument(
         "--inject-cost",
-        type=_percent("--inject-cost"),
+        type=percent("--inject-cost"),
         default=0.0,
         help="fault injection: make the SUT do this %% more work per packet (tc classic-BPF loads)",
     )
@@ -120,7 +128,7 @@ def add_parser(sub) -> None:
     )
     g.add_argument(
         "--sut-cpu-steal",
-        type=_percent("--sut-cpu-steal"),
+        type=percent("--sut-cpu-steal"),
         default=0.0,
         help="fault injection: take this %% of the SUT core(s) away (shows the regression check works)",
     )
@@ -160,22 +168,6 @@ def pick_machine_class(args) -> None:
     print(f"thresholds: {resolve_thresholds(path, args.machine_class, how='probed')[1]}", flush=True)
 
 
-def _percent(option: str):
-
-    def conv(text: str) -> float:
-        try:
-            v = float(str(text).rstrip("%"))
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"{option} must be a percentage like 3 or 3%, got {text!r}"
-            ) from None
-        if not 0 <= v < 90:
-            raise argparse.ArgumentTypeError(f"{option} must be in [0, 90) %, got {text!r}")
-        return v
-
-    return conv
-
-
 def history_dir(args) -> Optional[str]:
     if getattr(args, "no_history", False):
         return None
@@ -212,6 +204,7 @@ def robot_argv(args) -> List[str]:
     hist = history_dir(args)
     if hist:
         argv += ["--variable", f"HISTORY:{hist}", "--variable", f"MIN_CHANGE:{args.min_change:g}%"]
+        argv += ["--variable", f"HISTORY_SPAN:{getattr(args, 'history_span', 24.0):g}h"]
     if getattr(args, "mrr_trials", None) is not None:
         if args.mrr_trials < 0:
             raise ConfigError(f"--mrr-trials must be >= 0, got {args.mrr_trials}", path="--mrr-trials")

@@ -158,3 +158,34 @@ def parse_ratio(text: Union[str, float], what: str = "ratio", upper_inclusive: b
     if not ok:
         raise UnitError(f"{what} {text!r} must be in [0, 1{']' if upper_inclusive else ')'}")
     return value
+
+
+_HOURS = {
+    "": 1.0,
+    "h": 1.0,
+    "hour": 1.0,
+    "hours": 1.0,
+    "min": 1 / 60,
+    "m": 1 / 60,
+    "d": 24.0,
+    "day": 24.0,
+    "days": 24.0,
+}
+
+
+def parse_hours(text: Union[str, float], what: str = "time span") -> float:
+    """Parse ``"24h"``, ``"90 min"``, ``"2 d"`` or ``24`` (hours) into hours, at least 0.
+
+    >>> parse_hours("24h"), parse_hours("90 min"), parse_hours("2 days"), parse_hours(0.5)
+    (24.0, 1.5, 48.0, 0.5)
+    """
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        value = float(text)
+    else:
+        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-z]*)\s*", str(text).lower())
+        if not m or m.group(2) not in _HOURS:
+            raise UnitError(f"{what} {text!r} is not a time span: write e.g. 24h, 90 min or 2 d")
+        value = float(m.group(1)) * _HOURS[m.group(2)]
+    if value < 0:
+        raise UnitError(f"{what} {text!r} must be at least 0")
+    return value

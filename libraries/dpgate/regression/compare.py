@@ -12,7 +12,9 @@ Verdict per test and metric (NDR, PDR, MRR), with the *allowance* = the largest 
    a run. The current run is a ``regression``/``progression`` only when jumpavg starts a
    new group with it, with that comment, **and** it moved from the previous group's
    average by at least the allowance, whose noise part is 3 robust standard deviations
-   (1.4826 x MAD) of the history's run averages, under 10 runs at least 3 plain ones.
+   (1.4826 x MAD) of the history's run averages, under 10 runs at least 3 plain ones, and
+   at least the case's declared noise until the history's runs span ``HISTORY_SPAN_H`` (24)
+   hours (``dpgate gate --history-span``): runs back to back measure one hour's scatter only.
 2. Shorter history (1-4 runs): too few runs for jumpavg to tell drift between runs from a
    step (it compares a step with the noise *within* runs, which on a shared VM is far
    smaller than the drift *between* them). The current run is compared with the history's
@@ -49,7 +51,13 @@ from dataclasses import replace
 from typing import Dict, List, Optional
 
 from dpgate.outputs.results import load_records
-from dpgate.regression.classify import NOISE_RUNS, Verdict, allowance, classify_current  # noqa: F401 (re-exported)
+from dpgate.regression.classify import (  # noqa: F401 (re-exported)
+    HISTORY_SPAN_H,
+    NOISE_RUNS,
+    Verdict,
+    allowance,
+    classify_current,
+)
 from dpgate.regression.cycles import (  # noqa: F401 (re-exported)
     SCALED_RUNS,
     cpp_verdict,
@@ -58,7 +66,7 @@ from dpgate.regression.cycles import (  # noqa: F401 (re-exported)
     slow_core,
     steadier_raw,
 )
-from dpgate.regression.history import METRICS, read_history, run_value, same_host, slow_host
+from dpgate.regression.history import METRICS, read_history, run_value, same_host, slow_host, span_h
 from dpgate.telemetry.placement import CPP_KEY, SCALED_KEY, alike, rests_where
 
 
@@ -68,10 +76,13 @@ def verdicts_for(
     min_change: float = 0.03,
     noise: Optional[float] = None,
     mrr_noise: Optional[float] = None,
+    history_span_h: Optional[float] = None,
 ) -> List[Verdict]:
     """Every metric of one record against its history. ``noise`` (NDR/PDR) and ``mrr_noise``
     default to the record's ``regression_noise``/``regression_mrr_noise`` (the case's declared
-    noise, recorded by the gate); MRR without its own falls back to ``noise``."""
+    noise, recorded by the gate); MRR without its own falls back to ``noise``. The declared
+    noises floor each allowance until the history's runs span ``history_span_h`` hours (default
+    the record's ``regression_history_span_h``, else :data:`HISTORY_SPAN_H`)."""
     m = rec.get("metrics", {})
 
     def recorded(key: str) -> Optional[float]:
@@ -91,13 +102,16 @@ def verdicts_for(
     kernel_noise = recorded("regression_cpp_kernel_noise")
     if kernel_noise is None:
         kernel_noise = cpp_noise
+    if history_span_h is None:
+        history_span_h = recorded("regression_history_span_h")
+    span_min_h = HISTORY_SPAN_H if history_span_h is None else history_span_h
     hist = read_history(store, rec.get("testbed", ""), rec["longname"])
     if rec.get("started") is not None:
         # the gate adds a run to the history as it ends: never compare a run with itself
         hist = [h for h in hist if h.get("time") != rec["started"]]
     hist, others = same_host(hist, m.get("host_cpu_model"), m.get("host_cpu_id"))
     noises = (noise, mrr_noise, cpp_noise, scaled_noise, kernel_noise)
-    out = _verdicts(rec, hist, min_change, *noises)
+    out = _verdicts(rec, hist, min_change, *noises, span_min_h=span_min_h)
     if not others:
         return out
     left = f"{others} run(s) of other CPUs left out"
@@ -113,6 +127,7 @@ def _verdicts(
     cpp_noise: Optional[float],
     scaled_noise: Optional[float],
     kernel_noise: Optional[float] = None,
+    span_min_h: float = HISTORY_SPAN_H,
 ) -> List[Verdict]:
     m = rec.get("metrics", {})
     out = []
@@ -124,29 +139,33 @@ def _verdicts(
             # a far run against far runs, a near one against the others (placement.py), each
             # figure by the placement of its own trials: the scaled one when enough history has it
             key, (same, far) = SCALED_KEY, alike(m, hist, SCALED_KEY)
-            v = scaled_verdict(m, same, min_change, cpp_noise if scaled_noise is None else scaled_noise)
+            v = scaled_verdict(
+                m, same, min_change, cpp_noise if scaled_noise is None else scaled_noise, span_min_h
+            )
             if v is not None:  # the figure as measured where its history is the steadier one
                 raw_same, raw_far = alike(m, hist)
-                if (raw := steadier_raw(m, raw_same, v, min_change, cpp_noise)) is not None:
+                if (raw := steadier_raw(m, raw_same, v, min_change, cpp_noise, span_min_h)) is not None:
                     key, same, far, v = CPP_KEY, raw_same, raw_far, raw
             if v is None:
                 key, (same, far) = CPP_KEY, alike(m, hist)
                 past = [v for v in (run_value(h, metric) for h in same) if v is not None]
-                v = cpp_verdict(m, same, past, cur, min_change, cpp_noise)
+                v = cpp_verdict(m, same, past, cur, min_change, cpp_noise, span_min_h)
             if far:  # a rise is not a verdict; no rise (or no far history) says why too
                 v = replace(v, verdict="inconclusive" if v.verdict == "regression" else v.verdict, note=far)
             elif rests_where(m, key) == "far":
                 v = replace(v, note="; ".join(filter(None, [f"against {v.history_len} far run(s)", v.note])))
             out.append(replace(v, test=rec.get("name", rec["longname"])))
             # a polling SUT's busy cycles per kernel cycle: every run counts (cycles.py)
-            pk = per_kernel_verdict(m, hist, min_change, kernel_noise)
+            pk = per_kernel_verdict(m, hist, min_change, kernel_noise, span_min_h)
             if pk is not None:
                 out.append(replace(pk, test=rec.get("name", rec["longname"])))
             continue
         declared = mrr_noise if metric == "mrr_pps" else noise
         # throughput measured in a slow host phase is the host's: not a reference (history.py)
-        past = [v for v in (run_value(h, metric) for h in hist if not slow_host(h)) if v is not None]
-        v = classify_current(past, cur if isinstance(cur, list) else [cur], min_change, declared)
+        used = [h for h in hist if not slow_host(h) and run_value(h, metric) is not None]
+        past = [v for v in (run_value(h, metric) for h in used) if v is not None]
+        cur_l = cur if isinstance(cur, list) else [cur]
+        v = classify_current(past, cur_l, min_change, declared, span_h=span_h(used), span_min_h=span_min_h)
         lim_key = "mrr_limited_by" if metric == "mrr_pps" else "limited_by"
         base = [h.get(lim_key) for h in hist if run_value(h, metric) is not None]
         base_at_ceiling = bool(base) and sum(b == "generator" for b in base) > len(base) / 2
@@ -160,8 +179,10 @@ def _verdicts(
     return out
 
 
-def compare(outdir: str, store: str, min_change: float = 0.03) -> List[Verdict]:
+def compare(
+    outdir: str, store: str, min_change: float = 0.03, history_span_h: Optional[float] = None
+) -> List[Verdict]:
     out = []
     for rec in load_records(outdir):
-        out.extend(verdicts_for(rec, store, min_change))
+        out.extend(verdicts_for(rec, store, min_change, history_span_h=history_span_h))
     return out

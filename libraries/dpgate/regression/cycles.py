@@ -12,8 +12,8 @@ from dataclasses import replace
 from typing import Dict, List, Optional, Sequence
 
 from dpgate.regression import speed as speed_mod
-from dpgate.regression.classify import NOISE_RUNS, Verdict, classify_current
-from dpgate.regression.history import RunValue, run_value
+from dpgate.regression.classify import HISTORY_SPAN_H, NOISE_RUNS, Verdict, classify_current
+from dpgate.regression.history import RunValue, run_value, span_h
 from dpgate.telemetry.disturbance import CPP_SPEED_EXPONENT, SLOW_SHARE
 from dpgate.telemetry.kernel_ref import SPEED_EXPONENT
 
@@ -32,6 +32,7 @@ def cpp_verdict(
     cur: RunValue,
     min_change: float,
     cpp_noise: Optional[float],
+    span_min_h: float = HISTORY_SPAN_H,
 ) -> Verdict:
     """cycles per packet: lower is better (a rise is the regression, allowances are rises),
     no generator ceiling limits it, and the host's speed moves it: held against the history
@@ -41,12 +42,15 @@ def cpp_verdict(
     scaled alike first: :func:`scaled_verdict`, when there are enough of them.)"""
     speed = m.get("sut_core_speed")
     matched = speed_mod.at_speed(hist, speed, m.get("cpp_speed_exponent"))
+    used = speed_mod.in_band(hist, speed, m.get("cpp_speed_exponent")) if matched else hist
     v = classify_current(
         [x for _, x in matched] or past,
         cur if isinstance(cur, list) else [cur],
         min_change,
         cpp_noise,
         lower_is_better=True,
+        span_h=span_h(used),
+        span_min_h=span_min_h,
     )
     v = replace(v, metric="cpp_at_load")
     if matched and isinstance(speed, (int, float)):
@@ -72,7 +76,11 @@ def _held_if_slow(v: Verdict, m: Dict, hist: List[Dict]) -> Verdict:
 
 
 def scaled_verdict(
-    m: Dict, hist: List[Dict], min_change: float, cpp_noise: Optional[float]
+    m: Dict,
+    hist: List[Dict],
+    min_change: float,
+    cpp_noise: Optional[float],
+    span_min_h: float = HISTORY_SPAN_H,
 ) -> Optional[Verdict]:
     """``cpp_at_load_scaled`` (every trial scaled to the reference speed ``cpp_scaled_speed``:
     :mod:`dpgate.telemetry.cpp_scaled`) against the history runs scaled to the same speed;
@@ -101,19 +109,22 @@ def scaled_verdict(
         return None
     exp = m.get("cpp_speed_exponent")  # figures scaled by another exponent are not comparable
     mem = [m.get(k) for k in MEMORY_KEYS]  # nor figures scaled by the memory probe with others
-    past: List[RunValue] = [
-        x
+    used = [
+        h
         for h in hist
         if (h.get("metrics") or h).get("cpp_scaled_speed") == ref
         and (h.get("metrics") or h).get("cpp_speed_exponent", exp) == exp
         and [(h.get("metrics") or h).get(k) for k in MEMORY_KEYS] == mem
-        and isinstance(x := run_value(h, "cpp_at_load_scaled"), float)
+        and isinstance(run_value(h, "cpp_at_load_scaled"), float)
     ]
+    past: List[RunValue] = [x for h in used if (x := run_value(h, "cpp_at_load_scaled")) is not None]
     if len(past) < SCALED_RUNS:
         return None
     # the allowance alone decides (jump=False): jumpavg let +6.1 % pass over five runs 1.2 % sd
     # apart (gs15, linux-ip4 with +5 % injected); it starts a group with one run from +7.8 %
-    verdict = classify_current(past, [float(cur)], min_change, cpp_noise, lower_is_better=True, jump=False)
+    verdict = classify_current(
+        past, [float(cur)], min_change, cpp_noise, True, False, span_h(used), span_min_h
+    )
     if mem[0]:
         how = f"speed^-{mem[1]:g} and to {mem[2]:g} ns memory reads by ns^{mem[0]:g}"
     else:
@@ -129,7 +140,12 @@ STEADIER = 0.9
 
 
 def steadier_raw(
-    m: Dict, hist: List[Dict], scaled: Verdict, min_change: float, cpp_noise: Optional[float]
+    m: Dict,
+    hist: List[Dict],
+    scaled: Verdict,
+    min_change: float,
+    cpp_noise: Optional[float],
+    span_min_h: float = HISTORY_SPAN_H,
 ) -> Optional[Verdict]:
     """``cpp_at_load`` as measured against every history run with one, in place of the scaled
     verdict ``scaled``, when both have :data:`~dpgate.regression.classify.NOISE_RUNS` history
@@ -141,17 +157,18 @@ def steadier_raw(
     history's is inconclusive, as :func:`cpp_verdict` holds it.
     """
     cur = m.get("cpp_at_load")
-    past = [x for x in (run_value(h, "cpp_at_load") for h in hist) if x is not None]
+    used = [h for h in hist if run_value(h, "cpp_at_load") is not None]
+    past = [x for h in used if (x := run_value(h, "cpp_at_load")) is not None]
     if not isinstance(cur, (int, float)) or len(past) < NOISE_RUNS or scaled.history_len < NOISE_RUNS:
         return None
-    v = classify_current(past, [float(cur)], min_change, cpp_noise, lower_is_better=True, jump=False)
+    v = classify_current(past, [float(cur)], min_change, cpp_noise, True, False, span_h(used), span_min_h)
     if v.allowance_pct is None or scaled.allowance_pct is None:
         return None
     if v.allowance_pct > STEADIER * scaled.allowance_pct:  # about as steady: the scaled figure
         return None
     why = (
-        f"as measured: over {len(past)} history runs it scattered less than the scaled figure "
-        f"(allowance {v.allowance_pct:.1f} % against {scaled.allowance_pct:.1f} %)"
+        f"as measured: over {len(past)} history runs its allowance is under the scaled figure's "
+        f"({v.allowance_pct:.1f} % against {scaled.allowance_pct:.1f} %)"
     )
     return _held_if_slow(replace(v, metric="cpp_at_load", note=why), m, hist)
 
@@ -204,19 +221,19 @@ KERNEL_SPEED_EXPONENT = SPEED_EXPONENT
 KERNEL_SCALED = "cpp_at_load_per_kernel_scaled"
 
 
-def _kernel_scaled(m: Dict, hist: List[Dict]) -> List[float]:
-    """The history's ``cpp_at_load_per_kernel_scaled`` figures scaled by this run's exponent."""
+def _kernel_scaled(m: Dict, hist: List[Dict]) -> List[Dict]:
+    """The history entries with a ``cpp_at_load_per_kernel_scaled`` figure scaled by this run's exponent."""
     exp = m.get("cpp_kernel_speed_exponent")
     return [
-        x
+        h
         for h in hist
-        if isinstance(x := run_value(h, KERNEL_SCALED), float)
+        if isinstance(run_value(h, KERNEL_SCALED), float)
         and (h.get("metrics") or h).get("cpp_kernel_speed_exponent") == exp
     ]
 
 
 def per_kernel_verdict(
-    m: Dict, hist: List[Dict], min_change: float, noise: Optional[float]
+    m: Dict, hist: List[Dict], min_change: float, noise: Optional[float], span_min_h: float = HISTORY_SPAN_H
 ) -> Optional[Verdict]:
     """A polling SUT's busy cycles per cycle of the kernel's work on the same frames on its core
     (``dpgate.telemetry.kernel_ref``) against the history runs that have it; None when this run
@@ -249,22 +266,22 @@ def per_kernel_verdict(
     'no history'
     """
     scaled = m.get(KERNEL_SCALED)
-    past = _kernel_scaled(m, hist) if isinstance(scaled, (int, float)) else []
-    if len(past) >= KERNEL_RUNS:
-        return replace(
-            classify_current(past, [float(scaled)], min_change, noise, lower_is_better=True, jump=False),  # type: ignore[arg-type]
-            metric=KERNEL_SCALED,
-        )
+    used = _kernel_scaled(m, hist) if isinstance(scaled, (int, float)) else []
+    if len(used) >= KERNEL_RUNS:
+        past: List[RunValue] = [x for h in used if (x := run_value(h, KERNEL_SCALED)) is not None]
+        v = classify_current(past, [float(scaled)], min_change, noise, True, False, span_h(used), span_min_h)  # type: ignore[arg-type]
+        return replace(v, metric=KERNEL_SCALED)
     cur = m.get("cpp_at_load_per_kernel")
     if not isinstance(cur, (int, float)):
         return None
     metric = "cpp_at_load_per_kernel"
-    past = [x for h in hist if isinstance(x := run_value(h, metric), float)]
+    used = [h for h in hist if isinstance(run_value(h, metric), float)]
+    past = [x for h in used if (x := run_value(h, metric)) is not None]
     if len(past) < KERNEL_RUNS:
         note = f"{len(past)} history run(s) with it, {KERNEL_RUNS} needed" if past else ""
         return Verdict("", metric, "no history", float(cur), None, None, len(past), note=note)
     v = replace(
-        classify_current(past, [float(cur)], min_change, noise, lower_is_better=True, jump=False),
+        classify_current(past, [float(cur)], min_change, noise, True, False, span_h(used), span_min_h),
         metric=metric,
     )
     speed = m.get("sut_core_speed")

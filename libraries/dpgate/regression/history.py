@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from dpgate.exec.appendfile import append_line, read_lines
 from dpgate.model.errors import ConfigError
@@ -118,6 +118,19 @@ def run_value(entry: Dict, metric: str) -> Optional[RunValue]:
     m = entry.get(F.METRICS, entry)
     v = m.get(metric)
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def span_h(entries: Sequence[Dict]) -> Optional[float]:
+    """Hours between the first and the last of ``entries`` (their ``time``, written as each run
+    is added); None when fewer than two have one (``regression.classify.allowance``).
+
+    >>> span_h([{"time": 1000.0}, {"time": 8200.0}, {}]), span_h([{"time": 1000.0}, {}])
+    (2.0, None)
+    """
+    times = [
+        float(t) for e in entries if isinstance(t := e.get("time"), (int, float)) and not isinstance(t, bool)
+    ]
+    return (max(times) - min(times)) / 3600 if len(times) >= 2 else None
 
 
 def injected(rec: Dict) -> bool:

@@ -43,13 +43,27 @@ def at_speed(
     """(their speed, their ``cpp_at_load`` scaled to ``speed``, samples kept) of the history
     runs measured within ``band`` of ``speed``; empty when this run's speed or exponent is
     unknown."""
-    if not isinstance(speed, (int, float)) or speed <= 0 or not isinstance(exponent, (int, float)):
+    if not isinstance(speed, (int, float)) or not isinstance(exponent, (int, float)):
         return []
     out: List[Tuple[float, RunValue]] = []
-    for h in history:
+    for h in in_band(history, speed, exponent, band):
         s, v = _speed(h), run_value(h, "cpp_at_load")
-        if s is None or v is None or not 1 / band <= s / speed <= band:
-            continue
+        assert s is not None and v is not None  # in_band keeps only entries with both
         f = (s / speed) ** exponent
         out.append((s, [x * f for x in v] if isinstance(v, list) else v * f))
     return out
+
+
+def in_band(
+    history: Sequence[Dict], speed: Optional[float], exponent: Optional[float], band: float = BAND
+) -> List[Dict]:
+    """The history entries :func:`at_speed` takes (their time span sets the allowance's floor)."""
+    if not isinstance(speed, (int, float)) or speed <= 0 or not isinstance(exponent, (int, float)):
+        return []
+    return [
+        h
+        for h in history
+        if (s := _speed(h)) is not None
+        and run_value(h, "cpp_at_load") is not None
+        and 1 / band <= s / speed <= band
+    ]

@@ -13,7 +13,7 @@ from robot.api.deco import keyword, library
 
 from dpgate.config.machineclass import parse_machine_class, resolve_thresholds
 from dpgate.config.thresholds import CaseThresholds, ThresholdFile
-from dpgate.config.units import Rate, format_pps, parse_rate, parse_ratio
+from dpgate.config.units import Rate, format_pps, parse_hours, parse_rate, parse_ratio
 from dpgate.model.errors import ConfigError
 from dpgate.model.ndrpdr import NdrPdrResult
 from dpgate.model.record import F, gate_entry
@@ -118,6 +118,7 @@ class Gates(PairedGate):
         cpp_noise: Optional[str] = None,
         cpp_scaled_noise: Optional[str] = None,
         cpp_kernel_noise: Optional[str] = None,
+        history_span: Optional[str] = None,
     ) -> List[str]:
         """Compare this test's NDR, PDR and MRR with the history of the same test on the same
         testbed (``dpgate compare`` rules: jumpavg plus an allowance of at least ``min_change``
@@ -129,7 +130,9 @@ class Gates(PairedGate):
         as ``regression_noise``/``regression_mrr_noise`` so an offline ``dpgate compare``
         applies the same allowance; ``cpp_noise``, ``cpp_scaled_noise`` and ``cpp_kernel_noise``
         are those of ``cpp_at_load``, ``cpp_at_load_scaled`` and a polling SUT's
-        ``cpp_at_load_per_kernel`` (gate ``regression_cpp_kernel``).
+        ``cpp_at_load_per_kernel`` (gate ``regression_cpp_kernel``). Each declared noise stays
+        its allowance's floor until the history's runs span ``history_span`` (default 24h,
+        recorded as ``regression_history_span_h``): runs back to back see one hour's scatter.
 
         | ${t}= | `Thresholds For` | testpmd-io | 64B |
         | `Throughput Should Not Regress` | ${result} | results/history | min_change=3% | noise=${t.noise} |
@@ -154,6 +157,8 @@ class Gates(PairedGate):
         ):
             if text not in (None, "", "None"):
                 declared[key] = parse_ratio(text, key.replace("regression_", ""), upper_inclusive=True)
+        if history_span and history_span != "None":
+            declared["regression_history_span_h"] = parse_hours(history_span, "history_span")
         if declared:
             record(metrics=declared)
         rec = {
@@ -165,7 +170,7 @@ class Gates(PairedGate):
         }
         verdicts = verdicts_for(
             rec, history, change, declared.get("regression_noise"), declared.get("regression_mrr_noise")
-        )
+        )  # the other declared values and the span are in the record's metrics
         lines = [v.line() for v in verdicts]
         why = {
             v.metric: disturbed_reason(disturbance_for(result.telemetry, v.metric), self._dmax)
