@@ -14,7 +14,7 @@ from dpgate.regression.history import RunValue
 NOISE_RUNS = 5
 #: Hours a history's runs must span before their own scatter may set an allowance under the
 #: case's declared noise: runs back to back measure one hour's scatter, and the host's level
-#: moves more than that between hours (gk98-gk99 on the Zen 4 VM: ten runs within an hour
+#: moves more than that between hours (gk98-gk99 on the Zen 4 VM: twelve runs within an hour
 #: allowed linux-ip4 7.8 %, and an hour later a healthy run read +8.9 %). The declared noise is
 #: the spread seen over days (thresholds files), so it stays the floor until the history
 #: spans as long (``dpgate gate --history-span``, recorded as ``regression_history_span_h``).
