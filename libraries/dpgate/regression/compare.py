@@ -66,7 +66,15 @@ from dpgate.regression.cycles import (  # noqa: F401 (re-exported)
     slow_core,
     steadier_raw,
 )
-from dpgate.regression.history import METRICS, read_history, run_value, same_host, slow_host, span_h
+from dpgate.regression.history import (
+    METRICS,
+    read_history,
+    run_value,
+    same_host,
+    slow_host,
+    span_h,
+    with_values,
+)
 from dpgate.telemetry.placement import CPP_KEY, SCALED_KEY, alike, rests_where
 
 
@@ -162,8 +170,7 @@ def _verdicts(
             continue
         declared = mrr_noise if metric == "mrr_pps" else noise
         # throughput measured in a slow host phase is the host's: not a reference (history.py)
-        used = [h for h in hist if not slow_host(h) and run_value(h, metric) is not None]
-        past = [v for v in (run_value(h, metric) for h in used) if v is not None]
+        used, past = with_values([h for h in hist if not slow_host(h)], metric)
         cur_l = cur if isinstance(cur, list) else [cur]
         v = classify_current(past, cur_l, min_change, declared, span_h=span_h(used), span_min_h=span_min_h)
         lim_key = "mrr_limited_by" if metric == "mrr_pps" else "limited_by"

@@ -13,7 +13,7 @@ from typing import Dict, List, Optional, Sequence
 
 from dpgate.regression import speed as speed_mod
 from dpgate.regression.classify import HISTORY_SPAN_H, NOISE_RUNS, Verdict, classify_current
-from dpgate.regression.history import RunValue, run_value, span_h
+from dpgate.regression.history import RunValue, run_value, span_h, with_values
 from dpgate.telemetry.disturbance import CPP_SPEED_EXPONENT, SLOW_SHARE
 from dpgate.telemetry.kernel_ref import SPEED_EXPONENT
 
@@ -109,15 +109,17 @@ def scaled_verdict(
         return None
     exp = m.get("cpp_speed_exponent")  # figures scaled by another exponent are not comparable
     mem = [m.get(k) for k in MEMORY_KEYS]  # nor figures scaled by the memory probe with others
-    used = [
-        h
-        for h in hist
-        if (h.get("metrics") or h).get("cpp_scaled_speed") == ref
-        and (h.get("metrics") or h).get("cpp_speed_exponent", exp) == exp
-        and [(h.get("metrics") or h).get(k) for k in MEMORY_KEYS] == mem
-        and isinstance(run_value(h, "cpp_at_load_scaled"), float)
-    ]
-    past: List[RunValue] = [x for h in used if (x := run_value(h, "cpp_at_load_scaled")) is not None]
+    used, past = with_values(
+        [
+            h
+            for h in hist
+            if (h.get("metrics") or h).get("cpp_scaled_speed") == ref
+            and (h.get("metrics") or h).get("cpp_speed_exponent", exp) == exp
+            and [(h.get("metrics") or h).get(k) for k in MEMORY_KEYS] == mem
+            and isinstance(run_value(h, "cpp_at_load_scaled"), float)
+        ],
+        "cpp_at_load_scaled",
+    )
     if len(past) < SCALED_RUNS:
         return None
     # the allowance alone decides (jump=False): jumpavg let +6.1 % pass over five runs 1.2 % sd
@@ -157,8 +159,7 @@ def steadier_raw(
     history's is inconclusive, as :func:`cpp_verdict` holds it.
     """
     cur = m.get("cpp_at_load")
-    used = [h for h in hist if run_value(h, "cpp_at_load") is not None]
-    past = [x for h in used if (x := run_value(h, "cpp_at_load")) is not None]
+    used, past = with_values(hist, "cpp_at_load")
     if not isinstance(cur, (int, float)) or len(past) < NOISE_RUNS or scaled.history_len < NOISE_RUNS:
         return None
     v = classify_current(past, [float(cur)], min_change, cpp_noise, True, False, span_h(used), span_min_h)
@@ -268,15 +269,16 @@ def per_kernel_verdict(
     scaled = m.get(KERNEL_SCALED)
     used = _kernel_scaled(m, hist) if isinstance(scaled, (int, float)) else []
     if len(used) >= KERNEL_RUNS:
-        past: List[RunValue] = [x for h in used if (x := run_value(h, KERNEL_SCALED)) is not None]
-        v = classify_current(past, [float(scaled)], min_change, noise, True, False, span_h(used), span_min_h)  # type: ignore[arg-type]
+        now = [float(scaled)]  # type: ignore[arg-type]
+        v = classify_current(
+            with_values(used, KERNEL_SCALED)[1], now, min_change, noise, True, False, span_h(used), span_min_h
+        )
         return replace(v, metric=KERNEL_SCALED)
     cur = m.get("cpp_at_load_per_kernel")
     if not isinstance(cur, (int, float)):
         return None
     metric = "cpp_at_load_per_kernel"
-    used = [h for h in hist if isinstance(run_value(h, metric), float)]
-    past = [x for h in used if (x := run_value(h, metric)) is not None]
+    used, past = with_values([h for h in hist if isinstance(run_value(h, metric), float)], metric)
     if len(past) < KERNEL_RUNS:
         note = f"{len(past)} history run(s) with it, {KERNEL_RUNS} needed" if past else ""
         return Verdict("", metric, "no history", float(cur), None, None, len(past), note=note)

@@ -120,6 +120,13 @@ def run_value(entry: Dict, metric: str) -> Optional[RunValue]:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
+def with_values(entries: Sequence[Dict], metric: str) -> Tuple[List[Dict], List[RunValue]]:
+    """(the entries with a value of ``metric``, those values): a verdict's history and the
+    entries whose times it spans (:func:`span_h`)."""
+    pairs = [(e, v) for e in entries if (v := run_value(e, metric)) is not None]
+    return [e for e, _ in pairs], [v for _, v in pairs]
+
+
 def span_h(entries: Sequence[Dict]) -> Optional[float]:
     """Hours between the first and the last of ``entries`` (their ``time``, written as each run
     is added); None when fewer than two have one (``regression.classify.allowance``).
