@@ -61,8 +61,8 @@ def test_the_floor_applies_to_throughput_too_and_only_with_a_declared_noise(tmp_
     means = [100.0, 101.0, 99.5, 100.5, 100.2, 99.8]
     assert allowance(means, 0.03, 0.2, span_h=2.0) == (
         0.2,
-        f"declared noise (history spans 2.0 h of {HISTORY_SPAN_H:g} h)",
-    )
+        f"declared noise (history spans 2.0 h of {HISTORY_SPAN_H:g} h; its own 1.6 %)",
+    )  # its own: 3 sd of the six runs over their median
     assert allowance(means, 0.03, None, span_h=2.0) == (0.03, "min change")
     assert allowance(means, 0.03, 0.2, span_h=HISTORY_SPAN_H)[1] == "min change"
     store = str(tmp_path / "ndr")

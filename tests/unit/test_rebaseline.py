@@ -12,9 +12,10 @@ from dpgate.outputs.results import ResultStore
 LONG = "Embedded.Linux-Ip4-Ndrpdr.64B-1c-linux-ip4-ndrpdr"
 
 
-def _run(tmp_path, i: int, **metrics) -> str:
+def _run(tmp_path, i: int, started=None, **metrics) -> str:
     out = str(tmp_path / f"base-{i}")
-    ResultStore(out).update(LONG, status="PASS", nf="linux-ip4", metrics=metrics)
+    when = {} if started is None else {"started": started}
+    ResultStore(out).update(LONG, status="PASS", nf="linux-ip4", metrics=metrics, **when)
     return out
 
 
@@ -157,3 +158,36 @@ def test_keys_keep_only_the_thresholds_asked_for(tmp_path, capsys):
     assert set(every) == set(DERIVED)  # --keys can name every threshold derive_case sets
     assert rebaseline_main(runs + ["--keys", "ndr_min,floor"]) == 2
     assert "--keys: floor not derived here" in capsys.readouterr().err
+
+
+def _spaced(tmp_path, hours: float, first: int = 0):
+    """Five healthy runs started evenly over ``hours`` (the record's ``started``, as the listener
+    writes it)."""
+    t0 = 1_796_400_000.0
+    return [
+        _run(tmp_path, first + i, ndr_pps=n, pdr_pps=n, started=t0 + i * hours * 900)
+        for i, n in enumerate([500e3, 520e3, 480e3, 510e3, 490e3])
+    ]
+
+
+def test_noise_rows_from_runs_within_an_hour_carry_a_warning(tmp_path, capsys):
+    # gk99 (2026-12-04): twelve runs within 0.9 h allowed 7.8 %; an hour later a healthy run
+    # read +8.9 %. The declared noise is what every history younger than a day is held to.
+    runs = _spaced(tmp_path, 0.9)
+    assert rebaseline_main(runs) == 0
+    out, err = capsys.readouterr()
+    assert "the runs span 0.9 h (linux-ip4 64B), under the 24 h" in err
+    assert "# Warning: the runs span 0.9 h" in out and "# n=5 over 0.9 h: NDR" in out
+    path = tmp_path / "new.yaml"
+    path.write_text(out)
+    assert load_thresholds(str(path)).lookup("linux-ip4", "64B").noise == "10%"  # still derived
+
+
+def test_runs_spread_over_a_day_or_floors_only_carry_no_warning(tmp_path, capsys):
+    assert rebaseline_main(_spaced(tmp_path, 30.0)) == 0
+    out, err = capsys.readouterr()
+    assert "Warning" not in out and err == "" and "# n=5 over 30.0 h: NDR" in out
+    # floors only (a machine class's file): the noise rows come from elsewhere
+    assert rebaseline_main(_spaced(tmp_path, 0.9, first=10) + ["--keys", "ndr_min,pdr_min"]) == 0
+    out, err = capsys.readouterr()
+    assert "Warning" not in out and err == ""

@@ -83,7 +83,7 @@ def allowance(
     (0.25, 'history spread (2 runs)')
     >>> ten = [4348.0, 4402.0, 4455.0, 4510.0, 4560.0, 4600.0, 4650.0, 4700.0, 4749.0, 4480.0]
     >>> allowance(ten, 0.03, 0.14, span_h=0.9)
-    (0.14, 'declared noise (history spans 0.9 h of 24 h)')
+    (0.14, 'declared noise (history spans 0.9 h of 24 h; its own 9.6 %)')
     >>> allowance(ten, 0.03, 0.14, span_h=30.0)[1], allowance(ten, 0.03, 0.14)[1]
     ('history noise (10 runs)', 'history noise (10 runs)')
     """
@@ -96,11 +96,14 @@ def allowance(
             # the MAD of a few runs can be near zero by chance (five runs, three of them alike,
             # gs14: 3,999-4,002 of 3,848-4,067 made it 0.2 %): the plain deviation floors it
             sigma = max(sigma, statistics.stdev(history_means))
-        if med > 0:
-            cands.append((3 * sigma / med, f"history noise ({n} runs)"))
+        own = 3 * sigma / med if med > 0 else None
+        if own is not None:
+            cands.append((own, f"history noise ({n} runs)"))
         if declared and span_h is not None and span_h < span_min_h:
+            # the history's own figure too: what a shorter --history-span would allow
+            mine = f"; its own {own * 100:.1f} %" if own is not None else ""
             cands.append(
-                (float(declared), f"declared noise (history spans {span_h:.1f} h of {span_min_h:g} h)")
+                (float(declared), f"declared noise (history spans {span_h:.1f} h of {span_min_h:g} h{mine})")
             )
     else:
         if declared:
