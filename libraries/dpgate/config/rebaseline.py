@@ -122,9 +122,11 @@ def render(
     min_margin: float,
     gate_margin: Optional[float] = None,
     keys: Optional[List[str]] = None,
+    warning: Optional[str] = None,
 ) -> str:
     """The rows as YAML; ``keys``: only those thresholds (e.g. a machine class's file that
-    takes its floors from these runs and the rest from the base file)."""
+    takes its floors from these runs and the rest from the base file); ``warning``: :func:`young`'s line, as a
+    comment."""
     lines = [
         f"# Derived by 'python -m dpgate.config.rebaseline' from {runs} runs (healthy measurements only):",
         "# floors = lowest seen / (1 + spread), cpp_at_load_max = highest seen x (1 + spread),",
@@ -133,7 +135,6 @@ def render(
     ]
     if keys:
         lines.append(f"# Only {', '.join(keys)}: the rest comes from the file these rows are laid over.")
-    warning = young(cases, keys)
     if warning:
         lines.append(f"# Warning: {warning}.")
     lines += ["defaults: {}", "nfs:"]
@@ -200,8 +201,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             print("\n".join(leave_one_out(a.runs, a.disturbance_max, a.min_margin, a.gate_margin)))
             return 0
         cases = collect(a.runs, a.disturbance_max)
-        sys.stdout.write(render(cases, len(a.runs), a.min_runs, a.min_margin, a.gate_margin, keys))
         warning = young(cases, keys)
+        sys.stdout.write(render(cases, len(a.runs), a.min_runs, a.min_margin, a.gate_margin, keys, warning))
         if warning:
             print(f"dpgate rebaseline: warning: {warning}", file=sys.stderr)
     except ConfigError as err:
