@@ -176,6 +176,8 @@ THRESHOLD_CASES = [
     ("nfs: {linux-ip4: {64B: {ndr_floor: 1}}}", ["ndr_floor", "accepted keys", "ndr_min"]),
     ("nfs: {linux-ip4: [1]}", ["nfs.linux-ip4", "a mapping"]),
     ("defaults: {ipc_min: -1}\nnfs: {}", ["defaults.ipc_min", "-1", "> 0"]),
+    ("nfs: {x: {all: {search_time_limit: -5}}}", ["nfs.x.all.search_time_limit", "-5", ">= 0"]),
+    ("nfs: {x: {all: {search_time_limit: 2min}}}", ["nfs.x.all.search_time_limit", "'2min'"]),
     # lab keys with a core tag (threads T physical cores C)
     ("nfs: {x: {64B-2X1C: {ndr_min: 1 Mpps}}}", ["nfs.x.64B-2X1C", "'2X1C'", "like 1T1C or 2T1C"]),
     ("nfs: {x: {64B-1T2C: {ndr_min: 1 Mpps}}}", ["nfs.x.64B-1T2C", "threads T physical cores C"]),

@@ -78,3 +78,59 @@ def test_time_paused_for_other_trials_is_not_the_searchs(clock):
     clock.t, calls[:] = -1.0, []
     cut = search_ndr_pdr(measure, 1e5, 1.5e6, "0", "0.5%", "per-commit", {}, 6.5)
     assert not cut.complete and cut.res.trial_count == 3
+
+
+_LIMIT_SUITE = """*** Settings ***
+Resource    {resource}
+
+*** Test Cases ***
+Case
+    ${{t}}=    Thresholds For    ${{CASE_NF}}    64B
+    ${{limit}}=    Search Time Limit    ${{t}}
+    Should Be Equal As Numbers    ${{limit}}    ${{EXPECTED}}
+"""
+
+
+@pytest.mark.parametrize(
+    "nf, given, expected",
+    [
+        ("slow", None, 150),  # the case's search_time_limit
+        ("plain", None, 90),  # none in the file: the embedded default
+        ("slow", "0", 0),  # SEARCH_TIME_LIMIT wins, 0 included (no bound)
+        ("plain", "35", 35),
+    ],
+)
+def test_the_embedded_suites_take_the_bound_from_the_variable_then_the_case(tmp_path, nf, given, expected):
+    """Through the real resources/embedded.resource (its `Search Time Limit` keyword) and the
+    real Gates library: SEARCH_TIME_LIMIT > the case's ``search_time_limit`` > 90 s."""
+    import os
+
+    from helpers import run_robot_quietly
+
+    resource = os.path.join(os.path.dirname(__file__), "..", "..", "resources", "embedded.resource")
+    suite = tmp_path / "Limit.robot"
+    suite.write_text(_LIMIT_SUITE.format(resource=os.path.abspath(resource)))
+    th = tmp_path / "th.yaml"
+    th.write_text("nfs: {slow: {all: {search_time_limit: 150}}, plain: {64B: {ndr_min: 1 Mpps}}}")
+    variables = [f"THRESHOLDS_FILE:{th}", "MACHINE_CLASS:base", f"CASE_NF:{nf}", f"EXPECTED:{expected}"]
+    if given is not None:
+        variables.append(f"SEARCH_TIME_LIMIT:{given}")
+    test = run_robot_quietly(suite, tmp_path / "out", variables, [])
+    assert (test.status, test.message) == ("PASS", "")
+
+
+def test_the_shipped_thresholds_give_the_ovs_pmd_suts_a_longer_bound():
+    """OVS AF_XDP and OVS-DPDK (their PMD shares the SUT core with their ports' NAPI threads:
+    soft zero-loss goals) get 150 s on every machine class; the other SUTs the default."""
+    import os
+
+    from dpgate.config.thresholds import load_thresholds
+
+    here = os.path.join(os.path.dirname(__file__), "..", "..", "variables")
+    base = load_thresholds(os.path.join(here, "embedded.yaml"))
+    for top in ("embedded-zen4.yaml", "embedded-fast.yaml"):
+        f = base.overlaid(load_thresholds(os.path.join(here, top)))
+        for size in ("64B", "IMIX", "1518B"):
+            assert f.lookup("ovs-afxdp-xconnect", size).search_time_limit == 150
+            assert f.lookup("ovsdpdk-xconnect", size).search_time_limit == 150
+            assert f.lookup("testpmd-io", size).search_time_limit is None

@@ -128,6 +128,9 @@ class CaseThresholds:
     #: largest foreign share of a TG/SUT core a failing verdict may rest on before it is
     #: inconclusive instead (default 10 %, ``dpgate.telemetry.disturbance``)
     disturbance_max: Optional[str] = field(default=None, metadata={"check": _ratio_check})
+    #: wall-clock bound of this case's search, seconds (0 = none): for a SUT whose zero-loss
+    #: goal settles slowly; the suite variable ``SEARCH_TIME_LIMIT`` overrides it
+    search_time_limit: Optional[float] = field(default=None, metadata={"check": schema.non_negative})
 
     def merged(self, other: CaseThresholds) -> CaseThresholds:
         vals = {
