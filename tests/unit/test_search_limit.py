@@ -98,6 +98,7 @@ Case
         ("plain", None, 90),  # none in the file: the embedded default
         ("slow", "0", 0),  # SEARCH_TIME_LIMIT wins, 0 included (no bound)
         ("plain", "35", 35),
+        ("plain", "2min", "SEARCH_TIME_LIMIT: expected seconds >= 0 (0 = no bound), got '2min'"),
     ],
 )
 def test_the_embedded_suites_take_the_bound_from_the_variable_then_the_case(tmp_path, nf, given, expected):
@@ -116,6 +117,9 @@ def test_the_embedded_suites_take_the_bound_from_the_variable_then_the_case(tmp_
     if given is not None:
         variables.append(f"SEARCH_TIME_LIMIT:{given}")
     test = run_robot_quietly(suite, tmp_path / "out", variables, [])
+    if isinstance(expected, str):  # bad input: one error naming the variable
+        assert test.status == "FAIL" and expected in test.message, test.message
+        return
     assert (test.status, test.message) == ("PASS", "")
 
 

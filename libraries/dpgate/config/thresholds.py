@@ -153,6 +153,26 @@ class CaseThresholds:
         floor = self.rate("ndr_min")
         return f"{floor / 2:.0f}pps" if floor else None
 
+    def search_bound(self, given: Union[None, str, float], default: float) -> float:
+        """The wall-clock bound of this case's search, seconds (0 = none): ``given`` (the suite
+        variable ``SEARCH_TIME_LIMIT``) when set, else ``search_time_limit``, else ``default``.
+
+        >>> t = CaseThresholds(search_time_limit=150)
+        >>> t.search_bound(None, 90), t.search_bound("0", 90), CaseThresholds().search_bound(None, 90)
+        (150.0, 0.0, 90.0)
+        """
+        if given is not None:
+            try:
+                bound = float(given)
+            except ValueError:
+                bound = -1.0
+            if not bound >= 0:
+                raise ConfigError(
+                    f"expected seconds >= 0 (0 = no bound), got {given!r}", path="SEARCH_TIME_LIMIT"
+                )
+            return bound
+        return float(self.search_time_limit if self.search_time_limit is not None else default)
+
     def rate(self, key: str) -> Optional[float]:
         v = getattr(self, key)
         return parse_rate(v).pps if v is not None else None
