@@ -88,3 +88,19 @@ def test_cores_are_read_one_after_the_other_and_only_those_asked():
         t0 = time.monotonic()
         probe.read()
         assert time.monotonic() - t0 >= 0.01 * len(cpus)
+
+
+def test_a_slow_reading_at_a_trials_end_is_read_again_and_the_second_one_counts():
+    speeds = TrialSpeeds([CPU], fresh_s=5.0, probe_s=0.002)
+    try:
+        speeds.begin()
+        assert speeds.end(ref=0.001) and speeds.rechecked == {}  # at full speed: read once
+        assert len(speeds.probe.seen) == 2
+        t0 = time.monotonic()
+        got = speeds.end(ref=1e6)  # no real core reaches this: every reading is slow
+        assert time.monotonic() - t0 >= 0.02  # read again RECHECK_S later
+        first, again = list(speeds.probe.seen)[-2:]
+        assert speeds.rechecked == {CPU: first} and len(speeds.probe.seen) == 4
+        assert got[CPU] == min(again, speeds._before[CPU])  # the second reading counts
+    finally:
+        speeds.close()

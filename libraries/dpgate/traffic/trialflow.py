@@ -301,15 +301,14 @@ class EmbeddedGenerator(TrialSteps, SutCore):
         settle_ms, (tg1, sut1) = self._settle(tx_ports, rx_ports, tg0, self._claimed_sent())
         clock.mark("settle")
         with stopped_once(stop) as left:
-            core_speeds = self.speeds.end(probed) if self.speeds else {}
+            ref = self.speeds.probe.reference(self.core_speed_ref) if self.speeds else None
+            core_speeds = self.speeds.end(probed, ref) if self.speeds else {}
             clock.mark("speed_after")
             placed = self.xcore.end(left) if self.xcore else {}
         polled = [core_speeds[c] for c in probed or () if c in core_speeds]
         if speed is None and polled:  # beside a poller (no awake loop): the probe's SUT-core speed
             speed = 1e6 * min(polled)
-        slow = (
-            slow_share(core_speeds, self.speeds.probe.reference(self.core_speed_ref)) if self.speeds else None
-        )
+        slow = slow_share(core_speeds, ref) if self.speeds else None
         acct["slow_share"] = slow
         clock.mark("placement_after")
 
@@ -367,6 +366,7 @@ class EmbeddedGenerator(TrialSteps, SutCore):
         # awake loop on the SUT core during the trial (M iterations per CPU second)
         held = dict(
             core_speeds=core_speeds,
+            core_speeds_first=self.speeds.rechecked if self.speeds else None,  # read again (speedprobe)
             sut_core_awake=bool(self.awake_pids),
             sut_napi_deferral_us=self._moderated,
             sut_memory_ns=self.speeds.memory_ns if self.speeds else None,
