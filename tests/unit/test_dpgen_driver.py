@@ -167,6 +167,7 @@ class HostSpeeds:
         self.probe = argparse.Namespace(reference=lambda declared=None: declared or 30.0)
         self.begun, self.asked = 0, []
         self.memory_asked, self.memory_ns = [], None
+        self.refs, self.rechecked = [], {}  # the reference each end judged by; first readings
 
     def begin(self, cpus=None, memory=False):
         self.begun += 1
@@ -177,8 +178,9 @@ class HostSpeeds:
     def transient(self, ref):
         return not self.lasting
 
-    def end(self, cpus=None):
+    def end(self, cpus=None, ref=None):
         self.asked.append(cpus)
+        self.refs.append(ref)
         return self.readings.pop(0) if self.readings else {0: 30.0, 1: 30.0}
 
     def close(self):

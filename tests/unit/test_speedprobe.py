@@ -8,7 +8,7 @@ import time
 import pytest
 from helpers import gone, orphaned_child
 
-from dpgate.exec.speedprobe import SpeedProbe, TrialSpeeds, slow_share
+from dpgate.exec.speedprobe import RECHECK_S, SpeedProbe, TrialSpeeds, slow_share
 from dpgate.model.errors import EnvironmentProblem
 
 CPU = sorted(os.sched_getaffinity(0))[-1]
@@ -98,9 +98,17 @@ def test_a_slow_reading_at_a_trials_end_is_read_again_and_the_second_one_counts(
         assert len(speeds.probe.seen) == 2
         t0 = time.monotonic()
         got = speeds.end(ref=1e6)  # no real core reaches this: every reading is slow
-        assert time.monotonic() - t0 >= 0.02  # read again RECHECK_S later
+        assert time.monotonic() - t0 >= RECHECK_S  # read again RECHECK_S later
         first, again = list(speeds.probe.seen)[-2:]
         assert speeds.rechecked == {CPU: first} and len(speeds.probe.seen) == 4
         assert got[CPU] == min(again, speeds._before[CPU])  # the second reading counts
+        # still slow when read again: a lasting phase, read once per trial until it ends
+        assert speeds.lasting == {CPU}
+        speeds.end(ref=1e6)
+        assert speeds.rechecked == {} and len(speeds.probe.seen) == 5
+        speeds.end(ref=0.001)  # at full speed again
+        assert speeds.lasting == set()
+        speeds.end(ref=1e6)
+        assert list(speeds.rechecked) == [CPU] and len(speeds.probe.seen) == 8
     finally:
         speeds.close()

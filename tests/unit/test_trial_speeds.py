@@ -35,6 +35,16 @@ def test_a_slow_phase_does_not_touch_a_trial_that_lost_nothing(tmp_path):
     assert len(fake.lines) == 1 and r.loss_packets == 0 and r.disturbance == 0.5
 
 
+def test_a_core_read_again_at_the_trials_end_keeps_its_first_reading_in_the_details(tmp_path):
+    # the probe reads a slow core again (speedprobe.RECHECK_S) against the reference it is given
+    gen, _ = make(tmp_path)
+    gen.speeds = HostSpeeds([{0: 30.0, 1: 29.0}])
+    gen.speeds.rechecked = {1: 12.0}  # right after the trial the SUT core read 12
+    r = gen.measure(100_000, 0.5)
+    assert gen.speeds.refs == [30.0] and r.details["core_speeds_first"] == {1: 12.0}
+    assert r.disturbance < 0.1  # the second reading counts
+
+
 def test_a_lasting_slow_phase_is_not_waited_out_trial_by_trial(tmp_path):
     gen, fake = make(tmp_path, lost=100)
     gen.speeds = HostSpeeds([{0: 30.0, 1: 15.0}], lasting=True)
@@ -95,9 +105,9 @@ class StateSpeeds(HostSpeeds):
         self.states.append(state(self.poller))
         super().begin(cpus, memory)
 
-    def end(self, cpus=None):
+    def end(self, cpus=None, ref=None):
         self.states.append(state(self.poller))
-        return super().end(cpus)
+        return super().end(cpus, ref)
 
 
 def test_beside_a_polling_sut_both_probes_read_under_one_stop_of_it(tmp_path, monkeypatch):
