@@ -8,7 +8,7 @@ import time
 import pytest
 from helpers import gone, orphaned_child
 
-from dpgate.exec.speedprobe import RECHECK_S, SpeedProbe, TrialSpeeds, slow_share
+from dpgate.exec.speedprobe import LASTING, RECHECK_S, SpeedProbe, TrialSpeeds, slow_share
 from dpgate.model.errors import EnvironmentProblem
 
 CPU = sorted(os.sched_getaffinity(0))[-1]
@@ -102,13 +102,16 @@ def test_a_slow_reading_at_a_trials_end_is_read_again_and_the_second_one_counts(
         first, again = list(speeds.probe.seen)[-2:]
         assert speeds.rechecked == {CPU: first} and len(speeds.probe.seen) == 4
         assert got[CPU] == min(again, speeds._before[CPU])  # the second reading counts
-        # still slow when read again: a lasting phase, read once per trial until it ends
-        assert speeds.lasting == {CPU}
+        # still slow when read again LASTING times in a row: a lasting phase, read once per
+        # trial until it reads at full speed
+        assert speeds.lasting == {CPU: 1}
         speeds.end(ref=1e6)
-        assert speeds.rechecked == {} and len(speeds.probe.seen) == 5
+        assert list(speeds.rechecked) == [CPU] and speeds.lasting == {CPU: LASTING}
+        speeds.end(ref=1e6)
+        assert speeds.rechecked == {} and len(speeds.probe.seen) == 7
         speeds.end(ref=0.001)  # at full speed again
-        assert speeds.lasting == set()
+        assert speeds.lasting == {}
         speeds.end(ref=1e6)
-        assert list(speeds.rechecked) == [CPU] and len(speeds.probe.seen) == 8
+        assert list(speeds.rechecked) == [CPU] and len(speeds.probe.seen) == 10
     finally:
         speeds.close()

@@ -63,10 +63,14 @@ TRANSIENT_SHARE = 0.3
 #: trials 42.1 at once. In the gate (gk102) 5 of linux-ip4's 6 healthy runs had been held a
 #: slow host (``disturbance`` 0.45-0.81) by such readings. linux-bridge showed no such
 #: dependence (median 40.2 at once and 50 ms after 1.2 Mpps trials); a host's slow phase lasts
-#: 0.1 s to minutes, so a reading 10 ms later still sees it. A core whose last re-read was
-#: still slow is not read again until it reads at full speed: in a lasting phase (gk103,
-#: linux-ip4: the TG core at 32 M it/s of 44 for a whole run) every trial paid for it.
-RECHECK_S = 0.01
+#: 0.1 s to minutes, so a reading 20 ms later still sees it. A core still slow when read again
+#: LASTING times in a row is in a lasting phase and is read once per trial until it reads at full
+#: speed: in such a phase (gk103, linux-ip4: the TG core at 32 M it/s of 44 for a whole run) every
+#: trial paid the wait. Once was too few, and 10 ms too short: in a fresh-clone gate run (1cc2b55)
+#: linux-ip4's SUT core read 34.6 and 34.3 again 10 ms later, so its next reading, 4.64 right
+#: after an overload trial, was not read again and the trial was measured again for it.
+RECHECK_S = 0.02
+LASTING = 2
 
 # The child: pin, die with the parent, then per line read: spin for that many seconds of
 # its own CPU time in chunks of the awake loop's iterations, answer "iterations cpu_seconds".
@@ -197,8 +201,8 @@ class TrialSpeeds:
         self.recent: collections.deque = collections.deque(maxlen=RECENT)
         #: the first readings of the cores :meth:`end` read again (slow at once: RECHECK_S)
         self.rechecked: Dict[int, float] = {}
-        #: the cores whose last re-read was still slow (a lasting phase: not read again)
-        self.lasting: set = set()
+        #: per core, how many re-reads in a row were still slow (LASTING: a lasting phase)
+        self.lasting: Dict[int, int] = {}
 
     def transient(self, ref: Optional[float]) -> bool:
         """Whether a slow phase may pass soon: ``TRANSIENT_SHARE`` of the last RECENT trials
@@ -233,18 +237,23 @@ class TrialSpeeds:
         of the memory probe's two readings when :meth:`begin` read it. A core under
         ``SLOW_SHARE`` of ``ref`` now is read again :data:`RECHECK_S` later and that reading
         counts; ``rechecked`` keeps the first readings of such cores. A core still slow then
-        (``lasting``) is read once per trial until it reads at full speed again."""
+        :data:`LASTING` times in a row is read once per trial until it reads at full speed."""
         now = self.probe.read(cpus)
         self.rechecked = {}
         full = {c for c, v in now.items() if not ref or v >= SLOW_SHARE * ref}
-        self.lasting -= full
-        slow = [c for c in now if c not in full and c not in self.lasting]
+        slow = [c for c in now if c not in full and self.lasting.get(c, 0) < LASTING]
         if slow:
             time.sleep(RECHECK_S)
             again = self.probe.read(slow)
             self.rechecked = {c: now[c] for c in again}
-            self.lasting |= {c for c, v in again.items() if v < SLOW_SHARE * (ref or 0.0)}
+            for c, v in again.items():
+                if v < SLOW_SHARE * (ref or 0.0):
+                    self.lasting[c] = self.lasting.get(c, 0) + 1
+                else:
+                    full.add(c)
             now.update(again)
+        for c in full:
+            self.lasting.pop(c, None)
         self._last = (time.monotonic(), now)
         out = {c: min(v, self._before.get(c, v)) for c, v in now.items()}
         if out:
