@@ -2,6 +2,7 @@
 
 import csv
 import random
+from dataclasses import replace
 
 import pytest
 from helpers import write_run
@@ -173,6 +174,40 @@ def test_mrr_drop_at_the_generator_ceiling_is_generator_limited(tmp_path):
         add_to_history(mrr_run(tmp_path, f"r{i}", 6.0e5, limited="generator"), store)
     v = {x.metric: x for x in compare(mrr_run(tmp_path, "gen", 5.0e5, limited="generator"), store)}
     assert v["mrr_pps"].verdict == "generator-limited"
+
+
+def test_mrr_under_a_ceiling_the_ndr_reached_is_the_generators():
+    """gk98 linux-bridge: NDR at the 0.931 Mpps ceiling, then MRR trials at that same load
+    sending 0.836-0.914 with the SUT dropping nothing: the shortfall is not the SUT's."""
+    from dpgate.model.ndrpdr import NdrPdrResult
+
+    def rec(ndr, mrr):
+        r = NdrPdrResult(
+            "nf",
+            "64B",
+            ndr,
+            ndr,
+            None,
+            None,
+            0.0,
+            0.005,
+            "p",
+            1,
+            1.0,
+            1,
+            1e9,
+            "declared",
+            1,
+            1,
+            930976.0,
+            None,
+        )
+        return replace(r, mrr_samples=mrr).metrics()
+
+    assert rec(930976.0, (913843.0, 835552.0, 879856.0))["mrr_limited_by"] == "generator"
+    # the SUT under the ceiling at NDR: its MRR is its own, however it compares
+    assert rec(800000.0, (835552.0, 879856.0))["mrr_limited_by"] == "sut"
+    assert rec(800000.0, (930000.0,))["mrr_limited_by"] == "generator"
 
 
 def test_a_run_already_in_the_history_is_not_compared_with_itself(tmp_path):

@@ -43,6 +43,27 @@ class NdrPdrResult:
     #: Name of the testbed (topology) that measured it: keys the regression history.
     testbed: str = ""
 
+    def mrr_limited_by(self, mrr: float) -> str:
+        """Whose rate the MRR is: ``generator`` at the ceiling, and also below it when the
+        NDR sits at the ceiling. MRR offers the ceiling, the load the search saw the SUT
+        forward without loss, so a shortfall there is the generator's or the host's (gk98: a
+        linux-bridge NDR at a 0.931 Mpps ceiling, then MRR trials at that load sending 0.836-0.914
+        with the SUT dropping nothing). A SUT that lost its headroom has its NDR under the
+        ceiling too, and then its MRR is its own.
+
+        >>> r = NdrPdrResult("nf", "64B", 9.3e5, 9.3e5, None, None, 0.0, 0.005, "p", 1, 1.0, 1,
+        ...                  1e9, "declared", 1.0, 1.0, 9.31e5, None)
+        >>> r.mrr_limited_by(8.76e5), r.mrr_limited_by(9.3e5)
+        ('generator', 'generator')
+        >>> from dataclasses import replace
+        >>> replace(r, ndr_pps=8.0e5).mrr_limited_by(8.76e5)
+        'sut'
+        """
+        ceiling = self.generator_max_pps
+        if not ceiling:
+            return "sut"
+        return "generator" if max(mrr, self.ndr_pps) >= CEILING_MARGIN * ceiling else "sut"
+
     def metrics(self) -> Dict[str, Any]:
         bits = (average_frame_size(parse_frame_size(self.frame_size)) + 20) * 8
         m: Dict[str, Any] = {
@@ -73,11 +94,7 @@ class NdrPdrResult:
         if self.mrr_samples:
             mrr = sum(self.mrr_samples) / len(self.mrr_samples)
             m["mrr_pps"] = round(mrr, 1)
-            m["mrr_limited_by"] = (
-                "generator"
-                if self.generator_max_pps and mrr >= CEILING_MARGIN * self.generator_max_pps
-                else "sut"
-            )
+            m["mrr_limited_by"] = self.mrr_limited_by(mrr)
         if self.sut_cpp_measured is not None:
             m["cpp_sut_measured"] = round(self.sut_cpp_measured, 1)
         m.update(self.telemetry)
