@@ -2,10 +2,9 @@
 
 import csv
 import random
-from dataclasses import replace
 
 import pytest
-from helpers import write_run
+from helpers import ndrpdr_result, write_run
 
 from dpgate.model.errors import ConfigError
 from dpgate.outputs.exporters import write_csv, write_openmetrics
@@ -179,30 +178,9 @@ def test_mrr_drop_at_the_generator_ceiling_is_generator_limited(tmp_path):
 def test_mrr_under_a_ceiling_the_ndr_reached_is_the_generators():
     """gk98 linux-bridge: NDR at the 0.931 Mpps ceiling, then MRR trials at that same load
     sending 0.836-0.914 with the SUT dropping nothing: the shortfall is not the SUT's."""
-    from dpgate.model.ndrpdr import NdrPdrResult
 
     def rec(ndr, mrr):
-        r = NdrPdrResult(
-            "nf",
-            "64B",
-            ndr,
-            ndr,
-            None,
-            None,
-            0.0,
-            0.005,
-            "p",
-            1,
-            1.0,
-            1,
-            1e9,
-            "declared",
-            1,
-            1,
-            930976.0,
-            None,
-        )
-        return replace(r, mrr_samples=mrr).metrics()
+        return ndrpdr_result(ndr, max_pps=930976.0, mrr_samples=mrr).metrics()
 
     assert rec(930976.0, (913843.0, 835552.0, 879856.0))["mrr_limited_by"] == "generator"
     # the SUT under the ceiling at NDR: its MRR is its own, however it compares
