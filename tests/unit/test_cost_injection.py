@@ -300,3 +300,24 @@ def test_a_cpu_with_rows_of_its_own_keeps_them_in_a_fast_phase():
     assert cost.calibration_for(42.5, "AMD EPYC", "family 25 model 1")[0] == "fast"
     assert cost.calibration_for(42.5, "Intel(R) Xeon(R) Processor", "family 6 model 85")[0] == "fast-xeon"
     assert cost.calibration_for(23.0, "Intel(R) Xeon(R) Processor", "family 6 model 167")[0] == "slow-xeon"
+
+
+def test_the_zen5_vm_injects_into_the_three_suts_the_fast_class_had_no_rows_for():
+    """On the Zen 5 VM (``AMD EPYC``, family 26 model 2; 2026-12-05) the fast class's six rows
+    reproduced within a few percent, and OVS AF_XDP, l3fwd and OVS on af_packet were
+    calibrated there: that CPU injects into all nine SUTs, in a slow phase of its probe too,
+    while a fast host without such rows still refuses those three rather than guess."""
+    zen5 = "family 26 model 2"
+    for speed in (30.0, 55.0):
+        name, table = cost.calibration_for(speed, "AMD EPYC", zen5)
+        assert name == "fast-zen5", speed
+        assert {k: table[k] for k in cost.CALIBRATION} == cost.CALIBRATION
+        for sut in ("ovs-afxdp-xconnect", "l3fwd-ip4", "ovs-xconnect"):
+            assert table[sut] == cost.CALIBRATION_ZEN5[sut]
+            assert 9.0 <= cost.expected_percent(sut, cost.units_for(sut, 10, table), table) <= 11.0
+    # its classifier alone is ~10 % on OVS AF_XDP: "+5 %" is one load, not zero
+    assert cost.units_for("ovs-afxdp-xconnect", 5, table) == 1
+    other, table = cost.calibration_for(55.0, "AMD EPYC", "family 25 model 1")
+    assert other == "fast"
+    with pytest.raises(ConfigError, match="not calibrated on this host class"):
+        cost.units_for("l3fwd-ip4", 10, table)

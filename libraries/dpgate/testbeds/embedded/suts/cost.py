@@ -63,6 +63,7 @@ from dpgate.testbeds.embedded.suts.costrows import (  # noqa: F401 (re-exported)
     CALIBRATION_XEON,
     CALIBRATION_XEON_FAST,
     CALIBRATION_ZEN4,
+    CALIBRATION_ZEN5,
     CLASSES,
     MODEL_ROWS,
 )

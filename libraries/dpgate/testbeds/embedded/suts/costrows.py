@@ -199,8 +199,35 @@ CALIBRATION_ZEN4: Dict[str, tuple[float, float, float]] = {
     "ovsdpdk-xconnect": (6364.0, 80.5, 364.0),
     "ovs-xconnect": (18637.0, 6.42, 736.0),
 }
+#: The AMD EPYC Zen 5 VM (``AMD EPYC``, family 26 model 2; 2026-12-05 21:09-21:45, probe 50-64
+#: M it/s with slow phases of 27-40 in a few trials: the fast class). ``--calibrate-units N
+#: --trials 14 --duration 1 --runs 3`` at each SUT's 64B ``cpp_load`` of embedded-fast.yaml, l3fwd
+#: and OVS on af_packet at 1,000 kpps offered (saturated: their NDR 0.24 and 0.19 Mpps), three
+#: bring-ups a point, each the median of 14 pairs. The fast class's six rows hold here:
+#: linux-xconnect 20 loads +3.6/+4.1/+4.6 %, 300 +14.1/+13.1/+14.8 % on 2,608-3,166 cycles (a
+#: line of 1.00 a load and 91 for the classifier, the table's 0.94 and 83); linux-bridge 1 load
+#: +5.0/+4.9/+5.1, 20 +7.1/+6.9/+6.7, 300 +19.1/+18.8/+18.1 % (1.47, 187; table 1.43, 173);
+#: linux-ip4 20 +6.2/+3.6/+1.7, 300 +10.5/+4.9/+7.6 % in a noisy half hour (0.67, 180; table
+#: 0.78, 142); testpmd-io 2 loads +10.3/+10.9/+11.5, 12 +26.5/+25.2/+28.4 % (84, 408; table 87,
+#: 341); testpmd-mac +7.3/+7.8/+8.0, +19.3/+19.1/+21.2 % (80, 351; table 91, 344); OVS-DPDK
+#: +11.8/+10.5/+11.9, +27.0/+26.6/+27.7 % (82, 409; table 90, 312): by these points the table's
+#: "+10 %" makes +9.6 to +10.3 %. Its bases (cycles per packet) read within 2-8 % of the table's,
+#: which was measured on "the CI host class of that day" (2026-11-27, probe 52-65, no CPU model
+#: recorded then): most likely this CPU. The three SUTs the fast class had no rows for, the
+#: least-squares line through their points on the mean base: OVS AF_XDP (80 kpps) 1 load
+#: +9.7/+9.8/+11.9, 15 +7.5/+10.0/+11.1, 150 +20.8/+21.7/+21.8 % on 2,912-3,233 (its classifier
+#: alone is about 10 %: "+5 %" and "+10 %" are one and five loads, both about +10 %); l3fwd 1 load
+#: +5.1/+5.4/+6.6, 100 +10.5/+12.9/+11.9, 400 +22.0/+19.2/+18.7 % on 11,633-12,577; OVS on
+#: af_packet 1 load +5.9/+4.2/+4.7, 100 +8.1/+8.9/+7.1, 400 +18.6/+19.8/+19.2 % on
+#: 14,127-15,063. As the Zen 4's, these rows are this CPU's whatever the probe reads.
+CALIBRATION_ZEN5: Dict[str, tuple[float, float, float]] = {
+    "ovs-afxdp-xconnect": (3122.0, 2.29, 300.0),
+    "l3fwd-ip4": (12172.0, 4.20, 820.0),
+    "ovs-xconnect": (14472.0, 5.26, 676.0),
+}
 MODEL_ROWS: Tuple[Tuple[str, str, str, Dict[str, tuple[float, float, float]]], ...] = (
     ("slow", "Intel(R) Xeon(R) Processor", "xeon", CALIBRATION_XEON),
     ("fast", "Intel(R) Xeon(R) Processor", "xeon", CALIBRATION_XEON_FAST),
     ("slow", "AMD EPYC family 25 model 17", "zen4", CALIBRATION_ZEN4),
+    ("fast", "AMD EPYC family 26 model 2", "zen5", CALIBRATION_ZEN5),
 )
