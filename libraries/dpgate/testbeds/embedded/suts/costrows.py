@@ -211,7 +211,7 @@ CALIBRATION_ZEN4: Dict[str, tuple[float, float, float]] = {
 #: 0.78, 142); testpmd-io 2 loads +10.3/+10.9/+11.5, 12 +26.5/+25.2/+28.4 % (84, 408; table 87,
 #: 341); testpmd-mac +7.3/+7.8/+8.0, +19.3/+19.1/+21.2 % (80, 351; table 91, 344); OVS-DPDK
 #: +11.8/+10.5/+11.9, +27.0/+26.6/+27.7 % (82, 409; table 90, 312): by these points the table's
-#: "+10 %" makes +9.6 to +10.3 %. Its bases (cycles per packet) read within 2-8 % of the table's,
+#: "+10 %" makes +9.6 to +10.3 %. Its bases (cycles per packet) read within 1-4 % of the table's,
 #: which was measured on "the CI host class of that day" (2026-11-27, probe 52-65, no CPU model
 #: recorded then): most likely this CPU. The three SUTs the fast class had no rows for, the
 #: least-squares line through their points on the mean base: OVS AF_XDP (80 kpps) 1 load
