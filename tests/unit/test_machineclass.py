@@ -264,3 +264,26 @@ def test_the_gate_checks_a_named_class_before_anything_starts(cpu_files, capsys,
     bad = build_parser().parse_args(["gate", "--thresholds", base, "--machine-class", "slow.yaml"])
     with pytest.raises(ConfigError, match="slow.yaml"):
         preflight(bad)
+
+
+def test_the_shipped_classes_place_the_zen_vms_by_cpu_and_the_others_by_speed():
+    """The shipped base file: the Zen 4 VM takes its own rows and the Zen 5 VM the fast class's
+    at any speed its probe reads (a slow phase during the probe no longer loosens its floors);
+    a CPU the file does not name is placed by speed alone."""
+    base = os.path.join(os.path.dirname(__file__), "..", "..", "variables", "embedded.yaml")
+    zen5 = "AuthenticAMD family 26 model 2"
+    for speed in ("25", "34.8", "60"):
+        assert resolve_thresholds(base, speed, cpu=zen5)[1].startswith(f"embedded-fast.yaml: CPU {zen5}")
+        assert resolve_thresholds(base, speed, cpu=ZEN4)[1].startswith(f"embedded-zen4.yaml: CPU {ZEN4}")
+    fast_row = resolve_thresholds(base, "34.8", cpu=zen5)[0].lookup("linux-bridge", "64B")
+    base_row = resolve_thresholds(base, "34.8", cpu="GenuineIntel family 6 model 85")[0].lookup(
+        "linux-bridge", "64B"
+    )
+    assert fast_row.rate("ndr_min") > base_row.rate("ndr_min") and fast_row.core_speed > base_row.core_speed
+    assert resolve_thresholds(base, "45", cpu="AuthenticAMD family 26 model 17")[1].startswith(
+        "embedded-fast.yaml"
+    )
+    assert (
+        "under every class listed"
+        in resolve_thresholds(base, "34.8", cpu="AuthenticAMD family 26 model 17")[1]
+    )
