@@ -193,6 +193,49 @@ def test_junit_has_properties_failure_and_system_out(tmp_path):
     assert suite.get("tests") == "3" and suite.get("failures") == "1"
 
 
+def test_tests_a_stopped_run_cut_short_are_errors_not_failures(tmp_path):
+    """Ctrl-C during a gate (2026-12-06, 18 of 27 cases done): Robot fails the running test
+    ("Execution terminated by signal") and every later one ("Test execution stopped due to a
+    fatal error."); JUnit gave them 9 <failure>s, as if the SUTs had failed their gates."""
+    store = ResultStore(str(tmp_path))
+    store.update(
+        "S.a",
+        suite="S",
+        name="a",
+        status="FAIL",
+        started=1,
+        message="per-commit search aborted after 8 trial(s): ExecutionFailed: Execution terminated by signal",
+    )
+    store.update(
+        "S.b",
+        suite="S",
+        name="b",
+        status="FAIL",
+        started=2,
+        message="Test execution stopped due to a fatal error.",
+    )
+    store.update(
+        "S.c",
+        suite="S",
+        name="c",
+        status="FAIL",
+        started=3,
+        message="NDR 0.1 Mpps < floor 0.2 Mpps (-50.0 %)",
+    )
+    recs = load_records(str(tmp_path))
+    root = ET.parse(write_junit(recs, str(tmp_path / "j.xml"))).getroot()
+    cases = {c.get("name"): c for c in root.iter("testcase")}
+    for name in ("a", "b"):
+        assert cases[name].find("failure") is None
+        assert (
+            cases[name].find("error").get("message").startswith("not run to its end: the run was stopped (")
+        )
+    assert cases["c"].find("failure") is not None and cases["c"].find("error") is None
+    assert root.find("testsuite").get("failures") == "1" and root.find("testsuite").get("errors") == "2"
+    table = summary_table(recs)
+    assert "NOT RUN: Test execution stopped" in table and "FAIL: NDR 0.1 Mpps" in table
+
+
 def test_summary_table_lists_numbers_and_verdicts(tmp_path):
     table = summary_table(make_records(tmp_path))
     assert "0.212" in table and "0.230" in table and "12264" in table

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Dict, List
 
 from dpgate.model.record import F
+from dpgate.outputs.junit import stopped_by_run
 
 
 def history_summary(records: List[Dict], hist: str) -> str:
@@ -44,7 +45,7 @@ def summary_table(records: List[Dict]) -> str:
         ndr = f"{m['ndr_pps'] / 1e6:.3f}" if "ndr_pps" in m else "-"
         pdr = f"{m['pdr_pps'] / 1e6:.3f}" if "pdr_pps" in m else "-"
         cpp = f"{m['cpp']:.0f}" if isinstance(m.get("cpp"), (int, float)) else "-"
-        verdict = r.get(F.STATUS, "?")
+        verdict = "NOT RUN" if stopped_by_run(r) else r.get(F.STATUS, "?")
         if verdict != "PASS" and r.get(F.MESSAGE):
             verdict += ": " + r[F.MESSAGE].splitlines()[0][:100]
         lines.append(f"{r.get(F.NAME, '?')[:44]:44s} {ndr:>9s} {pdr:>9s} {cpp:>8s}  {verdict}")

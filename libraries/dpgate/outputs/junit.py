@@ -26,6 +26,26 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+#: Robot's messages for a test the run's stop cut short: the one running when a signal came
+#: (``Execution terminated by signal``) and those after it or after a fatal error.
+STOPPED_MARKS = ("Execution terminated by signal", "Test execution stopped due to a fatal error")
+
+
+def stopped_by_run(rec: Dict[str, Any]) -> bool:
+    """Whether a test's FAIL is Robot's for a run stopped around it (Ctrl-C, SIGTERM, a fatal
+    error earlier), not a verdict on the SUT: it did not measure to its end, and JUnit says so
+    with ``<error>`` ("not run to its end"), so that a CI reader does not count it as a
+    performance failure (the run's exit status is already 130/143).
+
+    >>> stopped_by_run({"status": "FAIL", "message": "Test execution stopped due to a fatal error."})
+    True
+    >>> stopped_by_run({"status": "FAIL", "message": "NDR 0.212 Mpps < floor 0.250 Mpps (-15.2 %)"})
+    False
+    """
+    message = rec.get(F.MESSAGE) or ""
+    return rec.get(F.STATUS) == "FAIL" and any(mark in message for mark in STOPPED_MARKS)
+
+
 def testcase(rec: Dict[str, Any]) -> xunit2.TestCase:
     tc = xunit2.TestCase(
         rec.get(F.NAME, rec.get(F.LONGNAME, "?")),
@@ -41,7 +61,9 @@ def testcase(rec: Dict[str, Any]) -> xunit2.TestCase:
         lines.append(f"gate.{gate[G.NAME]}={verdict}: {gate[G.MESSAGE]}")
     status = rec.get(F.STATUS, "RUNNING")
     message = rec.get(F.MESSAGE, "")
-    if status == "FAIL":
+    if stopped_by_run(rec):
+        tc.result = [junitparser.Error(f"not run to its end: the run was stopped ({message})")]
+    elif status == "FAIL":
         tc.result = [junitparser.Failure(message or "failed")]
         if message:
             tc.result[0].text = message
