@@ -198,30 +198,13 @@ def test_tests_a_stopped_run_cut_short_are_errors_not_failures(tmp_path):
     ("Execution terminated by signal") and every later one ("Test execution stopped due to a
     fatal error."); JUnit gave them 9 <failure>s, as if the SUTs had failed their gates."""
     store = ResultStore(str(tmp_path))
-    store.update(
-        "S.a",
-        suite="S",
-        name="a",
-        status="FAIL",
-        started=1,
-        message="per-commit search aborted after 8 trial(s): ExecutionFailed: Execution terminated by signal",
-    )
-    store.update(
-        "S.b",
-        suite="S",
-        name="b",
-        status="FAIL",
-        started=2,
-        message="Test execution stopped due to a fatal error.",
-    )
-    store.update(
-        "S.c",
-        suite="S",
-        name="c",
-        status="FAIL",
-        started=3,
-        message="NDR 0.1 Mpps < floor 0.2 Mpps (-50.0 %)",
-    )
+    messages = {
+        "a": "per-commit search aborted after 8 trial(s): ExecutionFailed: Execution terminated by signal",
+        "b": "Test execution stopped due to a fatal error.",
+        "c": "NDR 0.1 Mpps < floor 0.2 Mpps (-50.0 %)",
+    }
+    for started, (name, message) in enumerate(messages.items()):
+        store.update(f"S.{name}", suite="S", name=name, status="FAIL", started=started, message=message)
     recs = load_records(str(tmp_path))
     root = ET.parse(write_junit(recs, str(tmp_path / "j.xml"))).getroot()
     cases = {c.get("name"): c for c in root.iter("testcase")}
