@@ -34,7 +34,9 @@ Verdict per test and metric (NDR, PDR, MRR), with the *allowance* = the largest 
    is checked the same way beside ``cpp_at_load``, against every history run with one, from
    two on, allowance ``cpp_kernel_noise``; a rise on a core in a slow phase (under 90 % of the
    history's speed) that the speed explains is inconclusive
-   (``dpgate.regression.cycles.per_kernel_verdict``).
+   (``dpgate.regression.cycles.per_kernel_verdict``), and so is a rise the SUT's own
+   ``cpp_at_load`` figure does not share (it did not rise: the kernel reference fell,
+   ``dpgate.regression.cycles.unshared_rise``).
 3. Otherwise ``normal``; ``no history`` when the test has none. A drop of a result at
    the generator's ceiling (``limited_by=generator``) is ``generator-limited``: the SUT
    kept up with everything the generator could send, so it is not a SUT regression; and
@@ -65,6 +67,7 @@ from dpgate.regression.cycles import (  # noqa: F401 (re-exported)
     scaled_verdict,
     slow_core,
     steadier_raw,
+    unshared_rise,
 )
 from dpgate.regression.history import (
     METRICS,
@@ -165,8 +168,8 @@ def _verdicts(
             out.append(replace(v, test=rec.get("name", rec["longname"])))
             # a polling SUT's busy cycles per kernel cycle: every run counts (cycles.py)
             pk = per_kernel_verdict(m, hist, min_change, kernel_noise, span_min_h)
-            if pk is not None:
-                out.append(replace(pk, test=rec.get("name", rec["longname"])))
+            if pk is not None:  # a rise the SUT's own cycles do not share is the reference's
+                out.append(replace(unshared_rise(pk, v), test=rec.get("name", rec["longname"])))
             continue
         declared = mrr_noise if metric == "mrr_pps" else noise
         # throughput measured in a slow host phase is the host's: not a reference (history.py)
