@@ -290,22 +290,13 @@ def test_the_shipped_classes_place_the_zen_vms_by_cpu_and_the_others_by_speed():
 
 
 def _allowances(row) -> dict:
-    """The regression check's young-history allowance per figure, with the fallbacks
-    dpgate.regression.compare.verdicts_for applies (MRR -> NDR, cycles -> NDR, scaled and
-    per-kernel cycles -> cycles)."""
+    """The regression check's young-history allowance per figure of a thresholds row, with the
+    fallbacks the check applies (dpgate.regression.compare.with_fallbacks)."""
+    from dpgate.regression.compare import with_fallbacks
 
-    def pct(v):
-        return None if v is None else float(str(v).rstrip("%"))
-
-    ndr = pct(row.noise)
-    cpp = pct(row.cpp_noise) or ndr
-    return {
-        "noise": ndr,
-        "mrr_noise": pct(row.mrr_noise) or ndr,
-        "cpp_noise": cpp,
-        "cpp_scaled_noise": pct(row.cpp_scaled_noise) or cpp,
-        "cpp_kernel_noise": pct(row.cpp_kernel_noise) or cpp,
-    }
+    keys = ("noise", "mrr_noise", "cpp_noise", "cpp_scaled_noise", "cpp_kernel_noise")
+    pcts = [None if (v := getattr(row, k)) is None else float(str(v).rstrip("%")) for k in keys]
+    return dict(zip(keys, with_fallbacks(*pcts)))
 
 
 def test_no_shipped_class_narrows_the_base_files_young_history_allowances():

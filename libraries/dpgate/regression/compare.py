@@ -35,7 +35,7 @@ Verdict per test and metric (NDR, PDR, MRR), with the *allowance* = the largest 
    two on, allowance ``cpp_kernel_noise``; a rise on a core in a slow phase (under 90 % of the
    history's speed) that the speed explains is inconclusive
    (``dpgate.regression.cycles.per_kernel_verdict``), and so is a rise the SUT's own
-   ``cpp_at_load`` figure does not share (it did not rise: the kernel reference fell,
+   ``cpp_at_load`` figure carries less than half of (the kernel reference fell,
    ``dpgate.regression.cycles.unshared_rise``).
 3. Otherwise ``normal``; ``no history`` when the test has none. A drop of a result at
    the generator's ceiling (``limited_by=generator``) is ``generator-limited``: the SUT
@@ -50,7 +50,7 @@ the history.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from dpgate.outputs.results import load_records
 from dpgate.regression.classify import (  # noqa: F401 (re-exported)
@@ -81,6 +81,30 @@ from dpgate.regression.history import (
 from dpgate.telemetry.placement import CPP_KEY, SCALED_KEY, alike, rests_where
 
 
+def with_fallbacks(
+    noise: Optional[float],
+    mrr_noise: Optional[float],
+    cpp_noise: Optional[float],
+    scaled_noise: Optional[float],
+    kernel_noise: Optional[float],
+) -> Tuple[Optional[float], ...]:
+    """The declared allowances (NDR/PDR, MRR, cycles, scaled cycles, per-kernel cycles) with the
+    fallbacks of a case that declares fewer: MRR's and the cycles' take NDR's, the scaled and
+    per-kernel cycles' take the cycles'.
+
+    >>> with_fallbacks(0.2, None, None, 0.1, None)
+    (0.2, 0.2, 0.2, 0.1, 0.2)
+    """
+    cpp = noise if cpp_noise is None else cpp_noise
+    return (
+        noise,
+        noise if mrr_noise is None else mrr_noise,
+        cpp,
+        cpp if scaled_noise is None else scaled_noise,
+        cpp if kernel_noise is None else kernel_noise,
+    )
+
+
 def verdicts_for(
     rec: Dict,
     store: str,
@@ -100,19 +124,13 @@ def verdicts_for(
         v = m.get(key)
         return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
-    noise = noise if noise is not None else recorded("regression_noise")
-    mrr_noise = mrr_noise if mrr_noise is not None else recorded("regression_mrr_noise")
-    if mrr_noise is None:
-        mrr_noise = noise
-    cpp_noise = recorded("regression_cpp_noise")
-    if cpp_noise is None:
-        cpp_noise = noise
-    scaled_noise = recorded("regression_cpp_scaled_noise")
-    if scaled_noise is None:
-        scaled_noise = cpp_noise
-    kernel_noise = recorded("regression_cpp_kernel_noise")
-    if kernel_noise is None:
-        kernel_noise = cpp_noise
+    noise, mrr_noise, cpp_noise, scaled_noise, kernel_noise = with_fallbacks(
+        noise if noise is not None else recorded("regression_noise"),
+        mrr_noise if mrr_noise is not None else recorded("regression_mrr_noise"),
+        recorded("regression_cpp_noise"),
+        recorded("regression_cpp_scaled_noise"),
+        recorded("regression_cpp_kernel_noise"),
+    )
     if history_span_h is None:
         history_span_h = recorded("regression_history_span_h")
     span_min_h = HISTORY_SPAN_H if history_span_h is None else history_span_h
@@ -168,7 +186,7 @@ def _verdicts(
             out.append(replace(v, test=rec.get("name", rec["longname"])))
             # a polling SUT's busy cycles per kernel cycle: every run counts (cycles.py)
             pk = per_kernel_verdict(m, hist, min_change, kernel_noise, span_min_h)
-            if pk is not None:  # a rise the SUT's own cycles do not share is the reference's
+            if pk is not None:  # a rise the SUT's own cycles do not carry is the reference's
                 out.append(replace(unshared_rise(pk, v), test=rec.get("name", rec["longname"])))
             continue
         declared = mrr_noise if metric == "mrr_pps" else noise
