@@ -19,6 +19,7 @@ from dpgate.config.machineclass import (
     resolve_thresholds,
 )
 from dpgate.model.errors import ConfigError
+from dpgate.regression.compare import with_fallbacks
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -292,8 +293,6 @@ def test_the_shipped_classes_place_the_zen_vms_by_cpu_and_the_others_by_speed():
 def _allowances(row) -> dict:
     """The regression check's young-history allowance per figure of a thresholds row, with the
     fallbacks the check applies (dpgate.regression.compare.with_fallbacks)."""
-    from dpgate.regression.compare import with_fallbacks
-
     keys = ("noise", "mrr_noise", "cpp_noise", "cpp_scaled_noise", "cpp_kernel_noise")
     pcts = [None if (v := getattr(row, k)) is None else float(str(v).rstrip("%")) for k in keys]
     return dict(zip(keys, with_fallbacks(*pcts)))

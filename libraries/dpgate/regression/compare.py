@@ -113,7 +113,24 @@ def verdicts_for(
     mrr_noise: Optional[float] = None,
     history_span_h: Optional[float] = None,
 ) -> List[Verdict]:
-    """Every metric of one record against its history. ``noise`` (NDR/PDR) and ``mrr_noise``
+    """Every metric of one record against its history in ``store`` (:func:`verdicts_against`)."""
+    hist = read_history(store, rec.get("testbed", ""), rec["longname"])
+    if rec.get("started") is not None:
+        # the gate adds a run to the history as it ends: never compare a run with itself
+        hist = [h for h in hist if h.get("time") != rec["started"]]
+    return verdicts_against(rec, hist, min_change, noise, mrr_noise, history_span_h)
+
+
+def verdicts_against(
+    rec: Dict,
+    hist: List[Dict],
+    min_change: float = 0.03,
+    noise: Optional[float] = None,
+    mrr_noise: Optional[float] = None,
+    history_span_h: Optional[float] = None,
+) -> List[Verdict]:
+    """Every metric of one record against the history entries ``hist`` (those of other CPUs are
+    left out, and the verdicts say how many). ``noise`` (NDR/PDR) and ``mrr_noise``
     default to the record's ``regression_noise``/``regression_mrr_noise`` (the case's declared
     noise, recorded by the gate); MRR without its own falls back to ``noise``. The declared
     noises floor each allowance until the history's runs span ``history_span_h`` hours (default
@@ -134,10 +151,6 @@ def verdicts_for(
     if history_span_h is None:
         history_span_h = recorded("regression_history_span_h")
     span_min_h = HISTORY_SPAN_H if history_span_h is None else history_span_h
-    hist = read_history(store, rec.get("testbed", ""), rec["longname"])
-    if rec.get("started") is not None:
-        # the gate adds a run to the history as it ends: never compare a run with itself
-        hist = [h for h in hist if h.get("time") != rec["started"]]
     hist, others = same_host(hist, m.get("host_cpu_model"), m.get("host_cpu_id"))
     noises = (noise, mrr_noise, cpp_noise, scaled_noise, kernel_noise)
     out = _verdicts(rec, hist, min_change, *noises, span_min_h=span_min_h)

@@ -50,6 +50,16 @@ CONTEXT = (
     "cpp_at_load_per_kernel",  # a polling SUT's busy cycles per kernel cycle (regression/cycles.py)
     "cpp_at_load_per_kernel_scaled",  # the same, every trial at the reference speed
     "cpp_kernel_speed_exponent",  # ... by this exponent: others are not compared
+    "cpp_at_load_disturbance",  # others' share of a core in its own trials (a replay holds on it)
+)
+#: the allowances the run declared (the thresholds of its case and machine class), kept so
+#: ``dpgate history replay`` judges each run as its gate did (dpgate.regression.replay)
+DECLARED = (
+    "regression_noise",
+    "regression_mrr_noise",
+    "regression_cpp_noise",
+    "regression_cpp_scaled_noise",
+    "regression_cpp_kernel_noise",
 )
 #: The cycles figures an entry may hold; with any of them the entry keeps ``cpp_at_load``.
 CYCLES_KEYS = ("cpp_at_load", "cpp_at_load_scaled", "cpp_at_load_per_kernel", "cpp_at_load_per_kernel_scaled")
@@ -227,7 +237,9 @@ def add_to_history(
             "host_cpu_model": m.get("host_cpu_model"),
             "host_cpu_id": m.get("host_cpu_id"),
             "mrr_limited_by": m.get("mrr_limited_by"),
-            **{k: m[k] for k in keep + CONTEXT if isinstance(m.get(k), (int, float))},
+            "nf": rec.get(F.NF),
+            "frame_size": m.get("frame_size"),
+            **{k: m[k] for k in keep + CONTEXT + DECLARED if isinstance(m.get(k), (int, float))},
         }
         # each cycles figure by the placement of the trials it rests on (telemetry.placement):
         # a mix of the cores' two placements compares with nothing, a far one with far ones
