@@ -355,3 +355,21 @@ def test_hosts_whose_model_name_a_hypervisor_cut_are_told_apart_by_family_and_mo
     assert all(v.history_len == 5 and "4 run(s) of other CPUs left out" in v.line() for v in same)
     # and such an entry is compared with every run of its model name
     assert compare(run("z3-later", 8.0e5, zen3), store)[0].history_len == 5
+
+
+def test_the_compare_command_holds_a_disturbed_regression_as_the_gate_does(tmp_path, capsys):
+    from dpgate.cli.main import main
+
+    store = str(tmp_path / "history")
+    for i in range(6):
+        add_to_history(make_run(tmp_path, f"r{i}", 5.0e5 * (1 + 0.005 * ((-1) ** i))), store)
+    quiet = write_run(tmp_path, "quiet", {"ndr_pps": 4.0e5, "pdr_pps": 4.0e5, "disturbance": 0.02})
+    noisy = write_run(tmp_path, "noisy", {"ndr_pps": 4.0e5, "pdr_pps": 4.0e5, "disturbance": 0.31})
+    assert main(["compare", quiet, "--history", store]) == 1
+    assert "2 regression(s) in 2 checks, 0 held" in capsys.readouterr().err
+    assert main(["compare", noisy, "--history", store]) == 0
+    out, err = capsys.readouterr()
+    assert "(inconclusive: disturbed measurement: 31.0 % of a TG/SUT core" in out
+    assert "0 regression(s) in 2 checks, 2 held as disturbed" in err
+    assert main(["compare", noisy, "--history", store, "--disturbance-max", "50%"]) == 1
+    assert main(["compare", noisy, "--history", store, "--disturbance-max", "lots"]) == 2

@@ -1,5 +1,7 @@
-"""``dpgate compare results/ --history history/ [--min-change 3]``: every test's NDR, PDR and
-MRR against its history (see :mod:`dpgate.regression.compare`); exit 1 on a regression."""
+"""``dpgate compare results/ --history history/ [--min-change 3]``: every test's NDR, PDR, MRR
+and cycles against its history (see :mod:`dpgate.regression.compare`); exit 1 on a regression.
+A regression whose trials others disturbed beyond ``--disturbance-max`` (default 10 %) is held
+as inconclusive, as the gate holds it (``dpgate.robot.gates``)."""
 
 from __future__ import annotations
 
@@ -8,8 +10,11 @@ import os
 import sys
 
 from dpgate.cli.argtypes import hours
+from dpgate.config.units import parse_ratio
 from dpgate.model.errors import ConfigError
-from dpgate.regression.compare import compare
+from dpgate.outputs.results import load_records
+from dpgate.regression.compare import verdicts_for
+from dpgate.telemetry.disturbance import DISTURBANCE_MAX, disturbance_for, inconclusive
 
 
 def add_parser(sub) -> None:
@@ -24,6 +29,12 @@ def add_parser(sub) -> None:
         help="hours the history's runs must span before their own scatter may allow less than the "
         "declared noise (default: the run's recorded regression_history_span_h, else 24)",
     )
+    c.add_argument(
+        "--disturbance-max",
+        default=f"{DISTURBANCE_MAX:.0%}",
+        help="hold a regression as inconclusive when others took more than this share of a TG/SUT "
+        "core in the trials it rests on (default %(default)s, the gate's)",
+    )
     c.set_defaults(func=cmd_compare)
 
 
@@ -33,9 +44,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
             f"{args.outdir!r} has no dpgate/tests/ results: pass the --outdir of a dpgate gate run",
             path="outdir",
         )
-    verdicts = compare(args.outdir, args.history, args.min_change / 100.0, args.history_span)
-    for v in verdicts:
-        print(v.line())
-    bad = [v for v in verdicts if v.verdict == "regression"]
-    print(f"{len(bad)} regression(s) in {len(verdicts)} checks", file=sys.stderr)
+    dmax = parse_ratio(args.disturbance_max, "--disturbance-max", upper_inclusive=True)
+    n, bad, held = 0, 0, 0
+    for rec in load_records(args.outdir):
+        for v in verdicts_for(rec, args.history, args.min_change / 100.0, history_span_h=args.history_span):
+            n += 1
+            why = inconclusive(disturbance_for(rec.get("metrics", {}), v.metric), dmax)
+            if v.verdict == "regression" and why:
+                held += 1
+                print(f"{v.line()} (inconclusive: {why})")
+                continue
+            bad += v.verdict == "regression"
+            print(v.line())
+    print(f"{bad} regression(s) in {n} checks, {held} held as disturbed", file=sys.stderr)
     return 1 if bad else 0

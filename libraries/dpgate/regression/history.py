@@ -2,7 +2,8 @@
 with the commit (``--commit``, else DPGATE_COMMIT / CI_COMMIT_SHA / GIT_COMMIT / GITHUB_SHA),
 time, NDR, PDR, MRR and the run's samples of each (e.g. every MRR trial's rx rate), and the
 CPU (``host_cpu_model`` and ``host_cpu_id``: the embedded host's, a lab DUT's): a run is compared
-with runs of its CPU only (:func:`same_host`).
+with runs of its CPU only (:func:`same_host`); and the run's NF, frame size and declared
+allowances (:data:`DECLARED`), with which ``dpgate history replay`` judges it again.
 Runs with injected faults (``injected_sut_cpu_steal``) are never added, nor the
 throughput of tests whose verdict trials a neighbour disturbed (others' CPU time,
 ``disturbance_foreign``, above ``disturbance_max``, default 10 %): its slowdown in the
