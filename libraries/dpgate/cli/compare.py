@@ -13,8 +13,8 @@ from dpgate.cli.argtypes import hours
 from dpgate.config.units import parse_ratio
 from dpgate.model.errors import ConfigError
 from dpgate.outputs.results import load_records
-from dpgate.regression.compare import verdicts_for
-from dpgate.telemetry.disturbance import DISTURBANCE_MAX, disturbance_for, inconclusive
+from dpgate.regression.compare import held_reason, verdicts_for
+from dpgate.telemetry.disturbance import DISTURBANCE_MAX
 
 
 def add_parser(sub) -> None:
@@ -49,8 +49,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for rec in load_records(args.outdir):
         for v in verdicts_for(rec, args.history, args.min_change / 100.0, history_span_h=args.history_span):
             n += 1
-            why = inconclusive(disturbance_for(rec.get("metrics", {}), v.metric), dmax)
-            if v.verdict == "regression" and why:
+            why = held_reason(rec.get("metrics", {}), v, dmax)
+            if why:
                 held += 1
                 print(f"{v.line()} (inconclusive: {why})")
                 continue

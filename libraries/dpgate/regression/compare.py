@@ -78,6 +78,7 @@ from dpgate.regression.history import (
     span_h,
     with_values,
 )
+from dpgate.telemetry.disturbance import DISTURBANCE_MAX, disturbance_for, inconclusive
 from dpgate.telemetry.placement import CPP_KEY, SCALED_KEY, alike, rests_where
 
 
@@ -103,6 +104,23 @@ def with_fallbacks(
         cpp if scaled_noise is None else scaled_noise,
         cpp if kernel_noise is None else kernel_noise,
     )
+
+
+def held_reason(
+    metrics: Dict, v: Verdict, disturbance_max: Optional[float] = DISTURBANCE_MAX
+) -> Optional[str]:
+    """Why a ``regression`` is held as inconclusive: others took more than ``disturbance_max`` of a
+    core in the trials it rests on (``metrics``: a record's, or a run's telemetry); None when it
+    is not a regression or its trials were clean. The gate, ``dpgate compare`` and the replay all
+    hold by it.
+
+    >>> v = Verdict("t", "ndr_pps", "regression", 4e5, 5e5, -20.0, 6)
+    >>> held_reason({"disturbance": 0.31}, v)[:45], held_reason({"disturbance": 0.02}, v)
+    ('disturbed measurement: 31.0 % of a TG/SUT cor', None)
+    """
+    if v.verdict != "regression":
+        return None
+    return inconclusive(disturbance_for(metrics, v.metric), disturbance_max)
 
 
 def verdicts_for(

@@ -30,9 +30,9 @@ from statistics import median
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from dpgate.regression.classify import Verdict
-from dpgate.regression.compare import verdicts_against
+from dpgate.regression.compare import held_reason, verdicts_against
 from dpgate.regression.history import DECLARED, read_history
-from dpgate.telemetry.disturbance import DISTURBANCE_MAX, disturbance_for, inconclusive
+from dpgate.telemetry.disturbance import DISTURBANCE_MAX
 
 #: a case's declared allowances by (NF, frame size), e.g. from a thresholds file (cli/history.py)
 Noises = Callable[[str, str], Dict[str, float]]
@@ -111,7 +111,7 @@ def _judge(
         if v.verdict == "inconclusive":
             result.inconclusive += 1
         elif v.verdict == "regression":
-            if inconclusive(disturbance_for(rec["metrics"], v.metric), disturbance_max):
+            if held_reason(rec["metrics"], v, disturbance_max):
                 result.held.append(v)
             else:
                 result.fails.append(v)

@@ -17,12 +17,11 @@ from dpgate.config.units import Rate, format_pps, parse_hours, parse_rate, parse
 from dpgate.model.errors import ConfigError
 from dpgate.model.ndrpdr import NdrPdrResult
 from dpgate.model.record import F, gate_entry
-from dpgate.regression.compare import verdicts_for
+from dpgate.regression.compare import held_reason, verdicts_for
 from dpgate.robot.base import _current_test, rate_arg, record
 from dpgate.robot.gate_checks import _at_ceiling, _fine_pct, _pct
 from dpgate.robot.paired import PairedGate
-from dpgate.telemetry.disturbance import DISTURBANCE_MAX, disturbance_for
-from dpgate.telemetry.disturbance import inconclusive as disturbed_reason
+from dpgate.telemetry.disturbance import DISTURBANCE_MAX
 from dpgate.telemetry.pcm import event_key
 
 TELEMETRY_POLICIES = ("skip", "fail")
@@ -173,7 +172,7 @@ class Gates(PairedGate):
         )  # the other declared values and the span are in the record's metrics
         lines = [v.line() for v in verdicts]
         why = {
-            v.metric: disturbed_reason(disturbance_for(result.telemetry, v.metric), self._dmax)
+            v.metric: held_reason(result.telemetry, v, self._dmax)
             for v in verdicts
             if v.verdict == "regression"
         }
