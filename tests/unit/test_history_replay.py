@@ -45,6 +45,19 @@ def test_the_day_span_passes_what_the_gate_passed_and_half_an_hour_fails_it(tmp_
     assert "FAIL" in half.line() and "--history-span 0.5" in half.line()
 
 
+def test_a_run_the_span_fails_is_left_out_of_its_history_after_it(tmp_path):
+    # the gate stores passed runs only: a second such run meets the history without the first
+    again = (HEALTHY[0] + 100,) + HEALTHY[1:]
+    store = store_of(tmp_path, GK99 + [HEALTHY, again])
+    day, half = (own for own, _ in replay(store, [24, 0.5]))
+    assert day.failed_runs == day.dropped == 0
+    assert half.failed_runs == half.dropped == 2, half.line()
+    assert "2 left out of the history after them" in half.line()
+    late = load_records(write_run(tmp_path, "late", metrics(*HEALTHY[1:]), started=T0 + 3400))
+    ((_, d_other), (_, h_other)) = replay(store, [24, 0.5], against=late)
+    assert d_other.failed_runs == 0 and h_other.failed_runs == 1  # judged against GK99 alone
+
+
 def test_older_entries_take_their_case_allowances_from_the_thresholds(tmp_path):
     store = store_of(tmp_path, GK99 + [HEALTHY])
     path = tmp_path / "store" / "embedded" / "S.64B-1c-x-ndrpdr.jsonl"

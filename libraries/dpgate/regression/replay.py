@@ -10,9 +10,11 @@ depends on the host; the history store holds the runs to measure it on.
 :func:`replay` judges every stored run of every test, in time order, against the runs stored
 before it, as the gate would have judged it with each span: a ``regression`` on a stored run is
 a FAIL that span would have given a run the gate passed (the store keeps passed runs only, and
-no injected ones), unless the run's trials were disturbed (held, as the gate holds them).
-Runs from other outputs (``against``: e.g. the records of runs with ``--inject-cost 10``) are
-judged against the stored runs before them: what each span catches of a known step.
+no injected ones), unless the run's trials were disturbed (held, as the gate holds them). A run
+a span FAILs is left out of that span's history for the runs after it, as the gate, which
+stores passed runs only, would have left it out. Runs from other outputs (``against``: e.g. the
+records of runs with ``--inject-cost 10``) are judged against the stored runs before them that
+the span kept: what each span catches of a known step.
 
 Each run is judged with the allowances it declared (kept in the store since this module was
 written, ``dpgate.regression.history.DECLARED``); an older entry takes its case's from
@@ -82,6 +84,7 @@ class SpanResult:
     held: List[Verdict] = field(default_factory=list)  # regressions held: disturbed trials
     inconclusive: int = 0
     failed_runs: int = 0
+    dropped: int = 0  # stored runs it FAILed, so left out of the history after them
     allowances: Dict[str, List[float]] = field(default_factory=dict)  # by metric, in %
 
     def line(self, what: str = "stored (passed) runs") -> str:
@@ -90,6 +93,7 @@ class SpanResult:
             f"--history-span {self.span_h:g}: {self.failed_runs} of {self.judged} {what} FAIL"
             f" ({len(self.fails)} checks), {len(self.held)} held (disturbed), {self.inconclusive}"
             f" inconclusive; median allowance {allow or 'none'}"
+            + (f"; {self.dropped} left out of the history after them" if self.dropped else "")
         )
 
 
@@ -99,10 +103,11 @@ def _judge(
     before: Sequence[Dict],
     min_change: float,
     disturbance_max: float,
-) -> None:
+) -> bool:
+    """Judge ``rec`` against ``before`` into ``result``; True when the span FAILs it."""
     verdicts = verdicts_against(rec, list(before), min_change, history_span_h=result.span_h)
     if not any(v.baseline is not None for v in verdicts):
-        return
+        return False
     result.judged += 1
     failed = False
     for v in verdicts:
@@ -117,6 +122,7 @@ def _judge(
                 result.fails.append(v)
                 failed = True
     result.failed_runs += failed
+    return failed
 
 
 def stored_tests(store: str) -> List[Tuple[str, str, List[Dict]]]:
@@ -138,20 +144,24 @@ def replay(
     against: Sequence[Dict] = (),
     disturbance_max: float = DISTURBANCE_MAX,
 ) -> List[Tuple[SpanResult, SpanResult]]:
-    """Per span: (the stored runs judged in order, the ``against`` records judged against the
-    stored runs before each one's start)."""
+    """Per span: (the stored runs judged in order, each against the runs before it that the span
+    kept, and the ``against`` records judged against the runs the span kept before each one's
+    start)."""
     tests = stored_tests(store)
-    by_name = {(tb, ln): runs for tb, ln, runs in tests}
     out = []
     for span in spans:
         own, other = SpanResult(float(span)), SpanResult(float(span))
+        kept: Dict[Tuple[str, str], List[Dict]] = {}
         for testbed, longname, runs in tests:
-            for i, entry in enumerate(runs):
-                _judge(
-                    own, entry_record(entry, longname, testbed, noises), runs[:i], min_change, disturbance_max
-                )
+            history = kept.setdefault((testbed, longname), [])
+            for entry in runs:
+                rec = entry_record(entry, longname, testbed, noises)
+                if not _judge(own, rec, history, min_change, disturbance_max):
+                    history.append(entry)
+                else:
+                    own.dropped += 1
         for rec in against:
-            runs = by_name.get((rec.get("testbed", ""), rec["longname"]), [])
+            runs = kept.get((rec.get("testbed", ""), rec["longname"]), [])
             start = rec.get("started")
             before = [e for e in runs if start is None or float(e.get("time") or 0) < float(start)]
             _judge(other, rec, before, min_change, disturbance_max)
