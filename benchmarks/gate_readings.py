@@ -1,6 +1,7 @@
 """What benchmarks/gate_signal.py reads of one finished gate run: its JUnit case (verdict,
 message, properties, every gate's line) and, from its trials.jsonl, the framework overhead
-between trials, the frames back after their settle and the generator that ran each trial.
+between trials, the frames back after their settle and the generator that ran each trial; and
+the spreads its report prints (over all runs, and by the placement a cycles figure rests on).
 
 Every figure of gate_signal's report but the overhead comes from the JUnit a CI user reads.
 """
@@ -13,7 +14,9 @@ import math
 import os
 import statistics
 import xml.etree.ElementTree as ET
-from typing import Dict, List
+from typing import Dict, List, Optional
+
+from dpgate.telemetry.placement import CPP_KEY, SCALED_KEY, rests_where
 
 #: Robot's message for a test whose suite setup failed: the run measured nothing.
 SETUP_FAILED = "Parent suite setup failed"
@@ -110,3 +113,45 @@ def overhead_line(runs: List[Dict]) -> str:
     if gens:  # tcpreplay starts a process per trial (tens of ms more): say which ran
         text += "; generator " + ", ".join(f"{g} ({n} trials)" for g, n in gens.most_common())
     return text
+
+
+def spread(vals: List[float]) -> Optional[float]:
+    """max/min - 1 of the positive values, None with fewer than two.
+
+    >>> round(spread([1.0, 1.1]), 3), spread([1.0])
+    (0.1, None)
+    """
+    v = [x for x in vals if isinstance(x, float) and x > 0]
+    return max(v) / min(v) - 1 if len(v) >= 2 else None
+
+
+def by_placement(props: List[Dict], metric: str) -> str:
+    """The spread of a cycles figure over runs resting on one placement of the cores, as the
+    history check compares them (``dpgate.telemetry.placement``: a far run only with far ones);
+    empty for a throughput metric or when every run rests on one placement.
+
+    >>> runs = [{"cpp_at_load": 5354.0, "cpp_at_load_placement": "far"}]
+    >>> runs += [{"cpp_at_load": x, "cpp_at_load_placement": "near"} for x in (4786.0, 4554.0)]
+    >>> by_placement(runs, "cpp_at_load"), by_placement(runs[1:], "cpp_at_load"), by_placement(runs, "ndr_pps")
+    (' (by placement: near 2 runs +5.1 %, far 1 run n/a)', '', '')
+    """
+    if not metric.startswith("cpp_at_load"):
+        return ""
+    key = SCALED_KEY if metric.endswith("_scaled") else CPP_KEY
+    groups: Dict[str, List[float]] = {}
+    for p in props:
+        if isinstance(p.get(metric), float):
+            groups.setdefault(str(rests_where(p, key)), []).append(p[metric])
+    if len(groups) < 2:
+        return ""
+    cells = [
+        f"{k} {len(v)} run{'s' if len(v) > 1 else ''} {fmt(spread(v))}"
+        for k, v in sorted(groups.items(), key=lambda kv: -len(kv[1]))
+    ]
+    return " (by placement: " + ", ".join(cells) + ")"
+
+
+def fmt(x: Optional[float], pct: bool = True) -> str:
+    if x is None:
+        return "n/a"
+    return f"{x * 100:+.1f} %" if pct else f"{x:.4g}"

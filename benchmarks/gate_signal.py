@@ -50,7 +50,7 @@ from typing import Dict, List, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the sibling gate_readings
 
-from gate_readings import overhead_line, read_case, read_run, trial_gaps  # noqa: E402, F401
+from gate_readings import by_placement, fmt, overhead_line, read_case, read_run, spread, trial_gaps  # noqa: E402, F401
 
 from dpgate.model.errors import ConfigError  # noqa: E402
 from dpgate.testbeds.embedded.suts import cost  # noqa: E402
@@ -197,22 +197,6 @@ def row_line(injected: Dict[float, List[Dict]]) -> Optional[str]:
     )
 
 
-def spread(vals: List[float]) -> Optional[float]:
-    """max/min - 1 of the positive values, None with fewer than two.
-
-    >>> round(spread([1.0, 1.1]), 3), spread([1.0])
-    (0.1, None)
-    """
-    v = [x for x in vals if isinstance(x, float) and x > 0]
-    return max(v) / min(v) - 1 if len(v) >= 2 else None
-
-
-def fmt(x: Optional[float], pct: bool = True) -> str:
-    if x is None:
-        return "n/a"
-    return f"{x * 100:+.1f} %" if pct else f"{x:.4g}"
-
-
 def injected_aim(sut: str, step: float, runs: List[Dict]) -> str:
     """What the step was, to within one load: as the runs' records say (the loads and the
     table of the host class the gate picked), else by the fast class's table."""
@@ -337,7 +321,9 @@ def main(argv=None) -> int:
             ]
             hogged = [r["props"].get(m) for r in healthy if r["hog"] and isinstance(r["props"].get(m), float)]
             med = statistics.median(quiet) if quiet else None
-            line = f"  {m:12s} spread quiet {fmt(spread(quiet))}, with hogs {fmt(spread(quiet + hogged))}"
+            line = f"  {m:12s} spread quiet {fmt(spread(quiet))}"
+            line += by_placement([r["props"] for r in healthy if not r["hog"]], m)
+            line += f", with hogs {fmt(spread(quiet + hogged))}"
             for s, runs in injected.items():
                 chs = [
                     fmt(r["props"][m] / med - 1) if isinstance(r["props"].get(m), float) and med else "n/a"
