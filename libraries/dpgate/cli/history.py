@@ -105,7 +105,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         for v in own.fails:
             print(f"  would FAIL: {v.line()}")
         if against:
-            print("  " + other.line("--against runs"))
+            print("  " + other.line("--against runs", left_out=False))
             for v in other.fails:
                 print(f"    FAIL: {v.line()}")
     print(

@@ -84,16 +84,21 @@ class SpanResult:
     held: List[Verdict] = field(default_factory=list)  # regressions held: disturbed trials
     inconclusive: int = 0
     failed_runs: int = 0
-    dropped: int = 0  # stored runs it FAILed, so left out of the history after them
     allowances: Dict[str, List[float]] = field(default_factory=dict)  # by metric, in %
 
-    def line(self, what: str = "stored (passed) runs") -> str:
+    def line(self, what: str = "stored (passed) runs", left_out: bool = True) -> str:
+        """One line of what the span said; ``left_out``: its FAILed runs left the history after
+        them (stored runs; not ``--against`` runs, which never enter it)."""
         allow = ", ".join(f"{k} {median(v):.1f} %" for k, v in sorted(self.allowances.items()) if v)
         return (
             f"--history-span {self.span_h:g}: {self.failed_runs} of {self.judged} {what} FAIL"
             f" ({len(self.fails)} checks), {len(self.held)} held (disturbed), {self.inconclusive}"
             f" inconclusive; median allowance {allow or 'none'}"
-            + (f"; {self.dropped} left out of the history after them" if self.dropped else "")
+            + (
+                f"; {self.failed_runs} left out of the history after them"
+                if left_out and self.failed_runs
+                else ""
+            )
         )
 
 
@@ -157,9 +162,7 @@ def replay(
             for entry in runs:
                 rec = entry_record(entry, longname, testbed, noises)
                 if not _judge(own, rec, history, min_change, disturbance_max):
-                    history.append(entry)
-                else:
-                    own.dropped += 1
+                    history.append(entry)  # the gate stores passed runs only
         for rec in against:
             runs = kept.get((rec.get("testbed", ""), rec["longname"]), [])
             start = rec.get("started")
