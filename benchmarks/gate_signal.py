@@ -148,7 +148,13 @@ def history_line(healthy: List[Dict], injected: Dict[float, List[Dict]]) -> Opti
 def paired_line(healthy: List[Dict], injected: Dict[float, List[Dict]]) -> Optional[str]:
     """The paired check (``--paired``) in one line: each run's ``cpp_paired_change`` (and the busy
     cycles' change where it was judged per kernel cycle) and its gate's verdict (P/F/S), healthy runs first (``h`` marks a hogged one, ``2`` a verdict on
-    two rounds of pairs: the first left it undecided); None without it."""
+    two rounds of pairs: the first left it undecided), with the quiet runs' spread of the SUT's
+    cycles against its twin's (max/min - 1 of 1 + change); None without it.
+
+    >>> run = lambda ch, g="PASS": {"props": {"cpp_paired_change": ch}, "gates": {"gate.cpp_paired": g}}
+    >>> paired_line([run(0.01), run(-0.02), run(0.2) | {"hog": True}], {10.0: [run(0.11, "FAIL: x")]})
+    '  cpp_paired   healthy: +1.0 % P, -2.0 % P, +20.0 % Ph (quiet spread +3.1 %) | +10 %: +11.0 % F (1/1 FAIL)'
+    """
 
     def cell(r: Dict) -> str:
         ch = r["props"].get("cpp_paired_change")
@@ -166,6 +172,13 @@ def paired_line(healthy: List[Dict], injected: Dict[float, List[Dict]]) -> Optio
     ):
         return None
     line = "  cpp_paired   healthy: " + ", ".join(cell(r) for r in healthy)
+    # the SUT against its twin, 1 + change, over the quiet runs: the A/A spread of the ratio
+    ratios = [
+        1 + r["props"]["cpp_paired_change"]
+        for r in healthy
+        if not r.get("hog") and isinstance(r["props"].get("cpp_paired_change"), float)
+    ]
+    line += f" (quiet spread {fmt(spread(ratios))})" if len(ratios) >= 2 else ""
     for s, runs in injected.items():
         fails = sum(r.get("gates", {}).get("gate.cpp_paired", "").startswith("FAIL") for r in runs)
         line += f" | +{s:g} %: " + ", ".join(cell(r) for r in runs) + f" ({fails}/{len(runs)} FAIL)"
