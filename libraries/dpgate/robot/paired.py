@@ -98,7 +98,9 @@ class PairedMeasure:
         af_packet ports: four times, its driver's ``saturation_pairs``; at the ``cpp_at_load``
         load a driver's ``paired_pairs`` times, OVS on AF_XDP ports 3), judged on the
         middle 60 % of their ratios (``cpp_paired_trim`` 0.2,
-        ``dpgate.telemetry.paired.trimmed``): that figure scatters more, with heavy tails.
+        ``dpgate.telemetry.paired.trimmed``): that figure scatters more, with heavy tails; a
+        rise there FAILs only when its pairs at one core speed rose beyond ``max_rise`` too
+        (``cpp_paired_one_speed_change``; ``dpgate.telemetry.paired.at_one_speed``).
         Returns the :class:`PairedCpp`, or why it was not measured (warned too): no
         ``cpp_at_load`` load, or a twin that would not come up (the SUT under test failing
         during the trials fails the case as in any trial).

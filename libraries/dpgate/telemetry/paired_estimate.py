@@ -72,6 +72,11 @@ class PairedCpp:
     kernel_change: Optional[float] = None
     kernel_low: Optional[float] = None
     kernel_high: Optional[float] = None
+    #: at saturation, the same judgement on the pairs whose two trials ran at one core speed
+    #: (``placement.same_speed``) when some did not: their change and how many (a FAIL needs
+    #: them to rise beyond the allowance too: ``dpgate.telemetry.paired.verdict``)
+    one_speed: Optional[float] = None
+    one_speed_pairs: int = 0
 
     def metrics(self) -> dict:
         """The record's (and JUnit's) properties of the check."""
@@ -105,6 +110,9 @@ class PairedCpp:
             out["cpp_paired_busy_change"] = round(self.also.change, 4)
             out["cpp_paired_busy_low"] = round(self.also.low, 4)
             out["cpp_paired_busy_high"] = round(self.also.high, 4)
+        if self.one_speed is not None:
+            out["cpp_paired_one_speed_change"] = round(self.one_speed, 4)
+            out["cpp_paired_one_speed_pairs"] = self.one_speed_pairs
         return out
 
     def describe(self) -> str:
