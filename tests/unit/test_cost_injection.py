@@ -321,3 +321,22 @@ def test_the_zen5_vm_injects_into_the_three_suts_the_fast_class_had_no_rows_for(
     assert other == "fast"
     with pytest.raises(ConfigError, match="not calibrated on this host class"):
         cost.units_for("l3fwd-ip4", 10, table)
+
+
+def test_the_model_207_xeon_takes_its_own_rows_whatever_the_probe_reads():
+    """The Intel Xeon VM of family 6 model 207 (2026-12-07) shares its model name with the
+    Xeons of 2026-11-30 and 12-02, whose rows (by the name alone) made its "+10 %" read +8.6
+    to +13.5 % by its own calibration: its rows (by family and model) win in either class the
+    probe picks, over the name's rows of that class too, while the name's other CPUs keep the
+    probe's class."""
+    xeon = "Intel(R) Xeon(R) Processor"
+    for speed in (18.0, 35.0, 44.0):
+        name, table = cost.calibration_for(speed, xeon, "family 6 model 207")
+        assert name == "slow-xeon207", speed
+        for sut in cost.CALIBRATION_XEON207:
+            assert table[sut] == cost.CALIBRATION_XEON207[sut]
+            assert 9.5 <= cost.expected_percent(sut, cost.units_for(sut, 10, table), table) <= 10.5
+    assert set(cost.CALIBRATION_XEON207) == set(cost.calibrated_suts())
+    assert cost.calibration_for(44.0, xeon, "family 6 model 167")[0] == "fast-xeon"
+    assert cost.calibration_for(35.0, xeon, "family 6 model 167")[0] == "slow-xeon"
+    assert cost.calibration_for(35.0, xeon)[0] == "slow-xeon"

@@ -61,6 +61,7 @@ from dpgate.testbeds.embedded.suts.costrows import (  # noqa: F401 (re-exported)
     CALIBRATION,
     CALIBRATION_SLOW,
     CALIBRATION_XEON,
+    CALIBRATION_XEON207,
     CALIBRATION_XEON_FAST,
     CALIBRATION_ZEN4,
     CALIBRATION_ZEN5,
@@ -105,18 +106,26 @@ def calibration_for(
     ('fast-xeon', 'fast')
     >>> calibration_for(42.5, "AMD EPYC", "family 25 model 17")[0]  # its own rows, one class's
     'slow-zen4'
+    >>> calibration_for(44.0, "Intel(R) Xeon(R) Processor", "family 6 model 207")[0]  # not fast-xeon's
+    'slow-xeon207'
     """
     name, table = CLASSES[-1][1], CLASSES[-1][2]
     for lowest, cname, ctable in CLASSES:
         if speed is None or speed >= lowest:
             name, table = cname, ctable
             break
-    keys = [f"{model} {family}", model] if model and family else [model]
-    for key in keys:
+
+    def rows_of(key: Optional[str]) -> Optional[Tuple[str, Dict[str, tuple[float, float, float]]]]:
         for cls, cpu, short, rows in MODEL_ROWS:
             if cls == name and key == cpu:
                 return f"{name}-{short}", {**table, **rows}
-    return _own_rows(keys[0] if family else None) or (name, table)
+        return None
+
+    # a CPU's own rows (model and family) before the rows of its model name's other CPUs
+    own = None
+    if model and family:
+        own = rows_of(f"{model} {family}") or _own_rows(f"{model} {family}")
+    return own or rows_of(model) or (name, table)
 
 
 def _own_rows(cpu: Optional[str]) -> Optional[Tuple[str, Dict[str, tuple[float, float, float]]]]:

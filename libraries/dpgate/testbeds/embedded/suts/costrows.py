@@ -225,9 +225,39 @@ CALIBRATION_ZEN5: Dict[str, tuple[float, float, float]] = {
     "l3fwd-ip4": (12172.0, 4.20, 820.0),
     "ovs-xconnect": (14472.0, 5.26, 676.0),
 }
+#: The Intel Xeon VM of 2026-12-06/07 (``Intel(R) Xeon(R) Processor`` as the Xeons above, family 6
+#: model 207, AVX-512 FP16 without AMX; probe 34-36 M it/s with slow phases of 17-23: the slow
+#: class by speed). ``--calibrate-units N --trials 14 --duration 1 --runs 3`` at each SUT's 64B
+#: ``cpp_load`` of the base file, l3fwd at 780 kpps and OVS on af_packet at 940 kpps offered
+#: (saturated), 2026-12-07 00:11-00:48 (the pairs' cores at 17.0-37.7 M it/s, median 34.6), three
+#: bring-ups a point, each the median of 14 pairs, as % on the bring-up's base: testpmd-io 2 loads
+#: +4.9/+6.2/+8.2, 12 +14.9/+16.4/+14.9 on 3,187-3,368 cycles; testpmd-mac +6.3/+6.8/+5.4,
+#: +13.2/+14.8/+14.5 on 3,896-4,386; OVS-DPDK +4.5/+7.5/+6.1, +15.1/+14.9/+14.6 on 3,326-3,418;
+#: linux-xconnect 20 +6.8/+7.7/+8.6, 300 +38.3/+40.1/+38.3 on 1,698-1,787; linux-bridge 1
+#: +5.3/+7.3/+6.2, 20 +10.5/+12.3/+4.2, 300 +23.5/+24.5/+34.7 on 2,036-2,507; linux-ip4 20
+#: +5.8/+7.2/+4.1, 300 +21.1/+20.7/+20.1 on 2,998-3,315; OVS AF_XDP (80 kpps) 1 +7.6/+3.4/+8.8, 15
+#: +5.5/+17.3/+7.3, 150 +19.0/+23.2/+23.2 on 2,153-2,976; l3fwd 1 +6.1/+2.4/+3.1, 100
+#: +6.2/+6.1/+7.6, 400 +16.0/+16.8/+15.6 on 7,289-9,084; OVS on af_packet 1 +3.7/+2.5/+3.9, 100
+#: +7.1/+7.5/+5.7, 400 +25.0/+21.8/+23.1 on 9,824-10,343. Each row is the least-squares line
+#: through its points in cycles on the mean base. By these points the slow Xeon's rows (the
+#: model name's slow rows, which this CPU took before) made "+10 %" read +8.6 % (OVS-DPDK, 5
+#: loads) to +13.5 % (l3fwd, 325) and "+5 %" +5.0 to +8.2 %; its bases sit 20-35 % under the slow
+#: Xeon's. As the Zen 4's and Zen 5's, these rows are this CPU's whatever the probe reads.
+CALIBRATION_XEON207: Dict[str, tuple[float, float, float]] = {
+    "linux-xconnect": (1726.0, 1.95, 93.0),
+    "linux-bridge": (2273.0, 1.65, 153.0),
+    "linux-ip4": (3099.0, 1.68, 142.0),
+    "ovs-afxdp-xconnect": (2499.0, 2.09, 201.0),
+    "l3fwd-ip4": (7775.0, 2.32, 298.0),
+    "testpmd-io": (3313.0, 30.0, 151.0),
+    "testpmd-mac": (4030.0, 34.2, 174.0),
+    "ovsdpdk-xconnect": (3371.0, 29.9, 142.0),
+    "ovs-xconnect": (10071.0, 5.11, 265.0),
+}
 MODEL_ROWS: Tuple[Tuple[str, str, str, Dict[str, tuple[float, float, float]]], ...] = (
     ("slow", "Intel(R) Xeon(R) Processor", "xeon", CALIBRATION_XEON),
     ("fast", "Intel(R) Xeon(R) Processor", "xeon", CALIBRATION_XEON_FAST),
     ("slow", "AMD EPYC family 25 model 17", "zen4", CALIBRATION_ZEN4),
     ("fast", "AMD EPYC family 26 model 2", "zen5", CALIBRATION_ZEN5),
+    ("slow", "Intel(R) Xeon(R) Processor family 6 model 207", "xeon207", CALIBRATION_XEON207),
 )
