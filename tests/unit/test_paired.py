@@ -207,6 +207,14 @@ def test_verdicts():
     busy = PairedCpp(up.change, up.low, up.high, up.pairs, disturbance=0.4)
     status, text = verdict(busy, 0.05, dmax=0.10)
     assert status == "SKIP" and "others used 40% of a core" in text
+    # a PASS beside a neighbour: final when its interval stays within twice the allowance,
+    # inconclusive when it reaches beyond (a step that size could have passed); quiet: PASS
+    loose = PairedCpp(0.01, -0.09, 0.12, 8, disturbance=0.4)
+    tight = PairedCpp(0.01, -0.03, 0.05, 8, disturbance=0.4)
+    assert verdict(loose, 0.05, dmax=0.10)[0] == "SKIP" and verdict(tight, 0.05, dmax=0.10)[0] == "PASS"
+    assert "+12.0 % (> 2 x the allowance, +10.0 %)" in verdict(loose, 0.05, dmax=0.10)[1]
+    assert verdict(PairedCpp(0.01, -0.09, 0.12, 8, disturbance=0.05), 0.05, dmax=0.10)[0] == "PASS"
+    assert verdict(loose, 0.05, dmax=0.5)[0] == "PASS"  # not beyond this disturbance_max
     # pairs that do not agree on the rise: inconclusive, never FAIL
     assert verdict(PairedCpp(0.08, -0.01, 0.2, 8), 0.05)[0] == "SKIP"
     assert verdict(PairedCpp(0.08, 0.01, 0.2, 2), 0.05)[0] == "SKIP"

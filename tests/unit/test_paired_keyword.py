@@ -49,14 +49,37 @@ def test_a_pass_on_an_interval_reaching_far_above_the_allowance_is_measured_agai
     lib, result = paired_keyword(WIDE_SUT, NOISY, log)
     assert lib.measure_cycles_against_baseline(result, pairs=4, duration=0.1, max_rise="20%").pairs == 4
     assert len(log) == 8
-    # beside a neighbour all through (every trial 40 % disturbed): more pairs beside it tell
-    # no more, the PASS stands (gk58's hogged run measured 765 trials)
-    log.clear()
-    lib, result = paired_keyword(WIDE_SUT, NOISY, log)
+
+
+def beside_a_neighbour(sut_cycles, base_cycles, log):
+    """The keyword over scripted sides whose every trial others took 40 % of a core in."""
+    lib, result = paired_keyword(sut_cycles, base_cycles, log)
     for side in (lib._gen("64B"), lib._baseline_twin({}).gen):
         side.measure = disturbed(side.measure)
+    return lib, result
+
+
+def test_a_loose_pass_beside_a_neighbour_is_measured_again_and_held_inconclusive_if_still_loose():
+    """gk117 (model 207 Xeon, the hog on both cores): 7 of 21 hogged PASSes reached above twice
+    the allowance (testpmd-mac -9.2 to +13.9 %), where a "+10 %" step could have passed."""
+    log: list = []
+    lib, result = beside_a_neighbour(WIDE_SUT * 2, NOISY * 2, log)
     est = lib.measure_cycles_against_baseline(result, pairs=4, duration=0.1, max_rise="5%")
-    assert est.pairs == 4 and len(log) == 8 and est.disturbance == 0.4
+    assert est.pairs == 8 and len(log) == 16 and est.disturbance == 0.4
+    status, text = verdict(est, 0.05, dmax=0.10)
+    assert est.change <= 0.05 and est.high > 0.10 and status == "SKIP", est.describe()
+    assert "others used 40% of a core" in text and "> 2 x the allowance" in text
+    assert verdict(est, 0.05)[0] == "PASS"  # the same pairs judged with no regard to neighbours
+    # the second round's steady pairs bring the interval within twice the allowance: it stands
+    log.clear()
+    lib, result = beside_a_neighbour(WIDE_SUT + NOISY, NOISY * 2, log)
+    est = lib.measure_cycles_against_baseline(result, pairs=4, duration=0.1, max_rise="5%")
+    assert est.pairs == 8 and len(log) == 16 and verdict(est, 0.05, dmax=0.10)[0] == "PASS", est.describe()
+    # a tight PASS beside a neighbour: nothing more measured
+    log.clear()
+    lib, result = beside_a_neighbour(NOISY, NOISY, log)
+    est = lib.measure_cycles_against_baseline(result, pairs=4, duration=0.1, max_rise="5%")
+    assert est.pairs == 4 and len(log) == 8 and verdict(est, 0.05, dmax=0.10)[0] == "PASS"
 
 
 def test_the_twins_trials_are_judged_slow_against_the_sut_sides_full_speed():
