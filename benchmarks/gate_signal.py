@@ -268,7 +268,7 @@ def main(argv=None) -> int:
     n_hog = a.k // 2 if a.hogged is None else max(0, min(a.k, a.hogged))
     extra = [f"--variable={v}" for v in a.variable] + (["--paired"] if a.paired else [])
     extra += ["--history-span", a.history_span] if a.history_span is not None else []
-    totals: Dict = {"healthy": 0, "false_fail": 0, "inconclusive": 0}
+    totals: Dict = {"healthy": 0, "false_fail": 0, "inconclusive": 0, "paired_skip": 0}
     for sut in a.suts.split(","):
         base = os.path.join(a.outdir, sut)
         history = os.path.join(base, "history")
@@ -321,6 +321,8 @@ def main(argv=None) -> int:
             totals["healthy"] += 1
             totals["false_fail"] += r["verdict"] in ("FAIL", "ERROR")
             totals["inconclusive"] += r["verdict"] == "SKIP"
+            # a skipped paired gate leaves the case its other verdicts: counted apart
+            totals["paired_skip"] += r.get("gates", {}).get("gate.cpp_paired", "").startswith("SKIP")
         runs = healthy + [r for rs in injected.values() for r in rs]
         done = [r["props"].get("search_complete") for r in runs if "search_complete" in r["props"]]
         print(
@@ -365,6 +367,7 @@ def main(argv=None) -> int:
                             print(f"      {g}={r['gates'][g][:230]}")
     print(
         f"total: {totals['healthy']} healthy runs, {totals['false_fail']} false FAIL, {totals['inconclusive']} inconclusive"
+        + (f" (the paired gate inconclusive in {totals['paired_skip']})" if a.paired else "")
         + "".join(f"; {k} in {v[0]}/{v[1]}" for k, v in totals.items() if isinstance(v, list))
     )
     return 0
