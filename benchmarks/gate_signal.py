@@ -304,7 +304,7 @@ def main(argv=None) -> int:
                 )
                 for j in range(a.inject_runs)
             ]
-            for s in (steps if injectable else [])
+            for s in (steps if injectable and a.inject_runs > 0 else [])
         }
         print(
             f"== {sut} 64B: {a.k} healthy runs ({n_hog} with nice -n 19 hogs on CPUs {a.hog_cpus}), "
