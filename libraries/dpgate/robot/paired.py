@@ -84,10 +84,10 @@ class PairedMeasure:
         trial others took more than ``disturbance_max`` (default 10 %) of a core in, are left
         out (``cpp_paired_dropped``; ``dpgate.telemetry.paired.judged_pairs``).
         With ``max_rise`` (the gate's allowance, default 5 %), a verdict the pairs leave undecided (the
-        rise above it but its 99 % interval reaching 0, too few clean pairs, a PASS beside a
-        neighbour reaching above twice the allowance, ...: what `Cycles Should Not Rise Against
-        Baseline` would hold inconclusive), and a PASS whose 99 %
-        interval reaches above twice the allowance (``dpgate.telemetry.paired.loose_pass``), is measured again
+        rise above it but its 99 % interval reaching 0, too few clean pairs, ...: what
+        `Cycles Should Not Rise Against Baseline` would hold inconclusive), and a PASS whose 99 %
+        interval reaches above twice the allowance (``dpgate.telemetry.paired.loose_pass``; beside
+        a neighbour, if still so, inconclusive after), is measured again
         once: ``more_pairs`` more pairs (default: ``pairs``; 0: never), judged with the first
         (``cpp_paired_rounds`` 2, ``cpp_paired_first_change``: the first pairs' change).
         Records ``cpp_paired_*`` (change, 99 % CI, pairs, both medians, load, disturbance).
@@ -222,8 +222,9 @@ def _undecided(est: Union[PairedCpp, str], rise: float, dmax: float) -> str:
     """Why these pairs leave the paired gate at allowance ``rise`` unsure ("": they do not): it
     would hold them inconclusive (a loose PASS beside a neighbour among them), or pass them on
     an interval reaching far above the allowance (:func:`dpgate.telemetry.paired.loose_pass`).
-    Beside the hog (gk117) twice the pairs narrow a 99 % interval about 1.5 x: a PASS it
-    leaves loose stays inconclusive, one it brings within twice the allowance stands."""
+    Twice the pairs narrow a 99 % interval about 1.7 x (sqrt 2 and Student's t at 15 degrees of
+    freedom against 7; beside the hog in gk118 1.85 and 1.95 x): beside a neighbour a PASS the
+    second round leaves loose is inconclusive, one it brings within twice the allowance stands."""
     if isinstance(est, str):
         return est
     status, text = verdict(est, rise, dmax)
