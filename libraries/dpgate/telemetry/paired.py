@@ -390,7 +390,7 @@ def _verdict(est: Optional[PairedCpp], max_rise: float, dmax: Optional[float] = 
             f"{text}, but on its {est.one_speed_pairs} pairs whose trials ran at one core speed "
             f"{est.one_speed * 100:+.1f} %: the host's slow phases split the others, measure again"
         )
-    if dmax is not None and est.disturbance is not None and est.disturbance > dmax:
+    if _beside(est, dmax):
         return "SKIP", (
             f"{text}, but others used {est.disturbance:.0%} of a core during its trials "
             f"(> {dmax:.0%}): measure again on a quieter machine"
