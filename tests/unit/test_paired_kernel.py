@@ -17,6 +17,7 @@ import pytest
 from dpgate.telemetry.disturbance import case_signal
 from dpgate.telemetry.kernel_ref import KERNEL_SHARE_MIN, cpp_per_kernel, kernel_cpp, per_kernel
 from dpgate.telemetry.paired import SATURATED_FIELD, judge, verdict
+from dpgate.telemetry.paired_estimate import PairedCpp
 
 
 class _Trial:
@@ -104,6 +105,23 @@ def test_a_rise_only_the_reference_shows_is_not_a_fail():
     # a real step beside a kernel that moved a little (-3 %, as the injected runs' did): judged
     est = judge(_pairs(30, 1.10, kern_step=0.97), polling=True, load_pps=80000.0, disturbance_max=0.10)
     assert verdict(est, 0.04, dmax=0.10)[0] == "FAIL"
+
+
+def test_a_loose_pass_by_the_busy_cycles_beside_a_neighbour_is_inconclusive():
+    # the kernel's part moved, so the busy cycles judge alone; beside a neighbour their wide
+    # PASS is held like any other (issue 14, item 1: a verdict resting on disturbed trials)
+    est = PairedCpp(
+        0.3, 0.2, 0.4, 16, disturbance=0.5, kernel_change=-0.2, kernel_low=-0.25, kernel_high=-0.15
+    )
+    loose = dataclasses.replace(est, also=PairedCpp(0.01, -0.08, 0.13, 16, disturbance=0.5))
+    status, text = verdict(loose, 0.05, dmax=0.10)
+    assert status == "SKIP" and "judged by the busy cycles" in text and "others used 50% of a core" in text, (
+        text
+    )
+    assert "reaches +13.0 % (> 2 x the allowance, +10.0 %)" in text
+    assert verdict(loose, 0.05, dmax=0.6)[0] == "PASS"  # not beyond this disturbance_max
+    tight = dataclasses.replace(est, also=PairedCpp(0.01, -0.03, 0.05, 16, disturbance=0.5))
+    assert verdict(tight, 0.05, dmax=0.10)[0] == "PASS"
 
 
 @pytest.mark.parametrize(

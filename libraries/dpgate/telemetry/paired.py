@@ -320,23 +320,20 @@ def verdict(est: Optional[PairedCpp], max_rise: float, dmax: Optional[float] = N
     ('PASS', 'SKIP', 'PASS')
     """
     moved = reference_moved(est, max_rise)
-    if moved and est is not None:  # the kernel's part moved between the sides: no reference
-        if est.also is None:
-            return "SKIP", f"{est.describe()}, but {moved}: measure again"
-        status, text = _verdict(est.also, max_rise, dmax)
-        return (
-            status,
-            f"{text} ({moved}: judged by the busy cycles; per kernel cycle {est.change * 100:+.1f} %)",
-        )
-    status, text = _verdict(est, max_rise, dmax)
-    if est is not None and est.also is not None and status != "FAIL":
+    if moved and est is not None and est.also is None:  # the kernel's part moved: no reference
+        return "SKIP", f"{est.describe()}, but {moved}: measure again"
+    judged = est.also if moved and est is not None else est  # moved: the busy cycles judge alone
+    status, text = _verdict(judged, max_rise, dmax)
+    if moved and est is not None:
+        text = f"{text} ({moved}: judged by the busy cycles; per kernel cycle {est.change * 100:+.1f} %)"
+    elif est is not None and est.also is not None and status != "FAIL":
         busy, busy_text = _verdict(est.also, max_rise, dmax)
         if busy == "FAIL":  # the busy cycles rose beyond doubt where the kernel's rose alike
             return "FAIL", f"{busy_text} (per kernel cycle: {est.change * 100:+.1f} %)"
-    loose = loose_pass(est, max_rise) if status == "PASS" and _beside(est, dmax) else ""
-    if loose and est is not None:  # gk117: beside the hog 7 of 21 PASSes, quiet 1 of 48
+    loose = loose_pass(judged, max_rise) if status == "PASS" and _beside(judged, dmax) else ""
+    if loose and judged is not None:  # gk117: beside the hog 7 of 21 PASSes, quiet 1 of 48
         return "SKIP", (
-            f"{text}, but others used {est.disturbance:.0%} of a core during its trials and it is "
+            f"{text}, but others used {judged.disturbance:.0%} of a core during its trials and it is "
             f"{loose}: a step that size could pass here, measure again on a quieter machine"
         )
     return status, text
