@@ -247,11 +247,13 @@ class _Stub:
     (``_measure_once`` is the boundary: the real one needs namespaces and tcpreplay)."""
 
     def __new__(cls, outcomes, **kw):
+        from dpgate.telemetry.neighbour import NeighbourWatch
         from dpgate.traffic.tcpreplay import TcpreplayGenerator
 
         gen = TcpreplayGenerator.__new__(TcpreplayGenerator)
         gen.disturbance_max, gen.remeasure, gen.remeasure_clean = 0.10, 2, False
         gen.speeds = None  # no host speed probe: only the scripted disturbance decides
+        gen.neighbour = NeighbourWatch()
         gen.__dict__.update(kw)
         seq = iter(outcomes)
         seen = []

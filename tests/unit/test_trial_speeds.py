@@ -57,6 +57,26 @@ def test_a_lasting_slow_phase_is_not_waited_out_trial_by_trial(tmp_path):
     assert len(fake.lines) == 4
 
 
+def test_a_lasting_neighbour_is_not_measured_past_trial_by_trial(tmp_path):
+    # beside a CPU hog every attempt is disturbed and no re-measure came clean (gk117/gk118):
+    # after a trial and its re-measures all disturbed, a trial it disturbs is kept as measured
+    gen, fake = make(tmp_path, lost=100)
+    gen.speeds = HostSpeeds([{0: 30.0, 1: 30.0}] * 20)
+    foreign = [0.4] * 5 + [0.02] + [0.4] * 3
+    gen.cpu = argparse.Namespace(begin=lambda key=None: None, end=lambda: {"disturbance": foreign.pop(0)})
+    first = gen.measure(100_000, 0.5)
+    assert len(fake.lines) == 3 and "neighbour_lasting" not in first.details
+    second = gen.measure(100_000, 0.5)
+    assert len(fake.lines) == 4 and second.details["neighbour_lasting"] == 4
+    assert second.disturbance == 0.4 and "superseded" not in second.details
+    gen.measure(100_000, 0.5)  # still there: kept at once
+    assert len(fake.lines) == 5
+    gen.measure(100_000, 0.5)  # a clean attempt ends the run ...
+    assert len(fake.lines) == 6 and gen.neighbour.streak == 0
+    gen.measure(100_000, 0.5)  # ... so the next disturbed trial is measured again
+    assert len(fake.lines) == 9 and not foreign
+
+
 def test_beside_a_polling_sut_only_its_cores_are_probed(tmp_path):
     gen, _ = make(tmp_path)
     gen.measure(100_000, 0.5)

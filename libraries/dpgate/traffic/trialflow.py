@@ -22,7 +22,7 @@ Trial discipline:
 4. loss = intended - received; ``tg_shortfall`` = intended - sent; when the shortfall
    happens at a load at or above the calibrated generator ceiling, ``limited_by`` is
    ``"generator"``. A lossy trial whose cores were disturbed (others' CPU time, or a slow host
-   phase read by ``dpgate.exec.speedprobe`` around it) is measured again.
+   phase read by ``dpgate.exec.speedprobe`` around it) is measured again unless it lasts.
 
 >>> TrialPlan(per_dir_pps=50e3, count=50_000, duration_s=1.0, directions=2).intended
 100000
@@ -43,6 +43,7 @@ from dpgate.model.errors import ConfigError
 from dpgate.model.ndrpdr import CEILING_MARGIN
 from dpgate.model.trial import LIMITED_BY_GENERATOR, TrialResult
 from dpgate.telemetry.cpuacct import CpuAccount, pids_in_netns
+from dpgate.telemetry.neighbour import NeighbourWatch, foreign_share
 
 from .pcap import frames, write_pcap
 from .profiles import Profile, directions_for
@@ -109,8 +110,7 @@ class EmbeddedGenerator(TrialSteps, SutCore):
         disturbance_max: Optional[float] = DISTURBANCE_MAX,
         remeasure: int = REMEASURE,
     ):
-        self.tb = testbed
-        self.profile = profile
+        self.tb, self.profile = testbed, profile
         self.sut = sut
         self.settle_s = settle_s
         self.budget_s = budget_s
@@ -123,6 +123,7 @@ class EmbeddedGenerator(TrialSteps, SutCore):
         self._trial_no = 0
         self.disturbance_max = disturbance_max
         self.remeasure = int(remeasure)
+        self.neighbour = NeighbourWatch()  # a lasting neighbour's trials are not measured again
         #: also measure again a disturbed trial that lost nothing (e.g. for cycles per packet)
         self.remeasure_clean = False
         #: pids whose CPU time counts as the SUT's (e.g. an injected CPU stealer)
@@ -208,12 +209,12 @@ class EmbeddedGenerator(TrialSteps, SutCore):
     def measure(self, load_pps: float, duration_s: float) -> TrialResult:
         """One trial; a lossy trial whose cores were disturbed beyond ``disturbance_max``
         (foreign share of a core, ``dpgate.telemetry.cpuacct``, or the share a slow host phase
-        took, ``dpgate.exec.speedprobe``) is measured again, at most
-        ``remeasure`` times; the last attempt is returned (its ``disturbance`` says how it
-        went) and every attempt is reported to ``on_trial`` (superseded ones marked)."""
+        took, ``dpgate.exec.speedprobe``) is measured again, at most ``remeasure`` times (none
+        if the disturbance lasts, :meth:`_passing`); the last attempt is returned and every
+        attempt is reported to ``on_trial`` (superseded ones marked)."""
         attempt = 0
         while True:
-            result = self._measure_once(load_pps, duration_s)
+            result = self.neighbour.saw(self._measure_once(load_pps, duration_s), self.disturbance_max)
             d = result.disturbance
             # A neighbour can only make a trial look worse: a disturbed trial that lost
             # nothing stands (unless ``remeasure_clean``), a lossy one is measured again.
@@ -236,13 +237,12 @@ class EmbeddedGenerator(TrialSteps, SutCore):
             attempt += 1
 
     def _passing(self, result: TrialResult) -> bool:
-        """Whether the disturbance may be gone in the next trial: a neighbour's time, or a
-        slow host phase that is not lasting (``TrialSpeeds.transient``); a lasting one is
-        kept as measured (its verdicts inconclusive) instead of costing search time."""
-        foreign = (result.details.get("cpu") or {}).get("disturbance") or 0.0
-        if self.speeds is None or foreign > (self.disturbance_max or 0.0):
-            return True
-        if self.speeds.transient(self.speeds.probe.reference(self.core_speed_ref)):
+        """Whether the disturbance may be gone in the next trial: a neighbour's time or a slow
+        host phase that is not lasting (``dpgate.telemetry.neighbour``, ``TrialSpeeds.transient``);
+        a lasting one is kept as measured (its verdicts inconclusive), not costing search time."""
+        if foreign_share(result) > (self.disturbance_max or 0.0):
+            return self.neighbour.passing(result, self.disturbance_max)
+        if self.speeds is None or self.speeds.transient(self.speeds.probe.reference(self.core_speed_ref)):
             return True
         result.details["slow_host_lasting"] = True
         return False
