@@ -29,14 +29,11 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from dpgate.telemetry.disturbance import foreign_of
+
 #: Attempts in a row disturbed by others' CPU time after which that neighbour counts as lasting
 #: (one trial and its two re-measures at ``REMEASURE`` = 2; quiet, no two in a row were seen).
 LASTING = 3
-
-
-def foreign_share(result: Any) -> float:
-    """The largest share of a TG/SUT core others' CPU time took in ``result`` (0: not measured)."""
-    return float(((getattr(result, "details", None) or {}).get("cpu") or {}).get("disturbance") or 0.0)
 
 
 class NeighbourWatch:
@@ -46,16 +43,21 @@ class NeighbourWatch:
         self.lasting = lasting
         self.streak = 0
 
+    @staticmethod
+    def disturbed(result: Any, dmax: Optional[float]) -> bool:
+        """Whether others' CPU time took more than ``dmax`` of a TG/SUT core in ``result``."""
+        return dmax is not None and (foreign_of((result,)) or 0.0) > dmax
+
     def saw(self, result: Any, dmax: Optional[float]) -> Any:
         """Count ``result`` (an attempt) in the run or end it; returns ``result``."""
-        self.streak = self.streak + 1 if dmax is not None and foreign_share(result) > dmax else 0
+        self.streak = self.streak + 1 if self.disturbed(result, dmax) else 0
         return result
 
     def passing(self, result: Any, dmax: Optional[float]) -> bool:
         """Whether others' time on our cores may be gone at the next attempt: not once more
         than :attr:`lasting` attempts in a row (``result`` the last, seen) were disturbed by it;
         then ``result.details["neighbour_lasting"]`` says how many."""
-        if dmax is None or foreign_share(result) <= dmax or self.streak <= self.lasting:
+        if not self.disturbed(result, dmax) or self.streak <= self.lasting:
             return True
         result.details["neighbour_lasting"] = self.streak
         return False

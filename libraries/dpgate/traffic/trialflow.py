@@ -43,7 +43,7 @@ from dpgate.model.errors import ConfigError
 from dpgate.model.ndrpdr import CEILING_MARGIN
 from dpgate.model.trial import LIMITED_BY_GENERATOR, TrialResult
 from dpgate.telemetry.cpuacct import CpuAccount, pids_in_netns
-from dpgate.telemetry.neighbour import NeighbourWatch, foreign_share
+from dpgate.telemetry.neighbour import NeighbourWatch
 
 from .pcap import frames, write_pcap
 from .profiles import Profile, directions_for
@@ -240,7 +240,7 @@ class EmbeddedGenerator(TrialSteps, SutCore):
         """Whether the disturbance may be gone in the next trial: a neighbour's time or a slow
         host phase that is not lasting (``dpgate.telemetry.neighbour``, ``TrialSpeeds.transient``);
         a lasting one is kept as measured (its verdicts inconclusive), not costing search time."""
-        if foreign_share(result) > (self.disturbance_max or 0.0):
+        if self.neighbour.disturbed(result, self.disturbance_max or 0.0):
             return self.neighbour.passing(result, self.disturbance_max)
         if self.speeds is None or self.speeds.transient(self.speeds.probe.reference(self.core_speed_ref)):
             return True
