@@ -17,6 +17,7 @@ import time
 import pytest
 
 from dpgate.exec.lock import holder
+from dpgate.regression.history import disturbed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SUITE = os.path.join(ROOT, "suites/embedded/linux-xconnect-ndrpdr.robot")
@@ -194,13 +195,18 @@ def test_two_gates_on_one_prefix_and_two_history_adds_to_one_store(dpgate, lefto
     assert rc_b == 0, so_b[-2000:] + err_b[-2000:]
     assert f"dpgate: testbed lk1- is in use by pid {a.pid}, `dpgate gate`, since " in err_b
     for out in (out_a, out_b):
-        (rec,) = [json.load(open(p)) for p in (out / "dpgate" / "tests").glob("*.json")]
+        rec = one_record(out)
         assert rec["status"] == "PASS" and rec["metrics"]["ndr_pps"] > 0, rec.get("message")
         assert rec["prefix"] == "lk1-"
     left.assert_clean()
 
+    # Four concurrent adds (each run twice) into one store. A run whose trials others' CPU
+    # time disturbed (here: the other gate starting beside it) is kept out of history by
+    # design (`history add` says "added 0"), so the store holds exactly what the adds
+    # reported, none lost or torn.
     argv0, env = dpgate_cmd
     store = tmp_path / "store"
+    jobs = [(out_a, "ca1"), (out_b, "cb1"), (out_a, "ca2"), (out_b, "cb2")]
     adds = [
         subprocess.Popen(
             argv0 + ["history", "add", str(o), "--store", str(store), "--commit", c],
@@ -209,10 +215,25 @@ def test_two_gates_on_one_prefix_and_two_history_adds_to_one_store(dpgate, lefto
             text=True,
             env=env,
         )
-        for o, c in ((out_a, "ca"), (out_b, "cb"))
+        for o, c in jobs
     ]
-    assert [finish(p, 60)[0] for p in adds] == [0, 0]
-    (hist,) = list(store.rglob("*.jsonl"))
+    done = [finish(p, 60) for p in adds]
+    assert [rc for rc, _, _ in done] == [0, 0, 0, 0], [err for _, _, err in done]
+    added = [int(so.split()[1]) for _, so, _ in done]  # "added N test result(s) to STORE"
+    assert added[0] == added[2] and added[1] == added[3], added  # the same run, the same answer
+    for (o, _), n in zip(jobs, added):
+        assert n == 1 or (n == 0 and disturbed(one_record(o))), (o, n)  # skipped only if disturbed
+    expected = sorted(c for (_, c), n in zip(jobs, added) if n)
+    hists = list(store.rglob("*.jsonl"))
+    if not expected:  # both gates disturbed: nothing to append, nothing appended
+        assert hists == []
+        return
+    (hist,) = hists
     entries = [json.loads(line) for line in hist.read_text().splitlines()]
-    assert sorted(e["commit"] for e in entries) == ["ca", "cb"]
+    assert sorted(e["commit"] for e in entries) == expected
     assert hist.read_text().endswith("\n")
+
+
+def one_record(outdir) -> dict:
+    (rec,) = [json.load(open(p)) for p in (outdir / "dpgate" / "tests").glob("*.json")]
+    return rec
