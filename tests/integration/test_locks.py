@@ -17,6 +17,7 @@ import time
 import pytest
 
 from dpgate.exec.lock import holder
+from dpgate.outputs.results import load_records
 from dpgate.regression.history import disturbed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -235,5 +236,5 @@ def test_two_gates_on_one_prefix_and_two_history_adds_to_one_store(dpgate, lefto
 
 
 def one_record(outdir) -> dict:
-    (rec,) = [json.load(open(p)) for p in (outdir / "dpgate" / "tests").glob("*.json")]
+    (rec,) = load_records(str(outdir))  # the reader `history add` uses
     return rec
