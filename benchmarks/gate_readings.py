@@ -155,3 +155,15 @@ def fmt(x: Optional[float], pct: bool = True) -> str:
     if x is None:
         return "n/a"
     return f"{x * 100:+.1f} %" if pct else f"{x:.4g}"
+
+
+def seen(r: Dict) -> bool:
+    """Whether a run's paired check PASSed on a rise its pairs agree on (``cpp_paired_rise_seen``).
+
+    >>> seen({"props": {"cpp_paired_rise_seen": "True"}, "gates": {"gate.cpp_paired": "PASS: m"}})
+    True
+    >>> seen({"props": {"cpp_paired_rise_seen": "True"}, "gates": {"gate.cpp_paired": "FAIL: m"}})
+    False
+    """
+    passed = r.get("gates", {}).get("gate.cpp_paired", "").startswith("PASS")
+    return passed and str(r["props"].get("cpp_paired_rise_seen")) == "True"

@@ -50,7 +50,7 @@ from typing import Dict, List, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the sibling gate_readings
 
-from gate_readings import by_placement, fmt, overhead_line, read_case, read_run, spread, trial_gaps  # noqa: E402, F401
+from gate_readings import by_placement, fmt, overhead_line, read_case, read_run, seen, spread, trial_gaps  # noqa: E402, F401
 
 from dpgate.model.errors import ConfigError  # noqa: E402
 from dpgate.testbeds.embedded.suts import cost  # noqa: E402
@@ -154,12 +154,16 @@ def paired_line(healthy: List[Dict], injected: Dict[float, List[Dict]]) -> Optio
     >>> run = lambda ch, g="PASS": {"props": {"cpp_paired_change": ch}, "gates": {"gate.cpp_paired": g}}
     >>> paired_line([run(0.01), run(-0.02), run(0.2) | {"hog": True}], {10.0: [run(0.11, "FAIL: x")]})
     '  cpp_paired   healthy: +1.0 % P, -2.0 % P, +20.0 % Ph (quiet spread +3.1 %) | +10 %: +11.0 % F (1/1 FAIL)'
+
+    ``P!`` marks a PASS whose pairs agree it rose (``cpp_paired_rise_seen``: a rise within the
+    allowance, beyond the pairs' scatter).
     """
 
     def cell(r: Dict) -> str:
         ch = r["props"].get("cpp_paired_change")
         g = r.get("gates", {}).get("gate.cpp_paired", "")
         mark = {"PASS": "P", "FAIL": "F", "SKIP": "S"}.get(g.split(":", 1)[0], "-")
+        mark += "!" if mark == "P" and seen(r) else ""  # a PASS whose pairs agree it rose
         rounds = "2" if r["props"].get("cpp_paired_rounds") == 2 else ""
         busy = r["props"].get("cpp_paired_busy_change")  # judged per kernel cycle: the busy cycles' too
         also = f" (busy {fmt(busy)})" if isinstance(busy, float) else ""
@@ -268,7 +272,7 @@ def main(argv=None) -> int:
     n_hog = a.k // 2 if a.hogged is None else max(0, min(a.k, a.hogged))
     extra = [f"--variable={v}" for v in a.variable] + (["--paired"] if a.paired else [])
     extra += ["--history-span", a.history_span] if a.history_span is not None else []
-    totals: Dict = {"healthy": 0, "false_fail": 0, "inconclusive": 0, "paired_skip": 0}
+    totals: Dict = {"healthy": 0, "false_fail": 0, "inconclusive": 0, "paired_skip": 0, "paired_seen": 0}
     for sut in a.suts.split(","):
         base = os.path.join(a.outdir, sut)
         history = os.path.join(base, "history")
@@ -323,6 +327,7 @@ def main(argv=None) -> int:
             totals["inconclusive"] += r["verdict"] == "SKIP"
             # a skipped paired gate leaves the case its other verdicts: counted apart
             totals["paired_skip"] += r.get("gates", {}).get("gate.cpp_paired", "").startswith("SKIP")
+            totals["paired_seen"] += seen(r)  # a healthy PASS with a rise seen: a false notice
         runs = healthy + [r for rs in injected.values() for r in rs]
         done = [r["props"].get("search_complete") for r in runs if "search_complete" in r["props"]]
         print(
@@ -354,8 +359,15 @@ def main(argv=None) -> int:
             totals.setdefault(f"detected +{s:g} %", [0, 0])
             totals[f"detected +{s:g} %"][0] += hits
             totals[f"detected +{s:g} %"][1] += len(runs)
+            noticed = sum(seen(r) for r in runs)  # passed, but the pairs agree it rose
+            totals.setdefault(f"detected or a rise seen +{s:g} %", [0, 0])
+            totals[f"detected or a rise seen +{s:g} %"][0] += hits + noticed
+            totals[f"detected or a rise seen +{s:g} %"][1] += len(runs)
             aim = injected_aim(sut, s, runs)
-            print(f"  inject +{s:g} % ({aim}): detected in {hits}/{len(runs)} runs")
+            print(
+                f"  inject +{s:g} % ({aim}): detected in {hits}/{len(runs)} runs"
+                + (f", a PASS with the rise seen in {noticed}" if a.paired else "")
+            )
             for r in runs:
                 speed = fmt(r["props"].get("core_speed_min"), pct=False)
                 print(f"    {r['verdict']:5s} core_speed_min {speed} {r['message'][:160]}")
@@ -367,7 +379,12 @@ def main(argv=None) -> int:
                             print(f"      {g}={r['gates'][g][:230]}")
     print(
         f"total: {totals['healthy']} healthy runs, {totals['false_fail']} false FAIL, {totals['inconclusive']} inconclusive"
-        + (f" (the paired gate inconclusive in {totals['paired_skip']})" if a.paired else "")
+        + (
+            f" (the paired gate inconclusive in {totals['paired_skip']}, a PASS with a rise seen in "
+            f"{totals['paired_seen']})"
+            if a.paired
+            else ""
+        )
         + "".join(f"; {k} in {v[0]}/{v[1]}" for k, v in totals.items() if isinstance(v, list))
     )
     return 0

@@ -7,6 +7,7 @@ from typing import Dict, List
 
 from dpgate.model.record import F
 from dpgate.outputs.junit import stopped_by_run
+from dpgate.telemetry.paired_notice import RISE_SEEN
 
 
 def history_summary(records: List[Dict], hist: str) -> str:
@@ -27,12 +28,17 @@ def paired_summary(records: List[Dict]) -> str:
     >>> print(paired_summary([{"name": "t", "gates": [{"name": "cpp_paired", "passed": True, "message": "m"}]}]))
     paired check against a baseline twin beside the SUT:
       t: PASS: m
+    >>> seen = {"name": "u", "metrics": {"cpp_paired_rise_seen": True}, "gates": [{"name": "cpp_paired", "passed": True, "message": "m"}]}
+    >>> print(paired_summary([seen]).splitlines()[1])
+      u: PASS, RISE SEEN: m
     """
     lines = []
     for r in records:
+        seen = (r.get(F.METRICS) or {}).get(RISE_SEEN) is True
         for g in r.get(F.GATES, []):
             if g.get("name") == "cpp_paired":
                 verdict = "SKIP" if g.get("skipped") else ("PASS" if g.get("passed") else "FAIL")
+                verdict += ", RISE SEEN" if seen and verdict == "PASS" else ""
                 lines.append(f"  {r.get(F.NAME, '?')}: {verdict}: {g.get('message', '')}")
     return "\n".join(["paired check against a baseline twin beside the SUT:"] + lines) if lines else ""
 

@@ -38,6 +38,7 @@ from dpgate.telemetry.paired import (
     saturation_pairs,
     verdict,
 )
+from dpgate.telemetry.paired_notice import RISE_SEEN, rise_seen
 from dpgate.testbeds.embedded.twin import BaselineTwin, measure_pairs
 from dpgate.traffic.profiles import make_profile
 
@@ -264,7 +265,10 @@ class PairedGate(GateChecks):
         pairs do not agree on, or measured beside a neighbour, is inconclusive: recorded as a
         skipped gate with the figure and warned about, the case keeping its other verdicts; so
         is a PASS beside a neighbour whose 99 % interval reaches above twice ``max_rise`` (it
-        could not have told that step from none).
+        could not have told that step from none). A PASS whose pairs agree it rose all the
+        same (within ``max_rise``, every FAIL condition but the allowance met) says so in its
+        verdict line and a warning, and records ``cpp_paired_rise_seen`` (True on a FAIL too;
+        ``dpgate.telemetry.paired_notice``).
 
         | `Cycles Should Not Rise Against Baseline` | ${paired} | max_rise=5% |
         fails with ``cpp_at_load +10.4 % against its baseline (8 pairs ..., 99 % CI +8.1 to +12.8 %) > allowed +5.0 %``.
@@ -285,4 +289,9 @@ class PairedGate(GateChecks):
             return
         if status == "FAIL":
             self._regressed = _current_test()  # Check Gates keeps this FAIL over inconclusive gates
+        seen = rise_seen(paired, rise, dmax) if status == "PASS" else ""
+        record(metrics={RISE_SEEN: status == "FAIL" or bool(seen)})
+        if seen:  # a PASS all the same: said in the verdict line, the summary and the log
+            text = f"{text}; {seen}"
+            logger.warn(f"paired check: {text}")
         self._gate("cpp_paired", status == "PASS", text, value, rise)  # raises Failure on FAIL
