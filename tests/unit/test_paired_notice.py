@@ -79,3 +79,40 @@ def test_the_summary_marks_a_pass_with_a_rise_seen():
     quiet = {"name": "b", "metrics": {RISE_SEEN: False}, "gates": [gate]}
     lines = paired_summary([seen, quiet]).splitlines()
     assert lines[1].startswith("  a: PASS, RISE SEEN:") and lines[2].startswith("  b: PASS:")
+
+
+def _junit(path, status: str, paired: str, seen_rise: bool, change: float) -> None:
+    from dpgate.model.record import gate_entry
+    from dpgate.outputs.junit import write_junit
+
+    path.mkdir(parents=True)
+    gate = gate_entry("cpp_paired", paired == "PASS", f"cpp_at_load {change * 100:+.1f} % ...", change, 0.05)
+    rec = {
+        "name": "64B-1c-testpmd-mac-ndrpdr",
+        "suite": "Testpmd",
+        "status": status,
+        "message": "" if status == "PASS" else "regression_cpp_kernel: +6.3 %",
+        "metrics": {"cpp_paired_change": change, RISE_SEEN: seen_rise},
+        "gates": [gate],
+    }
+    write_junit([rec], str(path / "junit.xml"))
+
+
+def test_gate_signal_counts_a_run_failed_and_seen_once(tmp_path, capsys):
+    """A "+5 %" run the history FAILED whose paired gate passed with the rise seen is one run
+    reported, and a healthy PASS with a rise seen is counted as a false notice."""
+    from helpers import load_benchmark
+
+    bench = load_benchmark("gate_signal")
+    base = tmp_path / "testpmd-mac"
+    _junit(base / "healthy-0", "PASS", "PASS", False, -0.019)
+    _junit(base / "healthy-1", "PASS", "PASS", True, 0.031)  # a false notice
+    _junit(base / "inject-5-0", "FAIL", "PASS", True, 0.041)  # caught by the history, seen by the pairs
+    _junit(base / "inject-5-1", "PASS", "PASS", True, 0.038)  # only seen
+    argv = ["--suts", "testpmd-mac", "--k", "2", "--hogged", "0", "--steps", "5", "--inject-runs", "2"]
+    bench.main(argv + ["--paired", "--report-only", "--outdir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "detected in 1/2 runs, a PASS with the rise seen in 2" in out, out
+    assert "detected or a rise seen +5 % in 2/2" in out, out
+    assert "a PASS with a rise seen in 1)" in out, out  # the healthy run's
+    assert "healthy: -1.9 % P, +3.1 % P! (quiet spread" in out, out  # marked in the paired line
