@@ -41,6 +41,7 @@ def test_a_rise_seen_needs_what_a_fail_needs():
     assert rise_seen(dataclasses.replace(sure, disturbance=0.05), 0.05, dmax=0.10)
     # per kernel cycle flat, the busy cycles judged beside it rose beyond doubt: seen, by them
     kern = PairedCpp(0.0, -0.02, 0.02, 16, reference=3000.0, also=PairedCpp(0.045, 0.02, 0.07, 16))
+    assert "busy cycles' pairs agree on (cpp_at_load +4.5 %" in rise_seen(kern, 0.05)
     assert "99 % CI +2.0 to +7.0 %" in rise_seen(kern, 0.05)
 
 
