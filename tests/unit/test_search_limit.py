@@ -125,8 +125,8 @@ def test_the_embedded_suites_take_the_bound_from_the_variable_then_the_case(tmp_
 
 def test_the_shipped_thresholds_give_the_slow_searching_suts_a_longer_bound():
     """OVS AF_XDP and OVS-DPDK (their PMD shares the SUT core with their ports' NAPI threads:
-    soft zero-loss goals), l3fwd-ip4 and testpmd-io (quiet searches at the 90 s bound) get
-    150 s on every machine class; the other SUTs the default."""
+    soft zero-loss goals), l3fwd-ip4 and testpmd-io (quiet searches at the 90 s bound) and
+    testpmd-mac (cut twice in slow phases) get 150 s on every machine class; the others the default."""
     import os
 
     from dpgate.config.thresholds import load_thresholds
@@ -140,5 +140,6 @@ def test_the_shipped_thresholds_give_the_slow_searching_suts_a_longer_bound():
             assert f.lookup("ovsdpdk-xconnect", size).search_time_limit == 150
             assert f.lookup("l3fwd-ip4", size).search_time_limit == 150
             assert f.lookup("testpmd-io", size).search_time_limit == 150
-            assert f.lookup("testpmd-mac", size).search_time_limit is None
+            assert f.lookup("testpmd-mac", size).search_time_limit == 150
+            assert f.lookup("linux-ip4", size).search_time_limit is None
             assert f.lookup("linux-xconnect", size).search_time_limit is None
